@@ -1,0 +1,1 @@
+"""The ``pin`` command line: one module per subcommand, each with ``add_parser`` and ``run(args) -> int``."""

@@ -1,0 +1,63 @@
+"""
+Entry point of the ``pin`` command.
+
+Exit codes: 0 success; 1 a check found problems; 2 bad command line; 3 invalid or missing pin.toml; 4 unknown set
+or repository; 5 git failure (unreachable remote, unknown commit); 6 a checkout on disk differs from pin.toml;
+7 hash_overwrite on a pinned path; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+__all__ = ["main"]
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from sispin import __version__
+from sispin.cli import sync
+from sispin.errors import PinError
+
+_COMMANDS = (sync,)
+
+_EPILOG = """\
+exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown set or repository,
+5 git failure, 6 checkout differs from pin.toml, 7 hash_overwrite on a pinned path, 130 interrupted.
+The lockfile is $PIN_LOCK if set, else the nearest pin.toml in the working directory or above."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """:return: the parser of ``pin`` with every subcommand"""
+    parser = argparse.ArgumentParser(
+        prog="pin",
+        description="Pin the recipe repositories of Sisyphus experiment sets (pin.toml).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in _COMMANDS:
+        command.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """
+    Run ``pin``.
+
+    :param argv: arguments without the program name (default: sys.argv[1:])
+    :return: the process exit code
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except PinError as exc:
+        if args.debug:
+            raise
+        print(f"pin: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("pin: interrupted", file=sys.stderr)
+        return 130
+

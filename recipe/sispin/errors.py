@@ -1,0 +1,52 @@
+"""
+The one error hierarchy of sispin.
+
+Every error a user can cause is a :class:`PinError`; the CLI prints its message as one line and exits with its
+``exit_code``, and config code (Sisyphus) sees it as an ordinary exception with the same one-line message.
+"""
+
+__all__ = [
+    "PinError",
+    "LockfileError",
+    "UnknownNameError",
+    "GitError",
+    "CheckoutStateError",
+    "HashOverwriteError",
+]
+
+
+class PinError(Exception):
+    """Base of every error sispin raises on purpose."""
+
+    #: process exit code used by the ``pin`` CLI (documented in README.md)
+    exit_code = 1
+
+
+class LockfileError(PinError):
+    """pin.toml is missing, is not valid TOML, or breaks the version 1 format."""
+
+    exit_code = 3
+
+
+class UnknownNameError(PinError):
+    """An experiment set or repository name that pin.toml does not declare."""
+
+    exit_code = 4
+
+
+class GitError(PinError):
+    """A git operation failed: unreachable remote, unknown commit or revision, broken repository."""
+
+    exit_code = 5
+
+
+class CheckoutStateError(PinError):
+    """A checkout on disk is not what pin.toml says (other commit, modified or untracked files)."""
+
+    exit_code = 6
+
+
+class HashOverwriteError(PinError):
+    """A pinned checkout path has ``hash_overwrite`` set, which would drop the commit from every job hash."""
+
+    exit_code = 7

@@ -1,0 +1,440 @@
+"""
+pin.toml: find, parse and validate the lockfile into immutable value objects.
+
+Reading uses the standard ``tomllib`` (``tomli`` before Python 3.11) because it is fast and strict; every error names
+the file and the key path, e.g. ``pin.toml: sets.demo.returnn_common: "d1fc1c7" is not a full 40-hex commit``.
+Writing (which must keep comments) lives with the commands that write, on top of tomlkit.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LOCKFILE_NAME",
+    "LOCK_ENV",
+    "SUPPORTED_VERSION",
+    "CLONE_JOB_KWARGS",
+    "RepoSpec",
+    "Pin",
+    "SetSpec",
+    "SetupCheckout",
+    "Lockfile",
+    "find_lockfile",
+    "load_lockfile",
+    "parse_lockfile",
+    "display_path",
+    "check_url",
+    "is_full_sha",
+]
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from urllib.parse import urlsplit
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised by the Python 3.9 CI run
+    import tomli as tomllib
+
+from sispin.errors import LockfileError, UnknownNameError
+
+LOCKFILE_NAME = "pin.toml"
+#: environment variable naming the lockfile explicitly (otherwise pin.toml is searched upwards from the cwd)
+LOCK_ENV = "PIN_LOCK"
+SUPPORTED_VERSION = 1
+
+#: keyword arguments of i6_core's CloneGitRepositoryJob a pin table may carry, with the TOML type each must have.
+#: url comes from [repos.*], commit is the pin itself and checkout_folder_name is the repo's ``checkout``.
+CLONE_JOB_KWARGS: Dict[str, str] = {
+    "branch": "string",
+    "clone_submodules": "boolean",
+    "files_to_checkout": "array of strings",
+    "patches": "array of strings",
+}
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+_ALLOWED_SCHEMES = ("https", "ssh", "git", "file")
+# git's scp-like syntax: [user@]host:path, where no slash comes before the first colon
+_SCP_LIKE_RE = re.compile(r"^(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:]+):(?P<path>.+)$")
+_SCP_CREDENTIALS_RE = re.compile(r"^[^/@]*:[^/@]*@")
+_SET_RESERVED_KEYS = ("configs",)
+
+
+@dataclass(frozen=True)
+class RepoSpec:
+    """
+    One ``[repos.NAME]`` table.
+
+    :param name: the repository's name in pin.toml
+    :param url: clone URL, hashed verbatim into every CloneGitRepositoryJob
+    :param branch: the branch ``pin upgrade`` follows (None: the remote's default branch); never a job argument
+    :param checkout: CloneGitRepositoryJob ``checkout_folder_name`` (None: i6_core's default)
+    """
+
+    name: str
+    url: str
+    branch: Optional[str] = None
+    checkout: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Pin:
+    """
+    One repository pinned by one experiment set.
+
+    :param repo: name of the pinned repository (a key of ``[repos]``)
+    :param commit: full 40-hex commit SHA
+    :param job_kwargs: extra CloneGitRepositoryJob keyword arguments, kept for hash compatibility
+    """
+
+    repo: str
+    commit: str
+    job_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SetSpec:
+    """
+    One ``[sets.NAME]`` table: an experiment set.
+
+    :param name: set name
+    :param configs: Sisyphus config files (relative to the setup root) that make up the set
+    :param pins: repository name -> its pin, in file order
+    """
+
+    name: str
+    configs: Tuple[str, ...]
+    pins: Mapping[str, Pin]
+
+    def pin(self, repo: str) -> Pin:
+        """
+        :param repo: repository name
+        :return: this set's pin of it
+        :raises UnknownNameError: when the set does not pin that repository
+        """
+        try:
+            return self.pins[repo]
+        except KeyError:
+            raise UnknownNameError(
+                f"experiment set {self.name!r} pins no repository {repo!r} (it pins: {_known(self.pins)})"
+            ) from None
+
+
+@dataclass(frozen=True)
+class SetupCheckout:
+    """
+    One ``[setup.NAME]`` table: a checkout the setup itself needs (Sisyphus, i6_core), made by ``pin sync``.
+
+    :param name: entry name
+    :param url: clone URL
+    :param commit: full 40-hex commit SHA
+    :param path: checkout directory, relative to the setup root
+    """
+
+    name: str
+    url: str
+    commit: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Lockfile:
+    """
+    A validated pin.toml.
+
+    :param path: absolute path of the file; its directory is the setup root
+    :param repos: repository name -> spec, in file order
+    :param sets: set name -> spec, in file order
+    :param setup: setup checkout name -> spec, in file order
+    """
+
+    path: Path
+    repos: Mapping[str, RepoSpec]
+    sets: Mapping[str, SetSpec]
+    setup: Mapping[str, SetupCheckout]
+
+    @property
+    def root(self) -> Path:
+        """The setup root: the directory that holds pin.toml."""
+        return self.path.parent
+
+    def get_set(self, name: str) -> SetSpec:
+        """
+        :param name: experiment set name
+        :raises UnknownNameError: listing the known sets
+        """
+        try:
+            return self.sets[name]
+        except KeyError:
+            raise UnknownNameError(
+                f"{display_path(self.path)}: no experiment set {name!r} (known sets: {_known(self.sets)})"
+            ) from None
+
+    def get_repo(self, name: str) -> RepoSpec:
+        """
+        :param name: repository name
+        :raises UnknownNameError: listing the known repositories
+        """
+        try:
+            return self.repos[name]
+        except KeyError:
+            raise UnknownNameError(
+                f"{display_path(self.path)}: no repository {name!r} (known repositories: {_known(self.repos)})"
+            ) from None
+
+
+def _known(names: Mapping[str, Any]) -> str:
+    return ", ".join(sorted(names)) or "none"
+
+
+def display_path(path: Path) -> str:
+    """
+    :param path: a file path
+    :return: the path relative to the working directory when it lies below it, else absolute (for messages)
+    """
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def is_full_sha(value: object) -> bool:
+    """:return: whether value is a full, lowercase 40-hex commit SHA"""
+    return isinstance(value, str) and bool(_FULL_SHA_RE.match(value))
+
+
+def find_lockfile(start: Optional[Path] = None) -> Path:
+    """
+    Locate the lockfile: ``$PIN_LOCK`` when set, else the first pin.toml in ``start`` (default: the working
+    directory) or one of its parents, as git finds its repository.
+
+    :param start: directory to search from
+    :return: absolute path of the lockfile
+    :raises LockfileError: when there is none
+    """
+    explicit = os.environ.get(LOCK_ENV)
+    if explicit:
+        path = Path(explicit).absolute()
+        if not path.is_file():
+            raise LockfileError(f"{LOCK_ENV}={explicit}: no such file")
+        return path
+    here = (start or Path.cwd()).absolute()
+    for directory in (here, *here.parents):
+        candidate = directory / LOCKFILE_NAME
+        if candidate.is_file():
+            return candidate
+    raise LockfileError(f"no {LOCKFILE_NAME} in {here} or any parent directory (set {LOCK_ENV} to name one)")
+
+
+def load_lockfile(path: Path) -> Lockfile:
+    """
+    Read and validate a lockfile.
+
+    :param path: the pin.toml to read
+    :raises LockfileError: naming the file and the offending key
+    """
+    path = Path(path).absolute()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LockfileError(f"{display_path(path)}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LockfileError(f"{display_path(path)}: cannot read: {exc}") from None
+    return parse_lockfile(text, path)
+
+
+def parse_lockfile(text: str, path: Path) -> Lockfile:
+    """
+    Validate lockfile content.
+
+    :param text: the TOML text
+    :param path: where it comes from (for messages and the setup root)
+    :raises LockfileError: naming the file and the offending key
+    """
+    where = display_path(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LockfileError(f"{where}: invalid TOML: {exc}") from None
+    return _Validator(where).lockfile(data, Path(path).absolute())
+
+
+class _Validator:
+    """Turns parsed TOML into value objects; each check raises a LockfileError naming file and key path."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def fail(self, key: str, problem: str) -> LockfileError:
+        return LockfileError(f"{self.where}: {key}: {problem}")
+
+    def lockfile(self, data: Dict[str, Any], path: Path) -> Lockfile:
+        self.only_keys("", data, ("version", "repos", "sets", "setup"))
+        if "version" not in data:
+            raise self.fail("version", f"missing (this sispin reads version = {SUPPORTED_VERSION})")
+        version = data["version"]
+        if type(version) is not int or version != SUPPORTED_VERSION:
+            raise self.fail("version", f"unsupported version {version!r} (this sispin reads {SUPPORTED_VERSION})")
+        repos = self.named_tables("repos", data.get("repos", {}), self.repo)
+        sets = self.named_tables("sets", data.get("sets", {}), lambda key, name, table: self.set(key, name, table, repos))
+        setup = self.named_tables("setup", data.get("setup", {}), self.setup_checkout)
+        return Lockfile(path=path, repos=repos, sets=sets, setup=setup)
+
+    def named_tables(self, key: str, value: Any, build: Callable[[str, str, Dict[str, Any]], Any]) -> Dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, "must be a table")
+        result = {}
+        for name, table in value.items():
+            entry_key = f"{key}.{name}"
+            if not _NAME_RE.match(name):
+                raise self.fail(entry_key, "names may use only letters, digits, '_', '.', '-'")
+            if not isinstance(table, dict):
+                raise self.fail(entry_key, "must be a table")
+            result[name] = build(entry_key, name, table)
+        return result
+
+    def only_keys(self, key: str, table: Dict[str, Any], allowed: Tuple[str, ...]) -> None:
+        for name in table:
+            if name not in allowed:
+                full = f"{key}.{name}" if key else name
+                raise self.fail(full, f"unknown key (allowed: {', '.join(allowed)})")
+
+    def string(self, key: str, table: Dict[str, Any], name: str, required: bool) -> Optional[str]:
+        if name not in table:
+            if required:
+                raise self.fail(f"{key}.{name}", "missing")
+            return None
+        value = table[name]
+        if not isinstance(value, str) or not value:
+            raise self.fail(f"{key}.{name}", "must be a non-empty string")
+        return value
+
+    def commit(self, key: str, value: Any) -> str:
+        if not is_full_sha(value):
+            hint = " (use lowercase)" if isinstance(value, str) and is_full_sha(value.lower()) else ""
+            shown = f'"{value}"' if isinstance(value, str) else repr(value)
+            raise self.fail(key, f"{shown} is not a full 40-hex commit{hint}")
+        return value
+
+    def relative_path(self, key: str, value: str, what: str) -> str:
+        parts = PurePosixPath(value).parts
+        if value.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", value):
+            raise self.fail(key, f"{what} {value!r} must be relative")
+        if ".." in parts or "\\" in value or value in (".", ""):
+            raise self.fail(key, f"{what} {value!r} must stay inside the setup (no '..', '.' or backslash)")
+        return value
+
+    def url(self, key: str, value: str) -> str:
+        problem = check_url(value)
+        if problem:
+            raise self.fail(key, problem)
+        return value
+
+    def repo(self, key: str, name: str, table: Dict[str, Any]) -> RepoSpec:
+        if name in _SET_RESERVED_KEYS:
+            raise self.fail(key, f"{name!r} is reserved (it is a key of every [sets.*] table)")
+        self.only_keys(key, table, ("url", "branch", "checkout"))
+        url = self.url(f"{key}.url", self.string(key, table, "url", required=True))
+        branch = self.string(key, table, "branch", required=False)
+        checkout = self.string(key, table, "checkout", required=False)
+        if checkout is not None:
+            self.relative_path(f"{key}.checkout", checkout, "checkout folder")
+        return RepoSpec(name=name, url=url, branch=branch, checkout=checkout)
+
+    def set(self, key: str, name: str, table: Dict[str, Any], repos: Mapping[str, RepoSpec]) -> SetSpec:
+        configs: List[str] = []
+        pins: Dict[str, Pin] = {}
+        for repo, value in table.items():
+            if repo == "configs":
+                if not isinstance(value, list) or not all(isinstance(c, str) and c for c in value):
+                    raise self.fail(f"{key}.configs", "must be an array of config file paths")
+                configs = [self.relative_path(f"{key}.configs", c, "config path") for c in value]
+            elif repo not in repos:
+                raise self.fail(
+                    f"{key}.{repo}",
+                    f"repository {repo!r} is not declared under [repos] (declared: {_known(repos)})",
+                )
+            else:
+                pins[repo] = self.pin(f"{key}.{repo}", repo, value)
+        return SetSpec(name=name, configs=tuple(configs), pins=pins)
+
+    def pin(self, key: str, repo: str, value: Any) -> Pin:
+        if isinstance(value, str):
+            return Pin(repo=repo, commit=self.commit(key, value))
+        if not isinstance(value, dict):
+            raise self.fail(key, "must be a commit SHA string or a table with a 'commit' key")
+        if "commit" not in value:
+            raise self.fail(f"{key}.commit", "missing")
+        commit = self.commit(f"{key}.commit", value["commit"])
+        job_kwargs = {}
+        for kwarg, kwarg_value in value.items():
+            if kwarg == "commit":
+                continue
+            if kwarg not in CLONE_JOB_KWARGS:
+                raise self.fail(
+                    f"{key}.{kwarg}",
+                    f"CloneGitRepositoryJob takes no argument {kwarg!r} here "
+                    f"(allowed: commit, {', '.join(CLONE_JOB_KWARGS)})",
+                )
+            job_kwargs[kwarg] = self.kwarg(f"{key}.{kwarg}", kwarg, kwarg_value)
+        return Pin(repo=repo, commit=commit, job_kwargs=job_kwargs)
+
+    def kwarg(self, key: str, kwarg: str, value: Any) -> Any:
+        expected = CLONE_JOB_KWARGS[kwarg]
+        ok = {
+            "string": isinstance(value, str) and bool(value),
+            "boolean": isinstance(value, bool),
+            "array of strings": isinstance(value, list) and all(isinstance(v, str) for v in value),
+        }[expected]
+        if not ok:
+            raise self.fail(key, f"must be a {expected}")
+        return value
+
+    def setup_checkout(self, key: str, name: str, table: Dict[str, Any]) -> SetupCheckout:
+        self.only_keys(key, table, ("url", "commit", "path"))
+        url = self.url(f"{key}.url", self.string(key, table, "url", required=True))
+        if "commit" not in table:
+            raise self.fail(f"{key}.commit", "missing")
+        commit = self.commit(f"{key}.commit", table["commit"])
+        path = self.relative_path(f"{key}.path", self.string(key, table, "path", required=True), "path")
+        return SetupCheckout(name=name, url=url, commit=commit, path=path)
+
+
+def check_url(url: str) -> Optional[str]:
+    """
+    Decide whether a repository URL is safe to hand to git.
+
+    Allowed are the https, ssh, git and file transports and git's scp-like ``user@host:path``; refused are git's
+    ``transport::address`` helpers (``ext::`` runs commands), anything git could read as an option, and
+    credentials embedded in the URL (they would be hashed into job ids and printed in logs).
+
+    :param url: the URL as written in pin.toml
+    :return: None when acceptable, else the problem (one phrase)
+    """
+    if url.startswith("-"):
+        return f"{url!r} starts with '-' (git would read it as an option)"
+    if any(ch.isspace() or ord(ch) < 32 for ch in url):
+        return f"{url!r} contains whitespace or control characters"
+    if "::" in url.split("/", 1)[0]:
+        return f"{url!r} uses a git remote helper ('transport::'), which is not allowed"
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.scheme not in _ALLOWED_SCHEMES:
+            return f"{url!r}: transport {parts.scheme!r} is not allowed (use {', '.join(_ALLOWED_SCHEMES)})"
+        if parts.password is not None or (parts.username is not None and parts.scheme != "ssh"):
+            return "the URL embeds credentials (user:token@); use a git credential helper or ssh keys instead"
+        if parts.scheme == "file":
+            if parts.netloc or not parts.path.startswith("/"):
+                return f"{url!r}: a file URL must be absolute (file:///path/to/repo)"
+        elif not parts.hostname:
+            return f"{url!r} has no host"
+        return None
+    if _SCP_CREDENTIALS_RE.match(url):
+        return "the URL embeds credentials (user:token@); use ssh keys instead"
+    if _SCP_LIKE_RE.match(url):
+        return None
+    return f"{url!r} is not a URL (use https://, ssh://, git://, file:///abs/path or user@host:path)"

@@ -1,0 +1,110 @@
+"""
+The config-facing API: an experiment set's pinned repositories as Sisyphus paths.
+
+This is the only module that touches Sisyphus and i6_core, and only inside the methods that build jobs, so the
+lockfile, git and CLI code stay importable without them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ExperimentSet", "experiment_set"]
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict
+
+from sispin.errors import HashOverwriteError
+from sispin.lockfile import Lockfile, find_lockfile, load_lockfile
+
+if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
+    from i6_core.tools.git import CloneGitRepositoryJob
+    from sisyphus import tk
+
+
+class ExperimentSet:
+    """
+    One experiment set of pin.toml, as config code sees it.
+
+    :param lockfile: the validated lockfile
+    :param name: the set's name in it
+    :raises UnknownNameError: when the lockfile has no such set
+    """
+
+    def __init__(self, lockfile: Lockfile, name: str):
+        self.lockfile = lockfile
+        self.spec = lockfile.get_set(name)
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ExperimentSet({self.name!r}, lockfile={str(self.lockfile.path)!r})"
+
+    def commit(self, repo: str) -> str:
+        """
+        :param repo: repository name
+        :return: the full commit SHA this set pins it to
+        :raises UnknownNameError: when the set does not pin that repository
+        """
+        return self.spec.pin(repo).commit
+
+    def clone_kwargs(self, repo: str) -> Dict[str, Any]:
+        """
+        :param repo: repository name
+        :return: the keyword arguments of the CloneGitRepositoryJob for it, exactly as a person would write them
+        """
+        pin = self.spec.pin(repo)
+        spec = self.lockfile.get_repo(repo)
+        kwargs: Dict[str, Any] = {"url": spec.url, "commit": pin.commit}
+        if spec.checkout is not None:
+            kwargs["checkout_folder_name"] = spec.checkout
+        kwargs.update(pin.job_kwargs)
+        return kwargs
+
+    def clone_job(self, repo: str) -> CloneGitRepositoryJob:
+        """
+        :param repo: repository name
+        :return: i6_core's CloneGitRepositoryJob of the pinned commit; its id equals the hand-written job's
+        """
+        from i6_core.tools.git import CloneGitRepositoryJob
+
+        # built anew each call, like a hand-written call: Sisyphus returns its one job per id and also records
+        # the job in any active tk.block
+        return CloneGitRepositoryJob(**self.clone_kwargs(repo))
+
+    def repo(self, repo: str) -> tk.Path:
+        """
+        :param repo: repository name
+        :return: the checkout of the pinned commit (``out_repository`` of :meth:`clone_job`)
+        :raises HashOverwriteError: when other code set ``hash_overwrite`` on that path (Sisyphus shares one job
+            object per id), which would take the commit out of every dependent job's hash
+        """
+        path = self.clone_job(repo).out_repository
+        if path.hash_overwrite is not None:
+            raise HashOverwriteError(
+                f"experiment set {self.name!r}, repository {repo!r}: the checkout path of commit "
+                f"{self.commit(repo)[:12]} has hash_overwrite={path.hash_overwrite!r}, which removes the commit "
+                f"from every dependent job hash; remove the code that sets it"
+            )
+        return path
+
+
+@functools.lru_cache(maxsize=None)
+def _load(path: Path) -> Lockfile:
+    # once per process: a manager builds its whole graph from one consistent view of the lockfile
+    return load_lockfile(path)
+
+
+@functools.lru_cache(maxsize=None)
+def _experiment_set(path: Path, name: str) -> ExperimentSet:
+    return ExperimentSet(_load(path), name)
+
+
+def experiment_set(name: str) -> ExperimentSet:
+    """
+    The experiment set ``name`` of the setup's lockfile: ``$PIN_LOCK`` if set, else the nearest pin.toml at or
+    above the working directory (the setup root, where Sisyphus runs).
+
+    :param name: set name, a ``[sets.NAME]`` table of pin.toml
+    :raises LockfileError: when the lockfile is missing or invalid
+    :raises UnknownNameError: when it has no such set (the message lists the known ones)
+    """
+    return _experiment_set(find_lockfile(), name)

@@ -1,0 +1,21 @@
+"""
+Sisyphus settings of this setup: everything runs on the local machine.
+
+Read by Sisyphus from the setup root (the directory `sis` runs in). The wait periods are shortened because the
+demo's jobs are tiny and run on one machine; on a cluster with a shared file system keep Sisyphus's defaults.
+"""
+
+
+def engine():
+    """Run every task on this machine, at most two CPUs at a time."""
+    from sisyphus.localengine import LocalEngine
+
+    return LocalEngine(cpus=2, mem=4)
+
+
+WAIT_PERIOD_JOB_FS_SYNC = 1
+WAIT_PERIOD_BETWEEN_CHECKS = 1
+WAIT_PERIOD_CACHE = 1
+WAIT_PERIOD_JOB_CLEANUP = 1
+WAIT_PERIOD_MTIME_OF_INPUTS = 1
+JOB_AUTO_CLEANUP = False
