@@ -20,7 +20,10 @@ def py():
     config = ReturnnConfig(
         config={"task": "train", "batch_size": 1000, "learning_rate": 1e-3},
         # returnn_common's checkout folder holds the package directory itself, so its parent goes on sys.path
-        python_prolog=["import os, sys", DelayedFormat("sys.path.insert(0, os.path.dirname({!r}))", returnn_common_root)],
+        python_prolog=[
+            "import os, sys",
+            DelayedFormat("sys.path.insert(0, os.path.dirname({!r}))", returnn_common_root),
+        ],
         black_formatting=False,
     )
     write_config = WriteReturnnConfigJob(config)

@@ -280,7 +280,9 @@ class _Validator:
         if type(version) is not int or version != SUPPORTED_VERSION:
             raise self.fail("version", f"unsupported version {version!r} (this sispin reads {SUPPORTED_VERSION})")
         repos = self.named_tables("repos", data.get("repos", {}), self.repo)
-        sets = self.named_tables("sets", data.get("sets", {}), lambda key, name, table: self.set(key, name, table, repos))
+        sets = self.named_tables(
+            "sets", data.get("sets", {}), lambda key, name, table: self.set(key, name, table, repos)
+        )
         setup = self.named_tables("setup", data.get("setup", {}), self.setup_checkout)
         return Lockfile(path=path, repos=repos, sets=sets, setup=setup)
 

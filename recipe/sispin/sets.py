@@ -87,13 +87,13 @@ class ExperimentSet:
         return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(path: Path) -> Lockfile:
     # once per process: a manager builds its whole graph from one consistent view of the lockfile
     return load_lockfile(path)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _experiment_set(path: Path, name: str) -> ExperimentSet:
     return ExperimentSet(_load(path), name)
 

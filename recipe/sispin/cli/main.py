@@ -60,4 +60,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("pin: interrupted", file=sys.stderr)
         return 130
-

@@ -48,12 +48,13 @@ def sync(lockfile: Lockfile) -> int:
     if not lockfile.setup:
         print(f"{display_path(lockfile.path)} has no [setup.*] entries: nothing to sync")
         return 0
-    width = max(len(name) for name in lockfile.setup)
+    name_width = max(len(entry.name) for entry in lockfile.setup.values())
+    path_width = max(len(entry.path) for entry in lockfile.setup.values())
     exit_code = 0
     # one sync at a time per setup, so that concurrent runs neither clone twice nor remove each other's clones
     with FileLock(str(lockfile.root / ".pin-sync.lock")):
         for entry in lockfile.setup.values():
-            prefix = f"{entry.name:<{width}}  {entry.commit[:7]}  {entry.path}"
+            prefix = f"{entry.name:<{name_width}}  {entry.commit[:7]}  {entry.path:<{path_width}}"
             try:
                 outcome = _sync_one(lockfile.root, entry)
             except PinError as exc:

@@ -1,0 +1,105 @@
+"""
+Shared fixtures: real git repositories built in temporary directories, and the real Sisyphus + i6_core of this
+setup (``pin sync`` puts them at tools/sisyphus and recipe/i6_core) when they are there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Dict, Iterator, Optional
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SISYPHUS_DIR = PROJECT_ROOT / "tools" / "sisyphus"
+RECIPE_DIR = PROJECT_ROOT / "recipe"
+
+# commits made by fixtures must not depend on the developer's git identity or global config
+_GIT_FIXTURE_ENV = {
+    "GIT_AUTHOR_NAME": "sispin tests",
+    "GIT_AUTHOR_EMAIL": "tests@sispin.invalid",
+    "GIT_COMMITTER_NAME": "sispin tests",
+    "GIT_COMMITTER_EMAIL": "tests@sispin.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run a real git command in cwd and return its stripped stdout."""
+    env = {**os.environ, **_GIT_FIXTURE_ENV}
+    result = subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True)
+    return result.stdout.strip()
+
+
+def git_commit(repo: Path, files: Dict[str, str], message: str = "change") -> str:
+    """
+    Write files into repo, commit them and return the new commit's SHA.
+
+    :param repo: working tree
+    :param files: relative path -> content
+    :param message: commit message
+    """
+    for name, content in files.items():
+        target = repo / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[..., Path]:
+    """Factory: an empty git repository (branch main) under tmp_path."""
+
+    def make(name: str = "repo") -> Path:
+        repo = tmp_path / "remotes" / name
+        repo.mkdir(parents=True)
+        git(repo, "init", "-q", "-b", "main")
+        return repo
+
+    return make
+
+
+@pytest.fixture
+def write_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], Path]:
+    """Factory: write pin.toml into a fresh setup directory, make it the working directory, return its path."""
+
+    def write(text: str, setup: Optional[Path] = None) -> Path:
+        root = setup or tmp_path / "setup"
+        root.mkdir(parents=True, exist_ok=True)
+        path = root / "pin.toml"
+        path.write_text(text)
+        monkeypatch.chdir(root)
+        return path
+
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    return write
+
+
+def _sisyphus_unavailable_reason() -> Optional[str]:
+    if not (SISYPHUS_DIR / "sisyphus" / "__init__.py").is_file():
+        return f"real Sisyphus not at {SISYPHUS_DIR.relative_to(PROJECT_ROOT)} (run `pin sync`)"
+    if not (RECIPE_DIR / "i6_core" / "tools" / "git.py").is_file():
+        return f"real i6_core not at {(RECIPE_DIR / 'i6_core').relative_to(PROJECT_ROOT)} (run `pin sync`)"
+    for module in ("psutil", "flask", "IPython"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"Sisyphus needs {module!r} (pip install -e '.[setup]')"
+    return None
+
+
+@pytest.fixture(scope="session")
+def real_sisyphus() -> Iterator[Path]:
+    """The real Sisyphus + i6_core of this setup, importable in-process; skips when they are absent."""
+    reason = _sisyphus_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    for path in (str(SISYPHUS_DIR), str(RECIPE_DIR)):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    yield SISYPHUS_DIR

@@ -1,0 +1,68 @@
+"""
+End to end: the demo experiment set run by a real ``sis manager`` against a local returnn_common stand-in
+repository (a real git repository, file:// URL), in a copy of this setup made in a temp dir.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+from conftest import PROJECT_ROOT, RECIPE_DIR, git, git_commit
+
+MANAGER_TIMEOUT = 300
+
+
+def test_sis_manager_runs_the_demo_at_the_pinned_commit(real_sisyphus, make_repo, tmp_path):
+    remote = make_repo("returnn_common")
+    pinned = git_commit(remote, {"__init__.py": "VERSION = 'pinned'\n"}, "the pinned state")
+    git_commit(remote, {"__init__.py": "VERSION = 'newer'\n"}, "main moved on")
+
+    setup = tmp_path / "setup"
+    (setup / "config").mkdir(parents=True)
+    (setup / "recipe").mkdir()
+    (setup / "work").mkdir()
+    shutil.copy(PROJECT_ROOT / "settings.py", setup)
+    shutil.copy(PROJECT_ROOT / "config" / "demo.py", setup / "config")
+    for package in ("i6_core", "sispin"):
+        (setup / "recipe" / package).symlink_to(RECIPE_DIR / package)
+    (setup / "pin.toml").write_text(
+        "version = 1\n\n"
+        f'[repos.returnn_common]\nurl = "file://{remote}"\nbranch = "main"\ncheckout = "returnn_common"\n\n'
+        f'[sets.demo]\nconfigs = ["config/demo.py"]\nreturnn_common = "{pinned}"\n'
+    )
+
+    env = {k: v for k, v in os.environ.items() if k != "PIN_LOCK"}
+    result = subprocess.run(
+        [sys.executable, str(real_sisyphus / "sis"), "manager", "-r", "config/demo.py"],
+        cwd=setup,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=MANAGER_TIMEOUT,
+        check=False,
+    )
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log
+    assert "All output calculated" in log, log
+
+    checkout = setup / "output" / "demo" / "returnn_common"
+    assert checkout.is_symlink()
+    assert git(checkout, "rev-parse", "HEAD") == pinned
+
+    # the job that made it is the one the in-process API computes, and its id holds the pinned commit
+    from sispin.lockfile import load_lockfile
+    from sispin.sets import ExperimentSet
+
+    job = ExperimentSet(load_lockfile(setup / "pin.toml"), "demo").clone_job("returnn_common")
+    assert checkout.resolve() == (setup / "work" / job.job_id() / "output" / "returnn_common").resolve()
+
+    # the written RETURNN config really imports returnn_common from the pinned checkout
+    config = (setup / "output" / "demo" / "returnn.config").read_text()
+    prolog = config.split("batch_size")[0]
+    probe = prolog + "\nimport returnn_common\nprint(returnn_common.VERSION)\n"
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert imported.stdout.strip() == "pinned"
