@@ -103,3 +103,51 @@ def real_sisyphus() -> Iterator[Path]:
         if path not in sys.path:
             sys.path.insert(0, path)
     yield SISYPHUS_DIR
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty store of sispin's own ($PIN_HOME) for one test."""
+    directory = tmp_path / "store"
+    monkeypatch.setenv("PIN_HOME", str(directory))
+    return directory
+
+
+class History:
+    """
+    A remote ``rc`` with five commits on main (c[0]..c[4]), tag v1 at c[1], and a lockfile whose set ``demo``
+    pins c[0] and set ``other`` pins c[2] (as a table with an extra argument), each line commented.
+    """
+
+    def __init__(self, remote: Path, commits: list, lock: Path):
+        self.remote = remote
+        self.c = commits
+        self.lock = lock
+
+    @property
+    def url(self) -> str:
+        return f"file://{self.remote}"
+
+    def text(self) -> str:
+        return self.lock.read_text()
+
+
+@pytest.fixture
+def history(make_repo: Callable[..., Path], write_lock: Callable[..., Path], store_dir: Path) -> History:
+    remote = make_repo("rc")
+    commits = [git_commit(remote, {"nn.py": f"VERSION = {i}\n"}, f"change {i}") for i in range(5)]
+    git(remote, "tag", "v1", commits[1])
+    lock = write_lock(
+        "# the lock of a test setup\n"
+        "version = 1\n\n"
+        "[repos.rc]  # model code\n"
+        f'url = "file://{remote}"\n'
+        'branch = "main"\n\n'
+        "[sets.demo]\n"
+        'configs = ["config/demo.py"]\n'
+        f'rc = "{commits[0]}"  # keep this comment\n\n'
+        "# the second set\n"
+        "[sets.other]\n"
+        f'rc = {{ commit = "{commits[2]}", clone_submodules = true }}\n'
+    )
+    return History(remote, commits, lock)

@@ -7,9 +7,13 @@ Every error a user can cause is a :class:`PinError`; the CLI prints its message 
 
 __all__ = [
     "PinError",
+    "UsageError",
     "LockfileError",
     "UnknownNameError",
     "GitError",
+    "RevisionError",
+    "NameConflictError",
+    "RefusedMoveError",
     "CheckoutStateError",
     "HashOverwriteError",
 ]
@@ -20,6 +24,12 @@ class PinError(Exception):
 
     #: process exit code used by the ``pin`` CLI (documented in README.md)
     exit_code = 1
+
+
+class UsageError(PinError):
+    """A command line that parses but does not make sense (like argparse's own errors)."""
+
+    exit_code = 2
 
 
 class LockfileError(PinError):
@@ -38,6 +48,22 @@ class GitError(PinError):
     """A git operation failed: unreachable remote, unknown commit or revision, broken repository."""
 
     exit_code = 5
+
+
+class RevisionError(GitError):
+    """A tag, branch or SHA that does not exist, or a short SHA that names several commits."""
+
+
+class NameConflictError(PinError):
+    """A name that already exists where a new one is needed (``pin new`` of an existing set)."""
+
+    exit_code = 4
+
+
+class RefusedMoveError(PinError):
+    """A pin move that needs an explicit flag: a downgrade, or a jump to unrelated history."""
+
+    exit_code = 8
 
 
 class CheckoutStateError(PinError):

@@ -10,20 +10,31 @@ from __future__ import annotations
 
 __all__ = [
     "GIT_ENV",
+    "CommitInfo",
     "clone_at_commit",
     "head_commit",
     "local_changes",
+    "create_mirror",
+    "update_mirror",
+    "has_commit",
+    "resolve_revision",
+    "branch_commit",
+    "count_commits",
+    "log_oneline",
+    "commit_info",
 ]
 
 import os
+import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import List
+from typing import List, Optional, Tuple
 
 import git
 
-from sispin.errors import CheckoutStateError, GitError
+from sispin.errors import CheckoutStateError, GitError, RevisionError
 
 #: environment for every git process sispin starts
 GIT_ENV = {
@@ -97,13 +108,13 @@ def clone_at_commit(url: str, commit: str, dest: Path) -> None:
         except git.GitCommandError as exc:
             raise GitError(f"cannot clone {url}: {_message(exc)}") from None
         repo.git.update_environment(**GIT_ENV)
-        if not _has_commit(repo, commit):
+        if not has_commit(tmp, commit):
             # not reachable from any branch or tag (e.g. only under a pull-request ref): ask for it directly
             try:
                 repo.git.fetch("origin", commit)
             except git.GitCommandError:
                 pass
-            if not _has_commit(repo, commit):
+            if not has_commit(tmp, commit):
                 raise GitError(f"commit {commit} does not exist in {url}")
         try:
             repo.git.checkout("--detach", commit)
@@ -116,9 +127,21 @@ def clone_at_commit(url: str, commit: str, dest: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _has_commit(repo: git.Repo, commit: str) -> bool:
+def _git(path: Path) -> git.Git:
+    """A git command runner in path with sispin's restricted environment."""
+    runner = git.Git(str(path))
+    runner.update_environment(**GIT_ENV)
+    return runner
+
+
+def has_commit(path: Path, commit: str) -> bool:
+    """
+    :param path: a repository (bare or not)
+    :param commit: full commit SHA
+    :return: whether the repository holds that commit
+    """
     try:
-        repo.git.cat_file("-e", f"{commit}^{{commit}}")
+        _git(path).cat_file("-e", f"{commit}^{{commit}}")
     except git.GitCommandError:
         return False
     return True
@@ -132,3 +155,142 @@ def _remove_leftovers(dest: Path) -> None:
     """Delete temporary clones a killed earlier run left beside dest (they are never used)."""
     for leftover in dest.parent.glob(_tmp_prefix(dest) + "*"):
         shutil.rmtree(leftover, ignore_errors=True)
+
+
+#: branch heads and tags are mirrored; pull-request and other refs are not
+_MIRROR_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+# what `pin upgrade --to` accepts: ref-name characters only, so that no revision syntax (a..b, @{...}, :path)
+# and no option can get through
+_REVISION_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")
+_HEX_PREFIX_RE = re.compile(r"^[0-9a-f]{4,40}$")
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """
+    :param sha: full commit SHA
+    :param date: committer date, ISO 8601
+    :param subject: first line of the message
+    """
+
+    sha: str
+    date: str
+    subject: str
+
+
+def create_mirror(url: str, dest: Path) -> None:
+    """
+    Make a bare mirror of url's branches and tags at dest, atomically (built beside dest, then renamed).
+
+    :param url: repository URL (validated by the lockfile)
+    :param dest: mirror directory; must not exist
+    :raises GitError: when the remote cannot be reached
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(dest)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=_tmp_prefix(dest)))
+    try:
+        try:
+            git.Repo.clone_from(url, tmp, bare=True, env=GIT_ENV)
+        except git.GitCommandError as exc:
+            raise GitError(f"cannot fetch {url}: {_message(exc)}") from None
+        runner = _git(tmp)
+        runner.config("--replace-all", "remote.origin.fetch", _MIRROR_REFSPECS[0])
+        runner.config("--add", "remote.origin.fetch", _MIRROR_REFSPECS[1])
+        os.rename(tmp, dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def update_mirror(url: str, path: Path) -> None:
+    """
+    Fetch url's branches and tags into the mirror at path; force-pushed branches follow the remote, deleted ones
+    are pruned (their commits stay in the object store until git collects garbage).
+
+    :param url: repository URL, for messages
+    :param path: mirror made by :func:`create_mirror`
+    :raises GitError: when the remote cannot be reached
+    """
+    try:
+        _git(path).fetch("--prune", "--quiet", "origin")
+    except git.GitCommandError as exc:
+        raise GitError(f"cannot fetch {url}: {_message(exc)}") from None
+
+
+def _rev_parse(path: Path, ref: str) -> Optional[str]:
+    try:
+        return _git(path).rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    except git.GitCommandError:
+        return None
+
+
+def branch_commit(path: Path, branch: Optional[str]) -> str:
+    """
+    :param path: a mirror
+    :param branch: branch name; None for the remote's default branch
+    :return: the commit the branch points to
+    :raises RevisionError: when the branch does not exist
+    """
+    ref = f"refs/heads/{branch}" if branch else "HEAD"
+    sha = _rev_parse(path, ref)
+    if sha is None:
+        raise RevisionError(f"branch {branch!r} does not exist" if branch else "the remote has no default branch")
+    return sha
+
+
+def resolve_revision(path: Path, revision: str) -> str:
+    """
+    Resolve a tag, branch or (possibly short) commit SHA to a full SHA, refusing ambiguity.
+
+    :param path: a mirror
+    :param revision: tag, branch or hex SHA prefix (at least 4 digits)
+    :raises RevisionError: when the revision is malformed, unknown, or names different commits
+    """
+    if not _REVISION_RE.match(revision) or ".." in revision:
+        raise RevisionError(f"{revision!r} is not a tag, branch or commit SHA")
+    found: List[Tuple[str, str]] = []
+    for kind, ref in (("tag", f"refs/tags/{revision}"), ("branch", f"refs/heads/{revision}")):
+        sha = _rev_parse(path, ref)
+        if sha:
+            found.append((kind, sha))
+    if _HEX_PREFIX_RE.match(revision):
+        found.extend(("commit", sha) for sha in _commits_with_prefix(path, revision))
+    commits = sorted({sha for _, sha in found})
+    if not commits:
+        raise RevisionError(f"no tag, branch or commit {revision!r}")
+    if len(commits) > 1:
+        named = ", ".join(f"{kind} {sha[:12]}" for kind, sha in found)
+        raise RevisionError(f"{revision!r} is ambiguous: {named}; give more of the SHA")
+    return commits[0]
+
+
+def _commits_with_prefix(path: Path, prefix: str) -> List[str]:
+    if len(prefix) == 40:
+        return [prefix] if has_commit(path, prefix) else []
+    try:
+        candidates = _git(path).rev_parse(f"--disambiguate={prefix}").split()
+    except git.GitCommandError:
+        return []
+    return [sha for sha in candidates if has_commit(path, sha)]
+
+
+def count_commits(path: Path, exclude: str, include: str) -> int:
+    """:return: how many commits are reachable from include but not from exclude"""
+    return int(_git(path).rev_list("--count", f"{exclude}..{include}"))
+
+
+def log_oneline(path: Path, exclude: str, include: str, limit: int) -> List[str]:
+    """:return: up to limit lines "<short sha> <subject>" of exclude..include, newest first"""
+    out = _git(path).log(f"--max-count={limit}", "--format=%h %s", f"{exclude}..{include}")
+    return out.splitlines()
+
+
+def commit_info(path: Path, commit: str) -> Optional[CommitInfo]:
+    """:return: date and subject of commit, or None when the repository does not hold it"""
+    try:
+        out = _git(path).show("-s", "--format=%cI%n%s", f"{commit}^{{commit}}")
+    except git.GitCommandError:
+        return None
+    date, _, subject = out.partition("\n")
+    return CommitInfo(sha=commit, date=date, subject=subject)

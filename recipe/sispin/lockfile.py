@@ -21,18 +21,25 @@ __all__ = [
     "find_lockfile",
     "load_lockfile",
     "parse_lockfile",
+    "edit_lockfile",
     "display_path",
     "check_url",
     "is_full_sha",
+    "valid_name",
 ]
 
 import os
 import re
+import stat
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import urlsplit
+
+import tomlkit
+from filelock import FileLock
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -207,6 +214,11 @@ def is_full_sha(value: object) -> bool:
     return isinstance(value, str) and bool(_FULL_SHA_RE.match(value))
 
 
+def valid_name(name: str) -> bool:
+    """:return: whether name may name a repository, set or setup entry"""
+    return bool(_NAME_RE.match(name))
+
+
 def find_lockfile(start: Optional[Path] = None) -> Path:
     """
     Locate the lockfile: ``$PIN_LOCK`` when set, else the first pin.toml in ``start`` (default: the working
@@ -263,6 +275,48 @@ def parse_lockfile(text: str, path: Path) -> Lockfile:
     return _Validator(where).lockfile(data, Path(path).absolute())
 
 
+def edit_lockfile(path: Path, edit: Callable[[Lockfile, tomlkit.TOMLDocument], None]) -> Lockfile:
+    """
+    Change pin.toml safely: read, edit and write under the lockfile's file lock (so concurrent commands never lose
+    each other's changes), keep comments and formatting (tomlkit), refuse a result that would not validate, and
+    replace the file atomically (temp file in the same directory, fsync, rename).
+
+    :param path: the pin.toml to change
+    :param edit: changes the document in place; gets the validated current content to check preconditions
+        against, and may raise a PinError to abort without writing
+    :return: the lockfile as written
+    """
+    path = Path(path).absolute()
+    with FileLock(str(path) + ".lock"):
+        current = load_lockfile(path)
+        document = tomlkit.parse(path.read_text(encoding="utf-8"))
+        edit(current, document)
+        text = tomlkit.dumps(document)
+        updated = parse_lockfile(text, path)
+        _write_atomically(path, text)
+    return updated
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    handle, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as tmp:
+            tmp.write(text)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.chmod(tmp_name, stat.S_IMODE(path.stat().st_mode))
+        os.replace(tmp_name, path)
+    except BaseException:
+        os.unlink(tmp_name)
+        raise
+    # the rename itself must survive a crash too
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
 class _Validator:
     """Turns parsed TOML into value objects; each check raises a LockfileError naming file and key path."""
 
@@ -292,7 +346,7 @@ class _Validator:
         result = {}
         for name, table in value.items():
             entry_key = f"{key}.{name}"
-            if not _NAME_RE.match(name):
+            if not valid_name(name):
                 raise self.fail(entry_key, "names may use only letters, digits, '_', '.', '-'")
             if not isinstance(table, dict):
                 raise self.fail(entry_key, "must be a table")

@@ -1,9 +1,7 @@
 """
 Entry point of the ``pin`` command.
 
-Exit codes: 0 success; 1 a check found problems; 2 bad command line; 3 invalid or missing pin.toml; 4 unknown set
-or repository; 5 git failure (unreachable remote, unknown commit); 6 a checkout on disk differs from pin.toml;
-7 hash_overwrite on a pinned path; 130 interrupted.
+Exit codes are listed in the epilog of ``pin --help`` and in README.md; each PinError subclass carries its own.
 """
 
 from __future__ import annotations
@@ -15,14 +13,15 @@ import sys
 from typing import Optional, Sequence
 
 from sispin import __version__
-from sispin.cli import sync
+from sispin.cli import new, status, sync, upgrade
 from sispin.errors import PinError
 
-_COMMANDS = (sync,)
+_COMMANDS = (sync, upgrade, new, status)
 
 _EPILOG = """\
-exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown set or repository,
-5 git failure, 6 checkout differs from pin.toml, 7 hash_overwrite on a pinned path, 130 interrupted.
+exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown or already existing
+set or repository, 5 git failure (unreachable remote, unknown revision), 6 checkout differs from pin.toml,
+7 hash_overwrite on a pinned path, 8 move refused (needs --allow-downgrade/--allow-unrelated), 130 interrupted.
 The lockfile is $PIN_LOCK if set, else the nearest pin.toml in the working directory or above."""
 
 
@@ -49,7 +48,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     :param argv: arguments without the program name (default: sys.argv[1:])
     :return: the process exit code
     """
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    # argparse gives a trailing "REPO ..." positional nothing once an option came between (`upgrade demo --to v1
+    # rc`); commands that take such a list name it in `trailing`, and the words after the options join it
+    trailing = getattr(args, "trailing", None)
+    if extras and trailing and not any(word.startswith("-") for word in extras):
+        getattr(args, trailing).extend(extras)
+    elif extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
     try:
         return int(args.run(args))
     except PinError as exc:

@@ -1,0 +1,159 @@
+"""
+``pin status [SET ...] [--json] [--fetch]``: where every set stands.
+
+One row per pinned repository: set, repository, short SHA, commit date, and how many commits the pin is behind the
+head of its branch. Offline by default: it reads the store's mirrors as last fetched (``--fetch`` updates them
+first) and says when a mirror has never been fetched.
+"""
+
+from __future__ import annotations
+
+__all__ = ["add_parser", "run", "status", "collect"]
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from sispin import git
+from sispin.errors import RevisionError
+from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.store import Store
+
+_COLUMNS = ("SET", "REPO", "COMMIT", "DATE", "BEHIND", "BRANCH")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """:param subparsers: the ``pin`` subcommand registry"""
+    parser = subparsers.add_parser(
+        "status",
+        help="show each set's pins and how far they are behind their branches",
+        description="Show, per experiment set and repository, the pinned commit, its date and how many commits "
+        "it is behind the head of the repository's branch. Offline: reads the store as last fetched.",
+    )
+    parser.add_argument("sets", metavar="SET", nargs="*", help="sets to show (default: all)")
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts instead of a table")
+    parser.add_argument("--fetch", action="store_true", help="update the store's mirrors from the remotes first")
+    parser.set_defaults(run=run, trailing="sets")
+
+
+def run(args: argparse.Namespace) -> int:
+    """:param args: parsed command line"""
+    return status(find_lockfile(), args.sets, as_json=args.json, fetch=args.fetch, store=Store())
+
+
+def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store: Store) -> List[Dict[str, Any]]:
+    """
+    :param lockfile: the validated pin.toml
+    :param set_names: sets to report; empty for all
+    :param fetch: update the mirrors first
+    :param store: where the mirrors are
+    :return: one record per (set, repository), in lockfile order
+    """
+    specs = [lockfile.get_set(name) for name in set_names] if set_names else list(lockfile.sets.values())
+    mirrors: Dict[str, Optional[Path]] = {}
+    heads: Dict[str, Optional[str]] = {}
+    # many sets pin the same commits: ask git once per (url, commit)
+    facts: Dict[Tuple[str, str], Tuple[Optional[str], Optional[int], Optional[int]]] = {}
+    records = []
+    for spec in specs:
+        for name, pin in spec.pins.items():
+            repo = lockfile.get_repo(name)
+            if repo.url not in mirrors:
+                mirrors[repo.url] = store.fetch(repo.url) if fetch else store.mirror(repo.url)
+                heads[repo.url] = _branch_head(mirrors[repo.url], repo.branch)
+            mirror, head = mirrors[repo.url], heads[repo.url]
+            key = (repo.url, pin.commit)
+            if key not in facts:
+                facts[key] = _facts(mirror, pin.commit, head)
+            date, behind, off_branch = facts[key]
+            fetched = store.last_fetched(repo.url) if mirror else None
+            records.append(
+                {
+                    "set": spec.name,
+                    "repo": name,
+                    "url": repo.url,
+                    "branch": repo.branch,
+                    "commit": pin.commit,
+                    "date": date,
+                    "behind": behind,
+                    "off_branch": off_branch,
+                    "in_store": mirror is not None,
+                    "fetched_at": fetched.isoformat(timespec="seconds") if fetched else None,
+                }
+            )
+    return records
+
+
+def _branch_head(mirror: Optional[Path], branch: Optional[str]) -> Optional[str]:
+    if mirror is None:
+        return None
+    try:
+        return git.branch_commit(mirror, branch)
+    except RevisionError:
+        return None
+
+
+def _facts(
+    mirror: Optional[Path], commit: str, head: Optional[str]
+) -> Tuple[Optional[str], Optional[int], Optional[int]]:
+    """(commit date, commits behind the branch head, commits not on the branch) — None where unknown."""
+    info = git.commit_info(mirror, commit) if mirror else None
+    if info is None or head is None:
+        return (info.date if info else None), None, None
+    return info.date, git.count_commits(mirror, commit, head), git.count_commits(mirror, head, commit)
+
+
+def status(path: Path, set_names: Sequence[str], *, as_json: bool, fetch: bool, store: Store) -> int:
+    """
+    :param path: the pin.toml
+    :param set_names: sets to show; empty for all
+    :param as_json: print JSON instead of a table
+    :param fetch: update the mirrors first
+    :param store: where the mirrors are
+    :return: exit code (0)
+    """
+    lockfile = load_lockfile(path)
+    records = collect(lockfile, set_names, fetch=fetch, store=store)
+    if as_json:
+        print(json.dumps({"lockfile": str(lockfile.path), "store": str(store.directory), "pins": records}, indent=2))
+        return 0
+    if not records:
+        print(f"{display_path(path)}: no pins" + (f" in {', '.join(set_names)}" if set_names else ""))
+        return 0
+    rows = [_COLUMNS] + [_row(record) for record in records]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    for note in _notes(records):
+        print(note)
+    return 0
+
+
+def _row(record: Dict[str, Any]) -> Tuple[str, ...]:
+    behind = "?" if record["behind"] is None else str(record["behind"])
+    if record["off_branch"]:
+        behind += f" (+{record['off_branch']} off branch)"
+    date = record["date"][:10] if record["date"] else "?"
+    return (record["set"], record["repo"], record["commit"][:7], date, behind, record["branch"] or "(default)")
+
+
+def _notes(records: List[Dict[str, Any]]) -> List[str]:
+    notes: List[str] = []
+    seen = set()
+    for record in records:
+        if not record["in_store"] and record["url"] not in seen:
+            seen.add(record["url"])
+            notes.append(
+                f"note: the store has never fetched {record['repo']} ({record['url']}): run `pin status --fetch`"
+            )
+        elif record["in_store"] and record["date"] is None and (record["url"], record["commit"]) not in seen:
+            seen.add((record["url"], record["commit"]))
+            notes.append(
+                f"note: {record['repo']} {record['commit'][:7]} is not in the store's mirror "
+                f"(fetched {record['fetched_at']}): run `pin status --fetch`; if it persists, it was force-pushed away"
+            )
+    fetched = sorted({r["fetched_at"] for r in records if r["fetched_at"]})
+    if fetched:
+        notes.append(f"store last fetched: {fetched[0]}" + (f" .. {fetched[-1]}" if len(fetched) > 1 else ""))
+    return notes

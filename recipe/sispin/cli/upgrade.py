@@ -1,0 +1,152 @@
+"""
+``pin upgrade SET [REPO ...] [--to REV] [--dry-run]``: the one deliberate way to move an experiment set.
+
+Each repository moves to the head of its ``branch`` (or to ``--to``); the command shows what moves and the commits
+in between, refuses downgrades and jumps to unrelated history unless explicitly allowed, and rewrites pin.toml
+atomically, keeping its comments and formatting.
+"""
+
+from __future__ import annotations
+
+__all__ = ["add_parser", "run", "upgrade"]
+
+import argparse
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+import tomlkit
+
+from sispin import git
+from sispin.errors import LockfileError, RefusedMoveError, RevisionError, UsageError
+from sispin.lockfile import Lockfile, display_path, edit_lockfile, find_lockfile, load_lockfile
+from sispin.moves import Move, format_move, plan_move
+from sispin.store import Store
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """:param subparsers: the ``pin`` subcommand registry"""
+    parser = subparsers.add_parser(
+        "upgrade",
+        help="move an experiment set's pins to newer commits",
+        description="Move the pins of experiment set SET (all its repositories, or the REPOs named) to the head "
+        "of each repository's branch, or to --to REV. Shows every move with the commits in between; every job of "
+        "the set that depends on a moved repository gets a new id. Exit 8 when a move needs --allow-downgrade or "
+        "--allow-unrelated.",
+    )
+    parser.add_argument("set", metavar="SET", help="experiment set name ([sets.SET] in pin.toml)")
+    parser.add_argument("repos", metavar="REPO", nargs="*", help="repositories to move (default: all of the set's)")
+    parser.add_argument(
+        "--to", metavar="REV", help="a tag, branch or (unambiguous, possibly short) commit SHA; needs exactly one REPO"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="show what would move; write nothing")
+    parser.add_argument(
+        "--allow-downgrade", action="store_true", help="allow moving to an ancestor of the pinned commit"
+    )
+    parser.add_argument(
+        "--allow-unrelated",
+        action="store_true",
+        help="allow moving to a commit that is neither ancestor nor descendant of the pinned one (e.g. after a "
+        "force-push, or to another branch)",
+    )
+    parser.set_defaults(run=run, trailing="repos")
+
+
+def run(args: argparse.Namespace) -> int:
+    """:param args: parsed command line"""
+    return upgrade(
+        find_lockfile(),
+        args.set,
+        args.repos,
+        to=args.to,
+        dry_run=args.dry_run,
+        allow_downgrade=args.allow_downgrade,
+        allow_unrelated=args.allow_unrelated,
+        store=Store(),
+    )
+
+
+def upgrade(
+    path: Path,
+    set_name: str,
+    repos: Sequence[str],
+    *,
+    to: Optional[str],
+    dry_run: bool,
+    allow_downgrade: bool,
+    allow_unrelated: bool,
+    store: Store,
+) -> int:
+    """
+    :param path: the pin.toml
+    :param set_name: the set to move
+    :param repos: repositories to move; empty for all of the set's
+    :param to: target revision; None for each repository's branch head
+    :param dry_run: print only
+    :param allow_downgrade: permit moves to an ancestor
+    :param allow_unrelated: permit moves to unrelated history
+    :param store: the mirrors to resolve in (fetched first)
+    :return: exit code
+    :raises RefusedMoveError: when a move needs a flag that was not given (nothing is written)
+    """
+    lockfile = load_lockfile(path)
+    spec = lockfile.get_set(set_name)
+    names = list(dict.fromkeys(repos)) or list(spec.pins)
+    if to is not None and len(names) != 1:
+        raise UsageError(f"--to needs exactly one REPO (set {set_name!r} pins: {', '.join(spec.pins) or 'none'})")
+    if not names:
+        print(f"experiment set {set_name!r} pins no repositories: nothing to upgrade")
+        return 0
+    moves = [_plan(lockfile, set_name, name, to, store) for name in names]
+
+    width = max(len(name) for name in names)
+    for move in moves:
+        print("\n".join(format_move(move, width)))
+    refused = [m for m in moves if (m.kind == "downgrade" and not allow_downgrade)]
+    refused += [m for m in moves if (m.kind == "unrelated" and not allow_unrelated)]
+    if refused:
+        flags = sorted({"--allow-downgrade" if m.kind == "downgrade" else "--allow-unrelated" for m in refused})
+        what = "; ".join(f"{m.repo} {m.old[:7]} -> {m.new[:7]} is a {_kind_name(m)}" for m in refused)
+        raise RefusedMoveError(f"{what}: pass {' '.join(flags)} to move anyway (nothing written)")
+    moving = [m for m in moves if m.kind != "none"]
+    if not moving:
+        return 0
+
+    moved = ", ".join(m.repo for m in moving)
+    print(f"Every job of set {set_name!r} that depends on {moved} will get a new id.")
+    if dry_run:
+        print(f"dry run: {display_path(path)} not changed")
+        return 0
+    edit_lockfile(path, lambda current, document: _apply(current, document, set_name, moving))
+    print(f"{display_path(path)}: updated sets.{set_name}")
+    return 0
+
+
+def _plan(lockfile: Lockfile, set_name: str, name: str, to: Optional[str], store: Store) -> Move:
+    pin = lockfile.get_set(set_name).pin(name)
+    repo = lockfile.get_repo(name)
+    mirror = store.fetch(repo.url)
+    try:
+        target = git.resolve_revision(mirror, to) if to is not None else git.branch_commit(mirror, repo.branch)
+    except RevisionError as exc:
+        raise RevisionError(f"repos.{name} ({repo.url}): {exc}") from None
+    return plan_move(mirror, name, pin.commit, target)
+
+
+def _kind_name(move: Move) -> str:
+    return "downgrade" if move.kind == "downgrade" else "move to unrelated history"
+
+
+def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, moves: List[Move]) -> None:
+    for move in moves:
+        # another process may have changed the lock since we planned: never overwrite its decision silently
+        now = current.get_set(set_name).pin(move.repo).commit
+        if now != move.old:
+            raise LockfileError(
+                f"{display_path(current.path)}: sets.{set_name}.{move.repo} changed to {now[:7]} while upgrading; "
+                f"rerun the upgrade"
+            )
+        table = document["sets"][set_name]
+        if isinstance(table[move.repo], str):
+            table[move.repo] = move.new
+        else:
+            table[move.repo]["commit"] = move.new

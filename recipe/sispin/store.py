@@ -1,0 +1,95 @@
+"""
+The store: sispin's local cache directory, one bare mirror per repository URL.
+
+Resolution (``pin upgrade``, ``pin new``), logs and behind-counts (``pin status``) read these mirrors, so no command
+clones a working tree for them. The store is the one owner of its directory: ``$PIN_HOME``, else
+``$XDG_CACHE_HOME/sispin``, else ``~/.cache/sispin``. Creating and fetching a mirror hold a per-mirror file lock, and
+a new mirror is built beside its final place and renamed in, so concurrent processes and killed runs are safe.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PIN_HOME_ENV", "Store", "default_store_dir"]
+
+import datetime
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Dict, Optional
+
+from filelock import FileLock
+
+from sispin import git
+
+PIN_HOME_ENV = "PIN_HOME"
+_SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def default_store_dir() -> Path:
+    """:return: ``$PIN_HOME``, else ``$XDG_CACHE_HOME/sispin``, else ``~/.cache/sispin``"""
+    explicit = os.environ.get(PIN_HOME_ENV)
+    if explicit:
+        return Path(explicit).absolute()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).absolute() / "sispin"
+
+
+class Store:
+    """
+    The mirrors sispin reads.
+
+    :param directory: the store directory (default: :func:`default_store_dir`)
+    """
+
+    def __init__(self, directory: Optional[Path] = None):
+        self.directory = directory or default_store_dir()
+        # a command fetches each URL at most once, however many sets pin it
+        self._fetched: Dict[str, Path] = {}
+
+    def mirror_path(self, url: str) -> Path:
+        """
+        :param url: repository URL as written in pin.toml
+        :return: where its mirror lives (readable name + hash of the exact URL)
+        """
+        tail = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        slug = _SLUG_RE.sub("-", tail[:-4] if tail.endswith(".git") else tail).strip("-.") or "repo"
+        digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+        return self.directory / "mirrors" / f"{slug}-{digest}.git"
+
+    def mirror(self, url: str) -> Optional[Path]:
+        """
+        :param url: repository URL
+        :return: the mirror if the store has one (it may be stale), else None; never touches the network
+        """
+        path = self.mirror_path(url)
+        return path if (path / "HEAD").is_file() else None
+
+    def fetch(self, url: str) -> Path:
+        """
+        Bring the mirror of url up to date with the remote, creating it when absent.
+
+        :param url: repository URL
+        :return: the mirror
+        :raises GitError: when the remote cannot be reached
+        """
+        if url in self._fetched:
+            return self._fetched[url]
+        path = self.mirror_path(url)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path) + ".lock"):
+            if self.mirror(url) is None:
+                git.create_mirror(url, path)
+            else:
+                git.update_mirror(url, path)
+        self._fetched[url] = path
+        return path
+
+    def last_fetched(self, url: str) -> Optional[datetime.datetime]:
+        """:return: when the mirror of url was last created or fetched, or None when the store has none"""
+        path = self.mirror(url)
+        if path is None:
+            return None
+        # git rewrites FETCH_HEAD on every fetch; a fresh mirror has only its clone time
+        stamp = path / "FETCH_HEAD" if (path / "FETCH_HEAD").exists() else path / "HEAD"
+        return datetime.datetime.fromtimestamp(stamp.stat().st_mtime, tz=datetime.timezone.utc)

@@ -1,0 +1,169 @@
+"""``pin new``, ``pin status`` and the store they read, against real local repositories."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from conftest import git_commit
+from sispin.cli.main import main
+from sispin.lockfile import load_lockfile
+from sispin.store import Store, default_store_dir
+
+
+def test_new_set_pins_every_repo_at_its_head(history, capsys):
+    before = history.text()
+    assert main(["new", "exp2", "--configs", "config/exp2.py"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["pin.toml: new set 'exp2'", f"rc  {history.c[4][:7]}  (main head)"]
+    text = history.text()
+    assert text.startswith(before), "existing content is kept as it was"
+    lock = load_lockfile(history.lock)
+    assert lock.get_set("exp2").configs == ("config/exp2.py",)
+    assert lock.get_set("exp2").pin("rc").commit == history.c[4]
+    assert lock.get_set("demo").pin("rc").commit == history.c[0], "old sets stay where they are"
+
+
+def test_new_set_from_another_keeps_its_repos_and_arguments(history, make_repo):
+    second = make_repo("second")
+    git_commit(second, {"a.py": "a = 1\n"})
+    history.lock.write_text(
+        history.text().replace("[sets.demo]", f'[repos.unused]\nurl = "file://{second}"\n\n[sets.demo]')
+    )
+    assert main(["new", "exp3", "--from", "other"]) == 0
+    pins = load_lockfile(history.lock).get_set("exp3").pins
+    assert list(pins) == ["rc"], "only the repositories OTHER pins"
+    assert pins["rc"].commit == history.c[4]
+    assert pins["rc"].job_kwargs == {"clone_submodules": True}
+
+
+def test_new_set_goes_between_the_sets_and_what_follows(history):
+    history.lock.write_text(
+        history.text()
+        + '\n# tools of the setup\n[setup.tool]\nurl = "https://h/t"\ncommit = "'
+        + "a" * 40
+        + '"\npath = "t"\n'
+    )
+    assert main(["new", "exp2"]) == 0
+    text = history.text()
+    assert text.index("[sets.exp2]") > text.index("[sets.other]")
+    assert text.index("[sets.exp2]") < text.index("[setup.tool]")
+    assert f'rc = "{history.c[4]}"\n\n# tools of the setup\n[setup.tool]' in text, "the comment stays with its table"
+    assert list(load_lockfile(history.lock).setup) == ["tool"]
+
+
+def test_new_set_in_a_lock_without_sets(write_lock, make_repo, store_dir):
+    remote = make_repo("rc")
+    head = git_commit(remote, {"a.py": "a = 1\n"})
+    lock = write_lock(f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n')
+    assert main(["new", "first"]) == 0
+    assert load_lockfile(lock).get_set("first").pin("rc").commit == head
+
+
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["new", "demo"], 4, "pin.toml: experiment set 'demo' already exists"),
+        (["new", "bad name"], 4, "'bad name' is not a valid set name"),
+        (["new", "x", "--from", "nope"], 4, "no experiment set 'nope' (known sets: demo, other)"),
+        (
+            ["new", "x", "--configs", "/abs/demo.py"],
+            3,
+            "pin.toml: sets.x.configs: config path '/abs/demo.py' must be relative",
+        ),
+    ],
+)
+def test_new_refuses(history, capsys, argv, code, message):
+    before = history.text()
+    assert main(argv) == code
+    assert message in capsys.readouterr().err
+    assert history.text() == before
+
+
+def test_status_is_offline_and_says_when_the_store_never_fetched(history, capsys):
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["SET", "REPO", "COMMIT", "DATE", "BEHIND", "BRANCH"]
+    assert out[1].split() == ["demo", "rc", history.c[0][:7], "?", "?", "main"]
+    assert out[-1] == f"note: the store has never fetched rc (file://{history.remote}): run `pin status --fetch`"
+    assert not (history.lock.parent.parent / "store" / "mirrors").exists()
+
+
+def test_status_after_fetch_shows_dates_and_behind_counts(history, capsys):
+    assert main(["status", "--fetch"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[:3] == ["demo", "rc", history.c[0][:7]]
+    assert out[1].split()[4] == "4" and out[2].split()[4] == "2"
+    assert out[-1].startswith("store last fetched: ")
+
+    # offline again: new remote commits are not seen until the next fetch
+    git_commit(history.remote, {"nn.py": "VERSION = 'newer'\n"}, "newer")
+    assert main(["status", "demo"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[4] == "4"
+    assert main(["status", "demo", "--fetch"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[4] == "5"
+
+
+def test_status_json_for_scripts(history, capsys):
+    assert main(["status", "--json", "--fetch", "other"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["lockfile"] == str(history.lock)
+    (record,) = report["pins"]
+    assert record["set"] == "other" and record["repo"] == "rc" and record["commit"] == history.c[2]
+    assert record["behind"] == 2 and record["off_branch"] == 0 and record["branch"] == "main"
+    assert record["date"] and record["fetched_at"] and record["in_store"] is True
+
+
+def test_status_of_an_unknown_set(history, capsys):
+    assert main(["status", "nope"]) == 4
+    assert "no experiment set 'nope' (known sets: demo, other)" in capsys.readouterr().err
+
+
+def test_store_location(monkeypatch, tmp_path):
+    monkeypatch.setenv("PIN_HOME", str(tmp_path / "home"))
+    assert default_store_dir() == tmp_path / "home"
+    monkeypatch.delenv("PIN_HOME")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_store_dir() == tmp_path / "xdg" / "sispin"
+    store = Store(tmp_path / "s")
+    a = store.mirror_path("https://github.com/rwth-i6/returnn_common")
+    assert a.name.startswith("returnn_common-") and a.suffix == ".git"
+    assert a != store.mirror_path("https://github.com/rwth-i6/returnn_common.git"), "the exact URL is the key"
+    assert store.mirror_path("git@github.com:rwth-i6/returnn.git").name.startswith("returnn-")
+
+
+def test_concurrent_fetches_of_one_url_make_one_mirror(history, store_dir):
+    errors = []
+
+    def fetch():
+        try:
+            Store(store_dir).fetch(history.url)
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=fetch) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    mirrors = [p.name for p in (store_dir / "mirrors").iterdir() if not p.name.endswith(".lock")]
+    assert len(mirrors) == 1 and mirrors[0].endswith(".git")
+
+
+def test_commands_print_help(capsys):
+    for command in ("sync", "upgrade", "new", "status"):
+        with pytest.raises(SystemExit) as info:
+            main([command, "--help"])
+        assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--allow-downgrade" in out and "--from OTHER" in out and "--json" in out
+
+
+def test_status_console_script_runs(history):
+    result = subprocess.run([sys.executable, "-m", "sispin", "status"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0 and "demo" in result.stdout and result.stderr == ""

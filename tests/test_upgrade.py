@@ -1,0 +1,234 @@
+"""``pin upgrade`` against real local repositories: heads, tags, SHAs, refusals, and safe rewrites of pin.toml."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import git, git_commit
+from sispin.cli.main import main
+
+
+def pinned_text(history, old: str, new: str) -> str:
+    """The lock text with exactly one value changed."""
+    text = history.text()
+    assert text.count(old) == 1
+    return text.replace(old, new)
+
+
+def test_upgrade_to_branch_head_shows_the_log_and_rewrites_only_the_value(history, capsys):
+    c = history.c
+    expected = pinned_text(history, c[0], c[4])
+    assert main(["upgrade", "demo"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        f"rc  {c[0][:7]} -> {c[4][:7]}  (+4 commits)",
+        f"    + {c[4][:7]} change 4",
+        f"    + {c[3][:7]} change 3",
+        f"    + {c[2][:7]} change 2",
+        f"    + {c[1][:7]} change 1",
+        "Every job of set 'demo' that depends on rc will get a new id.",
+        "pin.toml: updated sets.demo",
+    ]
+    assert history.text() == expected, "comments, order and formatting survive byte for byte"
+
+
+def test_upgrade_to_a_tag(history):
+    expected = pinned_text(history, history.c[0], history.c[1])
+    assert main(["upgrade", "demo", "rc", "--to", "v1"]) == 0
+    assert history.text() == expected
+
+
+def test_upgrade_to_a_short_sha_writes_the_full_sha(history):
+    expected = pinned_text(history, history.c[0], history.c[3])
+    assert main(["upgrade", "demo", "rc", "--to", history.c[3][:7]]) == 0
+    assert history.text() == expected
+
+
+def test_upgrade_of_a_pin_table_changes_only_its_commit(history):
+    expected = pinned_text(history, history.c[2], history.c[4])
+    assert main(["upgrade", "other"]) == 0
+    assert history.text() == expected
+    assert "clone_submodules = true" in history.text()
+
+
+def test_ambiguous_short_sha_is_refused(history, capsys):
+    # 1000 deterministic commits on a side branch: some pair shares its first 4 hex digits
+    lines = []
+    for i in range(1000):
+        lines += ["commit refs/heads/many", f"committer t <t@t> {1_600_000_000 + i} +0000", "data 2", f"{i % 10}\n"]
+        if i == 0:
+            lines.append(f"from {history.c[4]}")
+        lines += [f"M 644 inline f{i}", "data 1", "x"]
+    subprocess.run(
+        ["git", "fast-import", "--quiet"], cwd=history.remote, input="\n".join(lines) + "\n", text=True, check=True
+    )
+    shas = git(history.remote, "rev-list", "many").split()
+    by_prefix = {}
+    prefix = next(sha[:4] for sha in shas if by_prefix.setdefault(sha[:4], sha) != sha)
+    before = history.text()
+    assert main(["upgrade", "demo", "rc", "--to", prefix]) == 5
+    err = capsys.readouterr().err
+    assert f"repos.rc (file://{history.remote}): {prefix!r} is ambiguous: commit" in err
+    assert history.text() == before
+
+
+def test_a_tag_and_a_branch_of_one_name_on_different_commits_are_ambiguous(history, capsys):
+    git(history.remote, "branch", "v1", history.c[3])
+    assert main(["upgrade", "demo", "rc", "--to", "v1"]) == 5
+    assert f"'v1' is ambiguous: tag {history.c[1][:12]}, branch {history.c[3][:12]}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("revision", ["nope", "-x", "main..v1", "HEAD@{1}", "deadbeef"])
+def test_unknown_or_malformed_revisions_are_refused(history, capsys, revision):
+    before = history.text()
+    assert main(["upgrade", "demo", "rc", f"--to={revision}"]) == 5
+    err = capsys.readouterr().err
+    assert err.startswith("pin: error: ") and err.count("\n") == 1
+    assert history.text() == before
+
+
+def test_downgrade_needs_a_flag_and_is_named(history, capsys):
+    assert main(["upgrade", "other"]) == 0
+    capsys.readouterr()
+    before = history.text()
+    assert main(["upgrade", "other", "rc", "--to", "v1"]) == 8
+    captured = capsys.readouterr()
+    assert f"rc  {history.c[4][:7]} -> {history.c[1][:7]}  (downgrade: 3 commits back)" in captured.out
+    assert f"    - {history.c[4][:7]} change 4" in captured.out
+    assert "is a downgrade: pass --allow-downgrade to move anyway (nothing written)" in captured.err
+    assert history.text() == before
+
+    assert main(["upgrade", "other", "rc", "--to", "v1", "--allow-downgrade"]) == 0
+    assert f'commit = "{history.c[1]}"' in history.text()
+
+
+def force_push(history) -> str:
+    """Rewrite main on the remote: drop c[2..4], add one other commit on top of c[1]."""
+    git(history.remote, "checkout", "-q", "-b", "rewritten", history.c[1])
+    rewritten = git_commit(history.remote, {"nn.py": "VERSION = 'rewritten'\n"}, "rewritten history")
+    git(history.remote, "branch", "-q", "-f", "main", rewritten)
+    git(history.remote, "checkout", "-q", "main")
+    return rewritten
+
+
+def test_force_pushed_branch_is_unrelated_history_and_needs_a_flag(history, capsys):
+    assert main(["status", "--fetch"]) == 0, "the store saw the old history"
+    rewritten = force_push(history)
+    assert main(["upgrade", "other"]) == 8
+    captured = capsys.readouterr()
+    assert f"rc  {history.c[2][:7]} -> {rewritten[:7]}  (unrelated history: +1, -1 commits)" in captured.out
+    assert "is a move to unrelated history: pass --allow-unrelated" in captured.err
+    assert main(["upgrade", "other", "--allow-unrelated"]) == 0
+    assert rewritten in history.text()
+
+
+def test_pinned_commit_unknown_to_the_remote_is_named(history, capsys):
+    rewritten = force_push(history)
+    assert main(["upgrade", "other"]) == 8
+    out = capsys.readouterr().out
+    assert (
+        f"{history.c[2][:7]} -> {rewritten[:7]}  (unrelated history: the pinned commit is no longer in the remote)"
+        in out
+    )
+
+
+def test_dry_run_writes_nothing(history, capsys):
+    before = history.lock.stat().st_mtime_ns, history.text()
+    assert main(["upgrade", "demo", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "(+4 commits)" in out and "will get a new id" in out and "dry run: pin.toml not changed" in out
+    assert (history.lock.stat().st_mtime_ns, history.text()) == before
+
+
+def test_already_up_to_date_writes_nothing(history, capsys):
+    assert main(["upgrade", "demo"]) == 0
+    capsys.readouterr()
+    before = history.lock.stat().st_mtime_ns
+    assert main(["upgrade", "demo"]) == 0
+    assert capsys.readouterr().out == f"rc  {history.c[4][:7]}  already up to date\n"
+    assert history.lock.stat().st_mtime_ns == before
+
+
+def test_long_logs_are_capped_with_a_count(history, capsys):
+    for i in range(12):
+        git_commit(history.remote, {"more.py": f"x = {i}\n"}, f"more {i}")
+    assert main(["upgrade", "demo", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "(+16 commits)" in out and "    ... and 6 more" in out
+    assert out.count("    + ") == 10
+
+
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["upgrade", "nope"], 4, "no experiment set 'nope' (known sets: demo, other)"),
+        (["upgrade", "demo", "returnn"], 4, "set 'demo' pins no repository 'returnn' (it pins: rc)"),
+        (["upgrade", "demo", "--to", "v1", "rc", "rc2"], 2, "--to needs exactly one REPO"),
+    ],
+)
+def test_bad_arguments(history, capsys, argv, code, message):
+    before = history.text()
+    assert main(argv) == code
+    assert message in capsys.readouterr().err
+    assert history.text() == before
+
+
+def test_unreachable_remote_leaves_the_lock_untouched(history, capsys):
+    history.remote.rename(history.remote.with_name("gone"))
+    before = history.text()
+    assert main(["upgrade", "demo"]) == 5
+    assert "cannot fetch file://" in capsys.readouterr().err
+    assert history.text() == before
+
+
+def test_interrupted_write_leaves_the_old_file_intact(history, monkeypatch):
+    before = history.text()
+
+    def crash(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", crash)
+    assert main(["upgrade", "demo"]) == 130
+    assert history.text() == before
+    assert sorted(p.name for p in history.lock.parent.iterdir()) == ["pin.toml", "pin.toml.lock"]
+
+
+def test_a_killed_writer_leaves_the_old_file_and_no_stale_lock(history):
+    before = history.text()
+    # a writer killed while it holds the file lock, between reading and replacing the file
+    code = (
+        "import time, sys\n"
+        "from sispin.lockfile import edit_lockfile\n"
+        "def edit(current, doc):\n"
+        "    doc['sets']['demo']['rc'] = 'f' * 40\n"
+        "    print('editing', flush=True)\n"
+        "    time.sleep(60)\n"
+        f"edit_lockfile({str(history.lock)!r}, edit)\n"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline() == "editing\n"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=10)
+    assert history.text() == before
+    assert main(["upgrade", "demo"]) == 0, "the lock of a dead process does not block"
+    assert history.c[4] in history.text()
+
+
+def test_concurrent_upgrades_of_different_sets_both_land(history):
+    env = {**os.environ, "PIN_LOCK": str(history.lock)}
+    started = time.monotonic()
+    processes = [
+        subprocess.Popen([sys.executable, "-m", "sispin", "upgrade", name], env=env, stdout=subprocess.PIPE)
+        for name in ("demo", "other")
+    ]
+    assert [p.wait(timeout=60) for p in processes] == [0, 0]
+    assert time.monotonic() - started < 60
+    text = history.text()
+    assert f'rc = "{history.c[4]}"  # keep this comment' in text
+    assert f'rc = {{ commit = "{history.c[4]}", clone_submodules = true }}' in text
