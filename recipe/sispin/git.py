@@ -24,13 +24,14 @@ __all__ = [
     "commit_info",
 ]
 
+import contextlib
 import os
 import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 import git
 
@@ -99,27 +100,38 @@ def clone_at_commit(url: str, commit: str, dest: Path) -> None:
     :param dest: target directory; must not exist
     :raises GitError: when the remote cannot be cloned or does not have the commit
     """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(dest)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=_tmp_prefix(dest)))
-    try:
-        try:
-            repo = git.Repo.clone_from(url, tmp, no_checkout=True, env=GIT_ENV)
-        except git.GitCommandError as exc:
-            raise GitError(f"cannot clone {url}: {_message(exc)}") from None
-        repo.git.update_environment(**GIT_ENV)
-        if not has_commit(tmp, commit):
+    with _clone_beside(url, dest, "clone", no_checkout=True) as repo:
+        if not has_commit(Path(repo.working_tree_dir), commit):
             # not reachable from any branch or tag (e.g. only under a pull-request ref): ask for it directly
             try:
                 repo.git.fetch("origin", commit)
             except git.GitCommandError:
                 pass
-            if not has_commit(tmp, commit):
+            if not has_commit(Path(repo.working_tree_dir), commit):
                 raise GitError(f"commit {commit} does not exist in {url}")
         try:
             repo.git.checkout("--detach", commit)
         except git.GitCommandError as exc:
             raise GitError(f"cannot check out {commit} from {url}: {_message(exc)}") from None
+
+
+@contextlib.contextmanager
+def _clone_beside(url: str, dest: Path, verb: str, **clone_options: bool) -> Iterator[git.Repo]:
+    """
+    Clone url into a temporary sibling of dest, let the caller finish it, then rename it to dest; on any error
+    (or a kill) dest stays absent and the sibling is removed (now, or by the next run). Callers hold the lock
+    that serialises work on dest, so leftovers found beside it are never another process's work in progress.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(dest)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=_tmp_prefix(dest)))
+    try:
+        try:
+            repo = git.Repo.clone_from(url, tmp, env=GIT_ENV, **clone_options)
+        except git.GitCommandError as exc:
+            raise GitError(f"cannot {verb} {url}: {_message(exc)}") from None
+        repo.git.update_environment(**GIT_ENV)
+        yield repo
         repo.close()
         os.rename(tmp, dest)
     finally:
@@ -186,21 +198,9 @@ def create_mirror(url: str, dest: Path) -> None:
     :param dest: mirror directory; must not exist
     :raises GitError: when the remote cannot be reached
     """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(dest)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=_tmp_prefix(dest)))
-    try:
-        try:
-            git.Repo.clone_from(url, tmp, bare=True, env=GIT_ENV)
-        except git.GitCommandError as exc:
-            raise GitError(f"cannot fetch {url}: {_message(exc)}") from None
-        runner = _git(tmp)
-        runner.config("--replace-all", "remote.origin.fetch", _MIRROR_REFSPECS[0])
-        runner.config("--add", "remote.origin.fetch", _MIRROR_REFSPECS[1])
-        os.rename(tmp, dest)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    with _clone_beside(url, dest, "fetch", bare=True) as repo:
+        repo.git.config("--replace-all", "remote.origin.fetch", _MIRROR_REFSPECS[0])
+        repo.git.config("--add", "remote.origin.fetch", _MIRROR_REFSPECS[1])
 
 
 def update_mirror(url: str, path: Path) -> None:

@@ -174,23 +174,21 @@ class Lockfile:
         :param name: experiment set name
         :raises UnknownNameError: listing the known sets
         """
-        try:
-            return self.sets[name]
-        except KeyError:
-            raise UnknownNameError(
-                f"{display_path(self.path)}: no experiment set {name!r} (known sets: {_known(self.sets)})"
-            ) from None
+        return self._lookup(self.sets, name, "experiment set", "sets")
 
     def get_repo(self, name: str) -> RepoSpec:
         """
         :param name: repository name
         :raises UnknownNameError: listing the known repositories
         """
+        return self._lookup(self.repos, name, "repository", "repositories")
+
+    def _lookup(self, table: Mapping[str, Any], name: str, kind: str, kinds: str) -> Any:
         try:
-            return self.repos[name]
+            return table[name]
         except KeyError:
             raise UnknownNameError(
-                f"{display_path(self.path)}: no repository {name!r} (known repositories: {_known(self.repos)})"
+                f"{display_path(self.path)}: no {kind} {name!r} (known {kinds}: {_known(table)})"
             ) from None
 
 
