@@ -16,6 +16,7 @@ __all__ = [
     "RefusedMoveError",
     "CheckoutStateError",
     "HashOverwriteError",
+    "SisyphusError",
 ]
 
 
@@ -76,3 +77,9 @@ class HashOverwriteError(PinError):
     """A pinned checkout path has ``hash_overwrite`` set, which would drop the commit from every job hash."""
 
     exit_code = 7
+
+
+class SisyphusError(PinError):
+    """The job graph cannot be built: no Sisyphus checkout, a set without configs, or a config that fails."""
+
+    exit_code = 9

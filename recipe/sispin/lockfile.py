@@ -22,6 +22,7 @@ __all__ = [
     "load_lockfile",
     "parse_lockfile",
     "edit_lockfile",
+    "write_atomically",
     "display_path",
     "check_url",
     "is_full_sha",
@@ -291,18 +292,27 @@ def edit_lockfile(path: Path, edit: Callable[[Lockfile, tomlkit.TOMLDocument], N
         edit(current, document)
         text = tomlkit.dumps(document)
         updated = parse_lockfile(text, path)
-        _write_atomically(path, text)
+        write_atomically(path, text)
     return updated
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
+    """
+    Replace (or create) a file so that readers and crashes only ever see the old or the new content.
+
+    :param path: the file
+    :param text: its new content
+    """
     handle, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as tmp:
             tmp.write(text)
             tmp.flush()
             os.fsync(tmp.fileno())
-        os.chmod(tmp_name, stat.S_IMODE(path.stat().st_mode))
+        if path.exists():
+            os.chmod(tmp_name, stat.S_IMODE(path.stat().st_mode))
+        else:
+            os.chmod(tmp_name, 0o666 & ~_umask())
         os.replace(tmp_name, path)
     except BaseException:
         os.unlink(tmp_name)
@@ -313,6 +323,12 @@ def _write_atomically(path: Path, text: str) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 class _Validator:

@@ -13,15 +13,16 @@ import sys
 from typing import Optional, Sequence
 
 from sispin import __version__
-from sispin.cli import new, status, sync, upgrade
+from sispin.cli import check, new, snapshot, status, sync, upgrade
 from sispin.errors import PinError
 
-_COMMANDS = (sync, upgrade, new, status)
+_COMMANDS = (sync, upgrade, new, status, snapshot, check)
 
 _EPILOG = """\
 exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown or already existing
 set or repository, 5 git failure (unreachable remote, unknown revision), 6 checkout differs from pin.toml,
-7 hash_overwrite on a pinned path, 8 move refused (needs --allow-downgrade/--allow-unrelated), 130 interrupted.
+7 hash_overwrite on a pinned path, 8 move refused (needs --allow-downgrade/--allow-unrelated),
+9 job graph unavailable (no Sisyphus, or a config fails to load), 130 interrupted.
 The lockfile is $PIN_LOCK if set, else the nearest pin.toml in the working directory or above."""
 
 

@@ -17,9 +17,11 @@ from typing import List, Optional, Sequence
 import tomlkit
 
 from sispin import git
-from sispin.errors import LockfileError, RefusedMoveError, RevisionError, UsageError
+from sispin.errors import LockfileError, RefusedMoveError, RevisionError, SisyphusError, UsageError
+from sispin.graph import SetGraph, load_graph
 from sispin.lockfile import Lockfile, display_path, edit_lockfile, find_lockfile, load_lockfile
 from sispin.moves import Move, format_move, plan_move
+from sispin.snapshot import snapshot_path, update_snapshot
 from sispin.store import Store
 
 
@@ -113,12 +115,43 @@ def upgrade(
 
     moved = ", ".join(m.repo for m in moving)
     print(f"Every job of set {set_name!r} that depends on {moved} will get a new id.")
+    moved_graph = _report_blast_radius(lockfile, set_name, moving)
     if dry_run:
         print(f"dry run: {display_path(path)} not changed")
         return 0
     edit_lockfile(path, lambda current, document: _apply(current, document, set_name, moving))
     print(f"{display_path(path)}: updated sets.{set_name}")
+    if moved_graph is not None:
+        # the snapshot moves with the lock, so that `pin check` keeps comparing against the state in force
+        update_snapshot(snapshot_path(path), [moved_graph])
+        print(f"{display_path(snapshot_path(path))}: updated sets.{set_name}")
     return 0
+
+
+def _report_blast_radius(lockfile: Lockfile, set_name: str, moving: List[Move]) -> Optional[SetGraph]:
+    """
+    Print how much of the set's job graph the move renews and how much finished work that orphans.
+
+    :return: the graph after the move, or None when it cannot be built (no Sisyphus, no configs)
+    """
+    document = tomlkit.parse(lockfile.path.read_text(encoding="utf-8"))
+    _apply(lockfile, document, set_name, moving)
+    try:
+        before = load_graph(lockfile, set_name)
+        after = load_graph(lockfile, set_name, lock_text=tomlkit.dumps(document))
+    except SisyphusError as exc:
+        print(f"Blast radius: not computed ({exc})")
+        return None
+    renewed = [job for job in before.jobs if job not in after.jobs]
+    finished = [job for job in renewed if before.jobs[job]]
+    outputs = sorted(set(before.outputs) | set(after.outputs))
+    changed = [name for name in outputs if before.outputs.get(name) != after.outputs.get(name)]
+    print(
+        f"Blast radius: {len(renewed)} of {len(before.jobs)} jobs of set {set_name!r} get new ids; "
+        f"{len(finished)} of them are finished in work/ and would be recomputed."
+    )
+    print(f"Outputs that change: {', '.join(changed) or 'none'}")
+    return after
 
 
 def _plan(lockfile: Lockfile, set_name: str, name: str, to: Optional[str], store: Store) -> Move:

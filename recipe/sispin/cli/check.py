@@ -1,0 +1,125 @@
+"""
+``pin check [SET ...] [--offline]``: everything that must hold for a set's hashes to be trustworthy, for CI.
+
+Lists every problem, one line each, and exits 1 when there is any: an invalid lockfile, a pinned commit that no
+longer exists, a CloneGitRepositoryJob of a locked repository at another commit (or following a branch), a clone
+output with hash_overwrite set, and each output whose job id differs from pin.snapshot.toml.
+"""
+
+from __future__ import annotations
+
+__all__ = ["add_parser", "run", "check"]
+
+import argparse
+from pathlib import Path
+from typing import List, Sequence
+
+from sispin import git
+from sispin.errors import LockfileError, PinError
+from sispin.graph import SetGraph, load_graph, same_repository
+from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.snapshot import compare_outputs, read_snapshot, snapshot_path
+from sispin.store import Store
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """:param subparsers: the ``pin`` subcommand registry"""
+    parser = subparsers.add_parser(
+        "check",
+        help="verify the lock, the pinned commits, the job graphs and the snapshot (for CI)",
+        description="Check that pin.toml is valid, every pinned commit exists (skipped with --offline), each "
+        "set's job graph (built by real Sisyphus) clones locked repositories only at the pinned commit and never "
+        "with hash_overwrite, and every registered output still has the job id recorded in pin.snapshot.toml. "
+        "Prints every problem and exits 1 when there is one.",
+    )
+    parser.add_argument("sets", metavar="SET", nargs="*", help="sets to check (default: all)")
+    parser.add_argument("--offline", action="store_true", help="do not contact remotes to verify the commits")
+    parser.set_defaults(run=run, trailing="sets")
+
+
+def run(args: argparse.Namespace) -> int:
+    """:param args: parsed command line"""
+    return check(find_lockfile(), args.sets, offline=args.offline, store=Store())
+
+
+def check(path: Path, set_names: Sequence[str], *, offline: bool, store: Store) -> int:
+    """
+    :param path: the pin.toml
+    :param set_names: sets to check; empty for all
+    :param offline: skip verifying that pinned commits exist in their remotes
+    :param store: where the mirrors are (fetched unless offline)
+    :return: 0 when nothing is wrong, else 1 (3 when pin.toml itself is invalid)
+    """
+    try:
+        lockfile = load_lockfile(path)
+    except LockfileError as exc:
+        print(f"problem: {exc}")
+        print("pin check: 1 problem")
+        return exc.exit_code
+    names = list(dict.fromkeys(set_names)) or list(lockfile.sets)
+    for name in names:
+        lockfile.get_set(name)
+    problems = [] if offline else _missing_commits(lockfile, names, store)
+    recorded = read_snapshot(snapshot_path(lockfile.path))
+    outputs = 0
+    for name in names:
+        try:
+            graph = load_graph(lockfile, name)
+        except PinError as exc:
+            problems.append(f"sets.{name}: {exc}")
+            continue
+        outputs += len(graph.outputs)
+        problems += _off_lock_clones(lockfile, graph)
+        if name not in recorded:
+            problems.append(
+                f"sets.{name}: no snapshot in {display_path(snapshot_path(lockfile.path))} (run `pin snapshot {name}`)"
+            )
+        else:
+            problems += [f"sets.{name}: {line}" for line in compare_outputs(recorded[name], graph.outputs)]
+    for problem in problems:
+        print(f"problem: {problem}")
+    if problems:
+        print(f"pin check: {len(problems)} problem{'s' if len(problems) != 1 else ''}")
+        return 1
+    print(f"pin check: ok ({len(names)} set{'s' if len(names) != 1 else ''}, {outputs} outputs)")
+    return 0
+
+
+def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> List[str]:
+    wanted = [
+        (f"sets.{n}.{repo}", lockfile.get_repo(repo).url, pin.commit)
+        for n in names
+        for repo, pin in lockfile.get_set(n).pins.items()
+    ]
+    wanted += [(f"setup.{entry.name}", entry.url, entry.commit) for entry in lockfile.setup.values()]
+    problems = []
+    for key, url, commit in wanted:
+        try:
+            mirror = store.fetch(url)
+        except PinError as exc:
+            problems.append(f"{key}: {exc}")
+            continue
+        if not git.has_commit(mirror, commit):
+            problems.append(f"{key}: commit {commit} does not exist in {url} (force-pushed away?)")
+    return problems
+
+
+def _off_lock_clones(lockfile: Lockfile, graph: SetGraph) -> List[str]:
+    pins = lockfile.get_set(graph.set_name).pins
+    problems = []
+    for clone in graph.clones:
+        where = f"sets.{graph.set_name}: {clone.job}"
+        if clone.hash_overwrite is not None:
+            problems.append(f"{where}: hash_overwrite={clone.hash_overwrite!r} hides the commit from every hash")
+        for name, repo in lockfile.repos.items():
+            if not same_repository(clone.url, repo.url):
+                continue
+            if name not in pins:
+                problems.append(f"{where}: clones locked repository {name} ({clone.url}), which the set does not pin")
+            elif clone.commit is None:
+                problems.append(
+                    f"{where}: clones {name} following a branch instead of the pinned {pins[name].commit[:7]}"
+                )
+            elif clone.commit != pins[name].commit:
+                problems.append(f"{where}: clones {name} at {clone.commit[:7]}, the set pins {pins[name].commit[:7]}")
+    return problems

@@ -1,0 +1,60 @@
+"""
+``pin snapshot [SET ...]``: record, per set, the id of the job behind every registered output.
+
+Each set's configs are loaded by real Sisyphus in a subprocess; no job runs and nothing is written to work/.
+"""
+
+from __future__ import annotations
+
+__all__ = ["add_parser", "run", "snapshot"]
+
+import argparse
+from pathlib import Path
+from typing import Sequence
+
+from sispin.graph import load_graph
+from sispin.lockfile import display_path, find_lockfile, load_lockfile
+from sispin.snapshot import compare_outputs, read_snapshot, snapshot_path, update_snapshot
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """:param subparsers: the ``pin`` subcommand registry"""
+    parser = subparsers.add_parser(
+        "snapshot",
+        help="record the job id behind every output of each set (pin.snapshot.toml)",
+        description="Load each set's configs with real Sisyphus (no job runs, nothing is written to work/) and "
+        "record every registered output and the id of the job that creates it in pin.snapshot.toml, beside "
+        "pin.toml. `pin check` compares against it. Exit 9 when Sisyphus is missing or a config fails to load.",
+    )
+    parser.add_argument("sets", metavar="SET", nargs="*", help="sets to record (default: all)")
+    parser.set_defaults(run=run, trailing="sets")
+
+
+def run(args: argparse.Namespace) -> int:
+    """:param args: parsed command line"""
+    return snapshot(find_lockfile(), args.sets)
+
+
+def snapshot(path: Path, set_names: Sequence[str]) -> int:
+    """
+    :param path: the pin.toml
+    :param set_names: sets to record; empty for all
+    :return: exit code
+    """
+    lockfile = load_lockfile(path)
+    names = list(dict.fromkeys(set_names)) or list(lockfile.sets)
+    for name in names:
+        lockfile.get_set(name)
+    target = snapshot_path(lockfile.path)
+    before = read_snapshot(target)
+    graphs = [load_graph(lockfile, name) for name in names]
+    update_snapshot(target, graphs)
+    for graph in graphs:
+        if graph.set_name in before:
+            changed = len(compare_outputs(before[graph.set_name], graph.outputs))
+            news = f"{changed} output{'s' if changed != 1 else ''} changed"
+        else:
+            news = "new in the snapshot"
+        print(f"{graph.set_name}: {len(graph.outputs)} outputs, {len(graph.jobs)} jobs ({news})")
+    print(f"{display_path(target)}: written")
+    return 0

@@ -1,0 +1,154 @@
+"""
+The job graph of an experiment set, as Sisyphus builds it from the set's configs.
+
+The core never imports Sisyphus: it runs :mod:`sispin.sisyphus_probe` in a subprocess (with the setup's own
+Sisyphus checkout on the path) and reads what it reports. Nothing runs and nothing is written to work/.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Output", "Clone", "SetGraph", "find_sisyphus", "load_graph", "same_repository"]
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+import sispin
+from sispin.errors import SisyphusError
+from sispin.lockfile import Lockfile
+
+#: loading a set's configs must not take longer than this
+PROBE_TIMEOUT = 600
+
+
+@dataclass(frozen=True)
+class Output:
+    """
+    :param job: id of the job that creates the registered output ("" when no job creates it)
+    :param path: the output's path inside the job directory
+    """
+
+    job: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Clone:
+    """
+    :param job: the CloneGitRepositoryJob's id
+    :param url: its url argument
+    :param commit: its commit argument (None: it follows a branch)
+    :param hash_overwrite: the hash_overwrite set on its out_repository, if any
+    """
+
+    job: str
+    url: str
+    commit: Optional[str]
+    hash_overwrite: Optional[str]
+
+
+@dataclass(frozen=True)
+class SetGraph:
+    """
+    :param set_name: the experiment set
+    :param outputs: registered output name -> what creates it
+    :param jobs: id of every job the outputs need -> whether it is finished in work/
+    :param clones: the CloneGitRepositoryJobs among them
+    """
+
+    set_name: str
+    outputs: Dict[str, Output]
+    jobs: Dict[str, bool]
+    clones: Tuple[Clone, ...]
+
+
+def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
+    """
+    :param lockfile: the setup's lockfile
+    :return: the directory holding the setup's Sisyphus package (a ``[setup.*]`` checkout), or None
+    """
+    for entry in lockfile.setup.values():
+        candidate = lockfile.root / entry.path
+        if (candidate / "sisyphus" / "toolkit.py").is_file():
+            return candidate
+    return None
+
+
+def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = None) -> SetGraph:
+    """
+    Build the set's job graph with real Sisyphus, in a subprocess.
+
+    :param lockfile: the setup's lockfile
+    :param set_name: the set whose ``configs`` to load
+    :param lock_text: load against this lockfile content instead of the file (to see a move before making it)
+    :raises SisyphusError: when Sisyphus is missing, the set has no configs, or loading them fails
+    """
+    spec = lockfile.get_set(set_name)
+    if not spec.configs:
+        raise SisyphusError(f"set {set_name!r} lists no configs in pin.toml (sets.{set_name}.configs)")
+    for config in spec.configs:
+        if not (lockfile.root / config).is_file():
+            raise SisyphusError(f"sets.{set_name}.configs: {config} does not exist")
+    sisyphus_dir = find_sisyphus(lockfile)
+    if sisyphus_dir is None:
+        raise SisyphusError("no Sisyphus checkout among the [setup.*] entries of pin.toml (run `pin sync`)")
+    package_parent = str(Path(sispin.__file__).resolve().parent.parent)
+    python_path = os.pathsep.join(p for p in (str(sisyphus_dir), package_parent, os.environ.get("PYTHONPATH")) if p)
+    with tempfile.TemporaryDirectory(prefix="sispin-probe-") as scratch:
+        lock_path = lockfile.path
+        if lock_text is not None:
+            lock_path = Path(scratch) / "pin.toml"
+            lock_path.write_text(lock_text, encoding="utf-8")
+        report_path = Path(scratch) / "graph.json"
+        env = {**os.environ, "PIN_LOCK": str(lock_path), "PYTHONPATH": python_path}
+        command = [sys.executable, "-m", "sispin.sisyphus_probe", str(report_path), *spec.configs]
+        try:
+            result = subprocess.run(
+                command,
+                cwd=lockfile.root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=PROBE_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise SisyphusError(f"loading the configs of set {set_name!r} took over {PROBE_TIMEOUT} s") from None
+        if result.returncode != 0 or not report_path.is_file():
+            lines = [line for line in result.stderr.splitlines() if line.strip()]
+            reason = lines[-1].strip() if lines else f"exit code {result.returncode}"
+            raise SisyphusError(f"loading the configs of set {set_name!r} failed: {reason}")
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+    return SetGraph(
+        set_name=set_name,
+        outputs={name: Output(job=o["job"] or "", path=o["path"]) for name, o in report["outputs"].items()},
+        jobs=dict(report["jobs"]),
+        clones=tuple(Clone(c["job"], c["url"], c["commit"], c["hash_overwrite"]) for c in report["clones"]),
+    )
+
+
+def same_repository(url_a: str, url_b: str) -> bool:
+    """
+    :return: whether two URLs name the same repository up to spelling (``.git``, trailing slash, host case), so
+        that a hand-written clone of a locked repository is recognised even when its URL differs by a letter
+    """
+
+    def canonical(url: str) -> str:
+        url = url.strip().rstrip("/")
+        url = url[:-4] if url.endswith(".git") else url
+        _, sep, rest = url.partition("://")
+        if sep:
+            host, _, path = rest.partition("/")
+        elif ":" in url:  # scp-like user@host:path
+            host, _, path = url.partition(":")
+        else:
+            return url
+        return f"{host.rsplit('@', 1)[-1].split(':')[0].lower()}/{path.lstrip('/')}"
+
+    return canonical(url_a) == canonical(url_b)

@@ -1,0 +1,63 @@
+"""
+Adapter side of the hash guard: load Sisyphus configs and describe the job graph they build, without running a job.
+
+Run by :mod:`sispin.graph` as ``python -m sispin.sisyphus_probe OUT CONFIG ...`` in the setup root, in a fresh
+process (Sisyphus keeps one global graph and one job object per id, so every set gets its own process). It writes
+JSON to OUT rather than stdout, which config code may print to. It only reads work/ (to see which jobs finished).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Dict, List
+
+
+def describe(config_files: List[str]) -> Dict[str, Any]:
+    """
+    :param config_files: Sisyphus config files, relative to the setup root (the working directory)
+    :return: {"outputs": {name: {"job", "path"}}, "jobs": {job id: finished}, "clones": [{"job", "url", "commit",
+        "branch", "hash_overwrite"}]}
+    """
+    from sisyphus import graph
+    from sisyphus import toolkit as tk
+    from sisyphus.job import job_finished
+    from sisyphus.loader import config_manager
+
+    config_manager.load_configs(config_files)
+    outputs = {}
+    for target in tk.sis_graph.targets:
+        if isinstance(target, graph.OutputPath):
+            path = target._sis_path
+            creator = path.creator
+            outputs[target.name] = {"job": creator.job_id() if creator else None, "path": path.path}
+    jobs = {}
+    clones = []
+    # update_graph=False: walk the graph as built, without the runnable checks that would touch work/
+    for job in tk.sis_graph.jobs(update_graph=False):
+        jobs[job.job_id()] = job_finished(job._sis_path())
+        if type(job).__name__ == "CloneGitRepositoryJob":
+            overwrite = job.out_repository.hash_overwrite
+            clones.append(
+                {
+                    "job": job.job_id(),
+                    "url": job.url,
+                    "commit": job.commit,
+                    "branch": job.branch,
+                    "hash_overwrite": None if overwrite is None else str(overwrite[-1]),
+                }
+            )
+    return {"outputs": outputs, "jobs": jobs, "clones": clones}
+
+
+def main(argv: List[str]) -> int:
+    """:param argv: OUT CONFIG ..."""
+    out, config_files = argv[0], argv[1:]
+    report = describe(config_files)
+    with open(out, "w", encoding="utf-8") as handle:
+        json.dump(report, handle)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,209 @@
+"""
+The hash guard with real Sisyphus + i6_core on a small setup built in a temp dir: ``pin snapshot``, ``pin check``
+and the blast radius of ``pin upgrade``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import PROJECT_ROOT, RECIPE_DIR, git_commit
+from sispin.cli.main import main
+from sispin.snapshot import read_snapshot
+
+CONFIG = """\
+from sisyphus import tk
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
+from i6_core.text.processing import WriteToTextFileJob
+from sispin import experiment_set
+
+LEARNING_RATE = 1e-3
+
+
+def py():
+    exp = experiment_set("exp")
+    root = exp.repo("rc")
+    config = WriteReturnnConfigJob(
+        ReturnnConfig({"learning_rate": LEARNING_RATE, "rc_root": root}, black_formatting=False)
+    )
+    tk.register_output("exp/config", config.out_returnn_config_file)
+    tk.register_output("exp/copy", WriteToTextFileJob(config.out_returnn_config_file).out_file)
+    tk.register_output("exp/independent", WriteToTextFileJob("no repository here").out_file)
+"""
+
+# the same graph, written differently: statements reordered, locals renamed, dict keys swapped
+COSMETIC = """\
+from i6_core.text.processing import WriteToTextFileJob
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
+from sisyphus import tk
+from sispin import experiment_set
+
+LEARNING_RATE = 0.001
+
+
+def py():
+    unrelated = WriteToTextFileJob("no repository here")
+    tk.register_output("exp/independent", unrelated.out_file)
+    checkout = experiment_set("exp").repo("rc")
+    returnn_config = ReturnnConfig({"rc_root": checkout, "learning_rate": LEARNING_RATE}, black_formatting=False)
+    write_job = WriteReturnnConfigJob(returnn_config)
+    tk.register_output("exp/copy", WriteToTextFileJob(write_job.out_returnn_config_file).out_file)
+    tk.register_output("exp/config", write_job.out_returnn_config_file)
+"""
+
+
+class Setup:
+    def __init__(self, root: Path, remote: Path, commits: list):
+        self.root = root
+        self.remote = remote
+        self.c = commits
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config" / "exp.py"
+
+    def run(self, *argv: str) -> int:
+        return main(list(argv))
+
+
+@pytest.fixture
+def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir) -> Setup:
+    remote = make_repo("rc")
+    commits = [git_commit(remote, {"__init__.py": f"VERSION = {i}\n"}, f"change {i}") for i in range(3)]
+    root = tmp_path / "setup"
+    (root / "config").mkdir(parents=True)
+    (root / "recipe").mkdir()
+    (root / "tools").mkdir()
+    (root / "recipe" / "i6_core").symlink_to(RECIPE_DIR / "i6_core")
+    (root / "tools" / "sisyphus").symlink_to(real_sisyphus)
+    shutil.copy(PROJECT_ROOT / "settings.py", root)
+    (root / "config" / "exp.py").write_text(CONFIG)
+    sisyphus_commit = subprocess.run(
+        ["git", "-C", str(real_sisyphus), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (root / "pin.toml").write_text(
+        "version = 1\n\n"
+        f'[repos.rc]\nurl = "file://{remote}"\nbranch = "main"\n\n'
+        f'[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{commits[0]}"\n\n'
+        f'[setup.sisyphus]\nurl = "file://{real_sisyphus}"\ncommit = "{sisyphus_commit}"\npath = "tools/sisyphus"\n'
+    )
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    return Setup(root, remote, commits)
+
+
+def test_snapshot_records_outputs_without_touching_work(setup, capsys):
+    assert setup.run("snapshot") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "exp: 3 outputs, 4 jobs (new in the snapshot)",
+        "pin.snapshot.toml: written",
+    ]
+    outputs = read_snapshot(setup.root / "pin.snapshot.toml")["exp"]
+    assert sorted(outputs) == ["exp/config", "exp/copy", "exp/independent"]
+    assert outputs["exp/config"].job.startswith("i6_core/returnn/config/WriteReturnnConfigJob.")
+    assert outputs["exp/config"].path == "returnn.config"
+    assert not (setup.root / "work").exists(), "loading the graph writes nothing to work/"
+    assert setup.run("check", "--offline") == 0
+    assert capsys.readouterr().out == "pin check: ok (1 set, 3 outputs)\n"
+
+
+def test_semantic_change_fails_the_check_naming_the_outputs(setup, capsys):
+    assert setup.run("snapshot") == 0
+    old = read_snapshot(setup.root / "pin.snapshot.toml")["exp"]
+    setup.config.write_text(CONFIG.replace("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3"))
+    capsys.readouterr()
+    assert setup.run("check", "--offline") == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"problem: sets.exp: output/exp/config: {old['exp/config'].job} -> i6_core/returnn/")
+    assert out[1].startswith(f"problem: sets.exp: output/exp/copy: {old['exp/copy'].job} -> ")
+    assert out[2:] == ["pin check: 2 problems"], "the independent output is unaffected"
+
+
+def test_cosmetic_change_passes_the_check(setup, capsys):
+    assert setup.run("snapshot") == 0
+    setup.config.write_text(COSMETIC)
+    assert setup.run("check", "--offline") == 0
+
+
+def test_clone_of_a_locked_repo_at_another_commit_is_caught(setup, capsys):
+    assert setup.run("snapshot") == 0
+    url = f"file://{setup.remote}"
+    extra = (
+        "\n    from i6_core.tools.git import CloneGitRepositoryJob\n"
+        f"    old = CloneGitRepositoryJob({url + '.git'!r}, commit={setup.c[1]!r})\n"
+        '    tk.register_output("exp/old", old.out_repository)\n'
+        f"    hidden = CloneGitRepositoryJob('https://example.org/other', commit={setup.c[2]!r})\n"
+        '    hidden.out_repository.hash_overwrite = "OTHER_ROOT"\n'
+        '    tk.register_output("exp/hidden", hidden.out_repository)\n'
+    )
+    setup.config.write_text(CONFIG + extra)
+    capsys.readouterr()
+    assert setup.run("check", "--offline") == 1
+    out = capsys.readouterr().out
+    assert f"clones rc at {setup.c[1][:7]}, the set pins {setup.c[0][:7]}" in out
+    assert "hash_overwrite='OTHER_ROOT' hides the commit from every hash" in out
+    assert "output/exp/old: (none) -> i6_core/tools/git/CloneGitRepositoryJob." in out
+
+
+def test_check_verifies_pinned_commits_unless_offline(setup, capsys):
+    assert setup.run("snapshot") == 0
+    lock = setup.root / "pin.toml"
+    lock.write_text(lock.read_text().replace(setup.c[0], "0" * 40))
+    capsys.readouterr()
+    assert setup.run("check") == 1
+    out = capsys.readouterr().out
+    assert f"problem: sets.exp.rc: commit {'0' * 40} does not exist in file://{setup.remote}" in out
+
+
+def test_check_without_snapshot_or_with_a_broken_config(setup, capsys):
+    assert setup.run("check", "--offline") == 1
+    assert "sets.exp: no snapshot in pin.snapshot.toml (run `pin snapshot exp`)" in capsys.readouterr().out
+    setup.config.write_text(CONFIG + "\nraise RuntimeError('broken config')\n")
+    assert setup.run("check", "--offline") == 1
+    assert "loading the configs of set 'exp' failed: RuntimeError: broken config" in capsys.readouterr().out
+    assert setup.run("snapshot") == 9
+
+
+def test_blast_radius_counts_match_a_hand_count(setup, capsys):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "recipe")}
+    (setup.root / "work").mkdir()
+    result = subprocess.run(
+        [sys.executable, str(setup.root / "tools" / "sisyphus" / "sis"), "manager", "-r", "config/exp.py"],
+        cwd=setup.root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert "All output calculated" in result.stdout + result.stderr, result.stdout + result.stderr
+    # one more job that needs the checkout, not run yet
+    setup.config.write_text(CONFIG + '    tk.register_output("exp/later", WriteToTextFileJob(root).out_file)\n')
+    assert setup.run("snapshot") == 0
+    capsys.readouterr()
+    assert setup.run("upgrade", "exp", "--dry-run") == 0
+    out = capsys.readouterr().out
+    # by hand: the clone, the config, its copy and the new job depend on rc (4 of 5); all but the new one ran
+    assert "Blast radius: 4 of 5 jobs of set 'exp' get new ids; 3 of them are finished in work/" in out
+    assert "Outputs that change: exp/config, exp/copy, exp/later" in out
+
+    before = read_snapshot(setup.root / "pin.snapshot.toml")["exp"]
+    assert setup.run("upgrade", "exp") == 0
+    after = read_snapshot(setup.root / "pin.snapshot.toml")["exp"]
+    assert after["exp/independent"] == before["exp/independent"]
+    assert after["exp/config"] != before["exp/config"], "the snapshot moved with the lock"
+    assert setup.run("check", "--offline") == 0
+
+
+def test_blast_radius_that_cannot_be_computed_says_why(history, capsys):
+    assert main(["upgrade", "demo", "--dry-run"]) == 0
+    assert "Blast radius: not computed (sets.demo.configs: config/demo.py does not exist)" in capsys.readouterr().out
+    assert main(["upgrade", "other", "--dry-run"]) == 0
+    assert "Blast radius: not computed (set 'other' lists no configs in pin.toml" in capsys.readouterr().out
