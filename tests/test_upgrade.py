@@ -33,6 +33,7 @@ def test_upgrade_to_branch_head_shows_the_log_and_rewrites_only_the_value(histor
         f"    + {c[2][:7]} change 2",
         f"    + {c[1][:7]} change 1",
         "Every job of set 'demo' that depends on rc will get a new id.",
+        "Blast radius: not computed (sets.demo.configs: config/demo.py does not exist)",
         "pin.toml: updated sets.demo",
     ]
     assert history.text() == expected, "comments, order and formatting survive byte for byte"
