@@ -7,7 +7,7 @@ Sisyphus checkout on the path) and reads what it reports. Nothing runs and nothi
 
 from __future__ import annotations
 
-__all__ = ["Output", "Clone", "SetGraph", "find_sisyphus", "load_graph", "same_repository"]
+__all__ = ["Output", "Clone", "SetGraph", "find_sisyphus", "load_graph", "run_probe", "same_repository"]
 
 import json
 import os
@@ -16,7 +16,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import sispin
 from sispin.errors import SisyphusError
@@ -94,6 +94,25 @@ def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = Non
     for config in spec.configs:
         if not (lockfile.root / config).is_file():
             raise SisyphusError(f"sets.{set_name}.configs: {config} does not exist")
+    report = run_probe(lockfile, ["graph", *spec.configs], f"loading the configs of set {set_name!r}", lock_text)
+    return SetGraph(
+        set_name=set_name,
+        outputs={name: Output(job=o["job"] or "", path=o["path"]) for name, o in report["outputs"].items()},
+        jobs=dict(report["jobs"]),
+        clones=tuple(Clone(c["job"], c["url"], c["commit"], c["hash_overwrite"]) for c in report["clones"]),
+    )
+
+
+def run_probe(lockfile: Lockfile, arguments: List[str], what: str, lock_text: Optional[str] = None) -> Any:
+    """
+    Run :mod:`sispin.sisyphus_probe` in the setup root with the setup's Sisyphus, and return what it reports.
+
+    :param lockfile: the setup's lockfile (its root, and its ``[setup.*]`` Sisyphus)
+    :param arguments: the probe's mode, then its arguments after OUT
+    :param what: what is being done, for error messages
+    :param lock_text: run against this lockfile content instead of the file
+    :raises SisyphusError: when there is no Sisyphus checkout or the probe fails
+    """
     sisyphus_dir = find_sisyphus(lockfile)
     if sisyphus_dir is None:
         raise SisyphusError("no Sisyphus checkout among the [setup.*] entries of pin.toml (run `pin sync`)")
@@ -104,9 +123,9 @@ def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = Non
         if lock_text is not None:
             lock_path = Path(scratch) / "pin.toml"
             lock_path.write_text(lock_text, encoding="utf-8")
-        report_path = Path(scratch) / "graph.json"
+        report_path = Path(scratch) / "report.json"
         env = {**os.environ, "PIN_LOCK": str(lock_path), "PYTHONPATH": python_path}
-        command = [sys.executable, "-m", "sispin.sisyphus_probe", str(report_path), *spec.configs]
+        command = [sys.executable, "-m", "sispin.sisyphus_probe", arguments[0], str(report_path), *arguments[1:]]
         try:
             result = subprocess.run(
                 command,
@@ -119,18 +138,12 @@ def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = Non
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            raise SisyphusError(f"loading the configs of set {set_name!r} took over {PROBE_TIMEOUT} s") from None
+            raise SisyphusError(f"{what} took over {PROBE_TIMEOUT} s") from None
         if result.returncode != 0 or not report_path.is_file():
             lines = [line for line in result.stderr.splitlines() if line.strip()]
             reason = lines[-1].strip() if lines else f"exit code {result.returncode}"
-            raise SisyphusError(f"loading the configs of set {set_name!r} failed: {reason}")
-        report = json.loads(report_path.read_text(encoding="utf-8"))
-    return SetGraph(
-        set_name=set_name,
-        outputs={name: Output(job=o["job"] or "", path=o["path"]) for name, o in report["outputs"].items()},
-        jobs=dict(report["jobs"]),
-        clones=tuple(Clone(c["job"], c["url"], c["commit"], c["hash_overwrite"]) for c in report["clones"]),
-    )
+            raise SisyphusError(f"{what} failed: {reason}")
+        return json.loads(report_path.read_text(encoding="utf-8"))
 
 
 def same_repository(url_a: str, url_b: str) -> bool:

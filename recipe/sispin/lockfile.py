@@ -22,6 +22,8 @@ __all__ = [
     "load_lockfile",
     "parse_lockfile",
     "edit_lockfile",
+    "append_table",
+    "add_value",
     "write_atomically",
     "display_path",
     "check_url",
@@ -41,6 +43,7 @@ from urllib.parse import urlsplit
 
 import tomlkit
 from filelock import FileLock
+from tomlkit.items import Comment, Table, Whitespace
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -294,6 +297,50 @@ def edit_lockfile(path: Path, edit: Callable[[Lockfile, tomlkit.TOMLDocument], N
         updated = parse_lockfile(text, path)
         write_atomically(path, text)
     return updated
+
+
+def append_table(document: tomlkit.TOMLDocument, section: str, name: str, table: Table) -> None:
+    """
+    Add ``[section.name]`` after the last table of the section, where a reader expects it.
+
+    Comments and blank lines that end the section's last table introduce, to a reader, whatever follows it; they
+    are moved behind the new table so they stay in front of that.
+
+    :param document: pin.toml as tomlkit reads it
+    :param section: "repos", "sets" or "setup"
+    :param name: the new table's name
+    :param table: its content
+    """
+    if section not in document:
+        document.add(section, tomlkit.table(is_super_table=True))
+    tables = document[section]
+    trailing = _pop_trailing_trivia(tables[list(tables)[-1]]) if len(tables) else []
+    # without moved trivia, one blank line keeps the new table apart from what follows
+    for item in trailing or [tomlkit.nl()]:
+        table.add(item)
+    tables.append(name, table)
+
+
+def add_value(table: Table, key: str, value: Any) -> None:
+    """
+    Add key = value at the end of table's values, before the comments and blank lines that end it.
+
+    :param table: an existing table of pin.toml
+    :param key: the new key
+    :param value: its value
+    """
+    trailing = _pop_trailing_trivia(table)
+    table[key] = value
+    for item in trailing:
+        table.add(item)
+
+
+def _pop_trailing_trivia(table: Table) -> list:
+    body = table.value.body
+    trailing: list = []
+    while body and body[-1][0] is None and isinstance(body[-1][1], (Comment, Whitespace)):
+        trailing.insert(0, body.pop()[1])
+    return trailing
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -1,9 +1,15 @@
 """
 Adapter side of the hash guard: load Sisyphus configs and describe the job graph they build, without running a job.
 
-Run by :mod:`sispin.graph` as ``python -m sispin.sisyphus_probe OUT CONFIG ...`` in the setup root, in a fresh
-process (Sisyphus keeps one global graph and one job object per id, so every set gets its own process). It writes
-JSON to OUT rather than stdout, which config code may print to. It only reads work/ (to see which jobs finished).
+Run by :mod:`sispin.graph` in the setup root, in a fresh process (Sisyphus keeps one global graph and one job
+object per id, so every set gets its own process), as
+
+- ``python -m sispin.sisyphus_probe graph OUT CONFIG ...``: the outputs, jobs and clones the configs build;
+- ``python -m sispin.sisyphus_probe clone-ids OUT REQUEST``: job ids of hand-written CloneGitRepositoryJob calls
+  and of their ``exp.repo()`` replacements.
+
+It writes JSON to OUT rather than stdout, which config code may print to. It only reads work/ (to see which jobs
+finished).
 """
 
 from __future__ import annotations
@@ -50,10 +56,40 @@ def describe(config_files: List[str]) -> Dict[str, Any]:
     return {"outputs": outputs, "jobs": jobs, "clones": clones}
 
 
+def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
+    """
+    :param request: {"set": set name, "calls": [{"repo", "positional", "arguments"}]}: each call as written
+        (its first ``positional`` arguments positionally, in CloneGitRepositoryJob's parameter order)
+    :return: per call {"original": job id of the call as written, "replacement": id of exp.clone_job(repo)}
+    """
+    from i6_core.tools.git import CloneGitRepositoryJob
+
+    from sispin import experiment_set
+    from sispin.scan import PARAMETERS
+
+    exp = experiment_set(request["set"])
+    results = []
+    for call in request["calls"]:
+        names = [name for name, _ in PARAMETERS][: call["positional"]]
+        args = [call["arguments"][name] for name in names]
+        kwargs = {k: v for k, v in call["arguments"].items() if k not in names}
+        results.append(
+            {
+                "original": CloneGitRepositoryJob(*args, **kwargs).job_id(),
+                "replacement": exp.clone_job(call["repo"]).job_id(),
+            }
+        )
+    return results
+
+
 def main(argv: List[str]) -> int:
-    """:param argv: OUT CONFIG ..."""
-    out, config_files = argv[0], argv[1:]
-    report = describe(config_files)
+    """:param argv: ``graph OUT CONFIG ...`` or ``clone-ids OUT REQUEST``"""
+    mode, out, rest = argv[0], argv[1], argv[2:]
+    if mode == "graph":
+        report: Any = describe(rest)
+    else:
+        with open(rest[0], encoding="utf-8") as handle:
+            report = clone_ids(json.load(handle))
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(report, handle)
     return 0

@@ -14,11 +14,18 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 import tomlkit
-from tomlkit.items import Comment, Table, Whitespace
 
 from sispin import git
 from sispin.errors import NameConflictError, RevisionError
-from sispin.lockfile import Lockfile, display_path, edit_lockfile, find_lockfile, load_lockfile, valid_name
+from sispin.lockfile import (
+    Lockfile,
+    append_table,
+    display_path,
+    edit_lockfile,
+    find_lockfile,
+    load_lockfile,
+    valid_name,
+)
 from sispin.store import Store
 
 
@@ -81,14 +88,7 @@ def new_set(path: Path, name: str, *, from_set: Optional[str], configs: Sequence
                 table[repo] = pin
             else:
                 table[repo] = heads[repo]
-        if "sets" not in document:
-            document.add("sets", tomlkit.table(is_super_table=True))
-        sets = document["sets"]
-        trailing = _pop_trailing_trivia(sets[list(sets)[-1]]) if list(sets) else []
-        # keep one blank line before whatever follows the sets
-        for item in trailing or [tomlkit.nl()]:
-            table.add(item)
-        sets.append(name, table)
+        append_table(document, "sets", name, table)
 
     edit_lockfile(path, add)
     width = max((len(repo) for repo in heads), default=0)
@@ -97,18 +97,6 @@ def new_set(path: Path, name: str, *, from_set: Optional[str], configs: Sequence
         branch = lockfile.get_repo(repo).branch or "default branch"
         print(f"{repo:<{width}}  {sha[:7]}  ({branch} head)")
     return 0
-
-
-def _pop_trailing_trivia(table: Table) -> list:
-    """
-    Remove the comments and blank lines that end table: to a reader they introduce what follows it, so they must
-    stay in front of that, after the new set.
-    """
-    body = table.value.body
-    trailing: list = []
-    while body and body[-1][0] is None and isinstance(body[-1][1], (Comment, Whitespace)):
-        trailing.insert(0, body.pop()[1])
-    return trailing
 
 
 def _refuse_existing(lockfile: Lockfile, name: str) -> None:

@@ -1,0 +1,283 @@
+"""
+Find hand-written ``CloneGitRepositoryJob(...)`` calls in Python source, statically (ast; nothing is executed).
+
+Recognised: the class imported under any alias or reached through an imported module (``from i6_core.tools.git
+import CloneGitRepositoryJob as Clone``, ``import i6_core.tools.git as g; g.CloneGitRepositoryJob``, the legacy
+``recipe.i6_core`` prefix), positional and keyword arguments, and module-level string constants as values.
+Each call site reports its arguments and its risks: no commit (follows a branch), a short SHA, ``hash_overwrite``
+assigned on its output, arguments that are not literals.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CallSite", "scan_source", "scan_paths", "CLASS_NAME"]
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from sispin.lockfile import is_full_sha
+
+CLASS_NAME = "CloneGitRepositoryJob"
+#: where i6_core defines (and re-exports) the class
+_QUALIFIED = {"i6_core.tools.git." + CLASS_NAME, "i6_core.tools." + CLASS_NAME}
+#: CloneGitRepositoryJob's parameters in order, with their defaults
+PARAMETERS: Tuple[Tuple[str, Any], ...] = (
+    ("url", None),
+    ("branch", None),
+    ("commit", None),
+    ("checkout_folder_name", "repository"),
+    ("clone_submodules", False),
+    ("files_to_checkout", None),
+    ("patches", None),
+)
+_UNREADABLE = object()
+
+
+@dataclass
+class CallSite:
+    """
+    One ``CloneGitRepositoryJob(...)`` call.
+
+    :param file: the file, as given or found
+    :param line: 1-based line of the call
+    :param arguments: parameter name -> literal value, for the arguments given (not the defaults)
+    :param expressions: parameter name -> source text, for arguments that are not literals
+    :param risks: what makes the call unsafe for reproducibility, one phrase each
+    :param positional: how many arguments were given positionally (to rebuild the call exactly)
+    """
+
+    file: str
+    line: int
+    arguments: Dict[str, Any] = field(default_factory=dict)
+    expressions: Dict[str, str] = field(default_factory=dict)
+    risks: List[str] = field(default_factory=list)
+    positional: int = 0
+
+    @property
+    def url(self) -> Optional[str]:
+        """The literal url, or None."""
+        return self.arguments.get("url")
+
+    @property
+    def commit(self) -> Optional[str]:
+        """The literal commit, or None."""
+        return self.arguments.get("commit")
+
+    @property
+    def literal(self) -> bool:
+        """Whether every argument is a literal (so the call can be reproduced and moved into pin.toml)."""
+        return not self.expressions
+
+    @property
+    def where(self) -> str:
+        """``file:line``"""
+        return f"{self.file}:{self.line}"
+
+
+def scan_paths(paths: Sequence[Path]) -> Tuple[List[CallSite], List[str]]:
+    """
+    :param paths: Python files and directories (searched recursively for ``*.py``)
+    :return: the call sites in file order, and one warning per file that could not be read or parsed
+    """
+    sites: List[CallSite] = []
+    warnings: List[str] = []
+    for path in _python_files(paths):
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            warnings.append(f"{path}: cannot read: {exc.strerror}")
+            continue
+        # most files never mention the class: skip them before paying for a parse
+        if CLASS_NAME.encode() not in data:
+            continue
+        try:
+            sites += scan_source(data.decode("utf-8", errors="replace"), str(path))
+        except SyntaxError as exc:
+            warnings.append(f"{path}:{exc.lineno}: not valid Python, skipped: {exc.msg}")
+    return sites, warnings
+
+
+def _python_files(paths: Sequence[Path]) -> Iterator[str]:
+    for path in paths:
+        if os.path.isdir(path):
+            for directory, subdirectories, files in os.walk(path):
+                subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d != "__pycache__")
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        yield os.path.join(directory, name)
+        else:
+            yield str(path)
+
+
+def scan_source(source: str, filename: str) -> List[CallSite]:
+    """
+    :param source: Python source text
+    :param filename: its name, for the call sites
+    :return: the CloneGitRepositoryJob call sites in it, in line order
+    :raises SyntaxError: when the source does not parse
+    """
+    tree = ast.parse(source, filename=filename)
+    scanner = _Scanner(filename, _module_constants(tree), _import_aliases(tree))
+    scanner.visit(tree)
+    return sorted(scanner.sites, key=lambda site: site.line)
+
+
+def _module_constants(tree: ast.Module) -> Dict[str, str]:
+    """Module-level ``NAME = "string"`` bindings (a name bound twice is not a constant)."""
+    constants: Dict[str, str] = {}
+    rebound = set()
+    for node in tree.body:
+        targets: List[ast.expr] = []
+        value: Optional[ast.expr] = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        for target in targets:
+            if isinstance(target, ast.Name):
+                if target.id in constants or target.id in rebound:
+                    rebound.add(target.id)
+                    constants.pop(target.id, None)
+                elif isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    constants[target.id] = value.value
+    return constants
+
+
+def _import_aliases(tree: ast.Module) -> Dict[str, str]:
+    """Local name -> the dotted name it was imported as, from every import in the file."""
+    aliases: Dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    aliases[alias.asname] = alias.name
+                else:
+                    first = alias.name.split(".")[0]
+                    aliases[first] = first
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                if alias.name != "*":
+                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
+
+
+def _dotted(node: ast.expr) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+class _Scanner(ast.NodeVisitor):
+    """Finds the calls, and ``hash_overwrite`` assignments on their outputs, scope by scope."""
+
+    def __init__(self, filename: str, constants: Dict[str, str], aliases: Dict[str, str]):
+        self.filename = filename
+        self.constants = constants
+        self.aliases = aliases
+        self.sites: List[CallSite] = []
+        # per scope: local name -> (call site, whether the name holds the job or its out_repository)
+        self.scopes: List[Dict[str, Tuple[CallSite, str]]] = [{}]
+        self.site_of_call: Dict[int, CallSite] = {}
+
+    def is_clone_class(self, func: ast.expr) -> bool:
+        name = _dotted(func)
+        if name is None:
+            return False
+        head, _, rest = name.partition(".")
+        qualified = self.aliases.get(head, head) + (f".{rest}" if rest else "")
+        if qualified.startswith("recipe."):
+            qualified = qualified[len("recipe.") :]
+        return qualified in _QUALIFIED or name == CLASS_NAME
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self.scopes.append({})
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_Lambda = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if self.is_clone_class(node.func):
+            self.site_of_call[id(node)] = self.call_site(node)
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.generic_visit(node)  # the value first: its calls become sites
+        holder = self.holder(node.value)
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                if holder:
+                    self.scopes[-1][target.id] = holder
+                else:
+                    self.scopes[-1].pop(target.id, None)
+            elif isinstance(target, ast.Attribute) and target.attr == "hash_overwrite":
+                owner = self.holder(target.value)
+                if owner and owner[1] == "path":
+                    owner[0].risks.append(f"hash_overwrite assigned on its output (line {node.lineno})")
+
+    def holder(self, node: ast.expr) -> Optional[Tuple[CallSite, str]]:
+        """Which call site an expression stands for: the job itself, or its out_repository path."""
+        if isinstance(node, ast.Call) and id(node) in self.site_of_call:
+            return self.site_of_call[id(node)], "job"
+        if isinstance(node, ast.Name):
+            for scope in reversed(self.scopes):
+                if node.id in scope:
+                    return scope[node.id]
+            return None
+        if isinstance(node, ast.Attribute) and node.attr == "out_repository":
+            inner = self.holder(node.value)
+            if inner and inner[1] == "job":
+                return inner[0], "path"
+        return None
+
+    def call_site(self, node: ast.Call) -> CallSite:
+        site = CallSite(file=self.filename, line=node.lineno, positional=len(node.args))
+        names = [name for name, _ in PARAMETERS]
+        given: List[Tuple[str, ast.expr]] = []
+        for index, argument in enumerate(node.args):
+            if isinstance(argument, ast.Starred) or index >= len(names):
+                site.risks.append("uses *args: not all arguments can be read")
+                break
+            given.append((names[index], argument))
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                site.risks.append("uses **kwargs: not all arguments can be read")
+            else:
+                given.append((keyword.arg, keyword.value))
+        for name, expression in given:
+            value = self.literal(expression)
+            if value is _UNREADABLE:
+                site.expressions[name] = ast.unparse(expression)
+            else:
+                site.arguments[name] = value
+        if "url" in site.expressions:
+            site.risks.append(f"url is not a literal ({site.expressions['url']})")
+        if "commit" in site.expressions:
+            site.risks.append(f"commit is not a literal ({site.expressions['commit']})")
+        elif site.arguments.get("commit") is None:
+            branch = site.arguments.get("branch")
+            site.risks.append(
+                f"no commit: follows {'branch ' + repr(branch) if branch else 'the default branch'} (unpinned)"
+            )
+        elif not is_full_sha(site.arguments["commit"]):
+            site.risks.append(f"commit {site.arguments['commit']!r} is not a full 40-hex SHA")
+        self.sites.append(site)
+        return site
+
+    def literal(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Name) and node.id in self.constants:
+            return self.constants[node.id]
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return _UNREADABLE

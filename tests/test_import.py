@@ -1,0 +1,228 @@
+"""``pin import``: static discovery of hand-written CloneGitRepositoryJob pins, proposals, --write, job ids."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import RECIPE_DIR
+from sispin.cli.main import main
+from sispin.lockfile import load_lockfile
+from sispin.scan import scan_paths, scan_source
+
+RC = "https://github.com/rwth-i6/returnn_common"
+SHA = "f7ad63a588359543e7882db517a5eb7fd99ec670"
+SHA2 = "1ce99b3fb3d20e4cb49ec9ac528aa58d1cbe53cd"
+
+FORMS = f"""\
+from i6_core.tools.git import CloneGitRepositoryJob
+from i6_core.tools.git import CloneGitRepositoryJob as Clone
+import i6_core.tools.git as git_tools
+import i6_core.tools.git
+from i6_core.tools import git
+from i6_core import tools
+from recipe.i6_core.tools.git import CloneGitRepositoryJob as LegacyClone
+
+URL = "{RC}"
+COMMIT = "{SHA}"
+
+
+def py():
+    a = CloneGitRepositoryJob(URL, commit=COMMIT)
+    b = Clone(url=URL, commit=COMMIT, checkout_folder_name="returnn_common")
+    c = git_tools.CloneGitRepositoryJob(URL, None, COMMIT, "returnn_common")
+    d = i6_core.tools.git.CloneGitRepositoryJob(URL, commit=COMMIT)
+    e = git.CloneGitRepositoryJob(URL, commit=COMMIT, clone_submodules=True, files_to_checkout=["nn"])
+    f = tools.git.CloneGitRepositoryJob(URL, branch="main", commit=COMMIT)
+    g = LegacyClone(URL, commit=COMMIT)
+    h = other_module.CloneJob(URL, commit=COMMIT)
+"""
+
+RISKS = f"""\
+from i6_core.tools.git import CloneGitRepositoryJob
+
+
+def unpinned():
+    return CloneGitRepositoryJob("{RC}")
+
+
+def short():
+    return CloneGitRepositoryJob("{RC}", commit="d1fc1c7")
+
+
+def overwritten_through_the_job():
+    job = CloneGitRepositoryJob("{RC}", commit="{SHA}")
+    job.out_repository.hash_overwrite = "RETURNN_COMMON_ROOT"
+
+
+def overwritten_through_the_path():
+    path = CloneGitRepositoryJob("{RC}", commit="{SHA}").out_repository
+    path.hash_overwrite = "RETURNN_COMMON_ROOT"
+
+
+def overwritten_directly():
+    CloneGitRepositoryJob("{RC}", commit="{SHA}").out_repository.hash_overwrite = "X"
+
+
+def same_name_in_another_scope():
+    job = 3
+    job.hash_overwrite = "not a clone"
+
+
+def computed(name):
+    return CloneGitRepositoryJob(f"https://github.com/rwth-i6/{{name}}", commit=COMMIT_OF[name])
+
+
+def splatted(args, kwargs):
+    return CloneGitRepositoryJob(*args, **kwargs)
+"""
+
+
+def test_every_import_and_call_form_is_found():
+    sites = scan_source(FORMS, "forms.py")
+    assert [s.line for s in sites] == [14, 15, 16, 17, 18, 19, 20]
+    for site in sites:
+        assert site.url == RC and site.commit == SHA and site.risks == [] and site.literal
+    assert sites[1].arguments["checkout_folder_name"] == "returnn_common"
+    assert sites[2].positional == 4 and sites[2].arguments["branch"] is None
+    assert sites[4].arguments["files_to_checkout"] == ["nn"] and sites[4].arguments["clone_submodules"] is True
+    assert sites[5].arguments["branch"] == "main"
+
+
+def test_each_risk_is_reported():
+    risks = {site.line: site.risks for site in scan_source(RISKS, "risks.py")}
+    assert risks[5] == ["no commit: follows the default branch (unpinned)"]
+    assert risks[9] == ["commit 'd1fc1c7' is not a full 40-hex SHA"]
+    assert risks[13] == ["hash_overwrite assigned on its output (line 14)"]
+    assert risks[18] == ["hash_overwrite assigned on its output (line 19)"]
+    assert risks[23] == ["hash_overwrite assigned on its output (line 23)"]
+    assert risks[32] == [
+        "url is not a literal (f'https://github.com/rwth-i6/{name}')",
+        "commit is not a literal (COMMIT_OF[name])",
+    ]
+    assert risks[36] == [
+        "uses *args: not all arguments can be read",
+        "uses **kwargs: not all arguments can be read",
+        "no commit: follows the default branch (unpinned)",
+    ]
+
+
+def test_scan_of_a_tree_skips_unrelated_files_and_reports_broken_ones(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "forms.py").write_text(FORMS)
+    (tmp_path / "pkg" / "sub" / "plain.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "sub" / "broken.py").write_text("CloneGitRepositoryJob(\n")
+    (tmp_path / "pkg" / "notes.txt").write_text("CloneGitRepositoryJob('x')\n")
+    sites, warnings = scan_paths([tmp_path / "pkg"])
+    assert len(sites) == 7
+    assert len(warnings) == 1 and "broken.py:1: not valid Python, skipped" in warnings[0]
+
+
+@pytest.fixture
+def tree(tmp_path, write_lock):
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "forms.py").write_text(FORMS)
+    (tmp_path / "recipes" / "risks.py").write_text(RISKS)
+    return tmp_path / "recipes"
+
+
+def report(capsys, *argv: str):
+    code = main(["import", *argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_proposal_groups_by_repository_and_lists_what_cannot_be_adopted(tree, write_lock, capsys):
+    write_lock("version = 1\n")
+    code, result = report(capsys, str(tree), "--set", "exp")
+    assert code == 1
+    assert result["repos"] == {"returnn_common": {"url": RC}}
+    assert result["pins"] == {"returnn_common": SHA}
+    adopted = [(r["line"], r["replacement"]) for r in result["call_sites"] if r["replacement"]]
+    assert [line for line, _ in adopted] == [14, 17, 20, 13, 18, 23]
+    assert {replacement for _, replacement in adopted} == {'exp.repo("returnn_common")'}
+    problems = "\n".join(result["problems"])
+    assert "forms.py:15: not adopted: checkout folder 'returnn_common' differs" in problems
+    assert "forms.py:18: not adopted: returnn_common is pinned as f7ad63a by another call site" in problems
+    assert "risks.py:5: not adopted: it pins no full commit" in problems
+    assert "risks.py:9: not adopted: it pins no full commit (commit 'd1fc1c7' is not a full 40-hex SHA)" in problems
+    assert "risks.py:32: not adopted: its arguments are not all literals" in problems
+    assert "risks.py:13: hash_overwrite assigned on its output (line 14): jobs using that output hash" in problems
+
+
+def test_write_round_trips_and_never_overwrites(tree, write_lock, capsys):
+    lock = write_lock(
+        "# my setup\nversion = 1\n\n"
+        f'[repos.returnn_common]  # model code\nurl = "{RC}"\nbranch = "main"\n\n'
+        f'[sets.exp]\nreturnn_common = "{SHA2}"  # chosen by hand\n'
+    )
+    before = lock.read_text()
+    forms = tree / "forms.py"
+    assert main(["import", str(forms), "--set", "exp", "--write"]) == 1
+    out = capsys.readouterr().out
+    assert "not adopted: returnn_common is pinned as 1ce99b3 by pin.toml sets.exp" in out
+    assert lock.read_text() == before, "an existing pin is never overwritten"
+
+    assert main(["import", str(forms), "--set", "fresh", "--write"]) == 1
+    assert "pin.toml: added 0 repositories and 1 pins of set 'fresh'" in capsys.readouterr().out
+    text = lock.read_text()
+    assert text.startswith(before), "existing content and comments are kept"
+    assert load_lockfile(lock).get_set("fresh").pin("returnn_common").commit == SHA
+
+    assert main(["import", str(forms), "--set", "fresh", "--write"]) == 1
+    assert lock.read_text() == text, "a second import adds nothing"
+
+
+def test_write_creates_a_lockfile_and_pin_tables(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    (tmp_path / "only.py").write_text(
+        "from i6_core.tools.git import CloneGitRepositoryJob\n"
+        f"j = CloneGitRepositoryJob('{RC}.git', commit='{SHA}', branch='main', clone_submodules=True)\n"
+    )
+    assert main(["import", "only.py", "--set", "exp", "--write"]) == 0
+    lock = load_lockfile(tmp_path / "pin.toml")
+    assert lock.get_repo("returnn_common").url == RC + ".git"
+    assert lock.get_repo("returnn_common").branch == "main"
+    assert lock.get_set("exp").pin("returnn_common").job_kwargs == {"branch": "main", "clone_submodules": True}
+    assert "job ids not checked" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["import", "x.py", "--write"], "--write needs --set NAME"),
+        (["import", "missing.py"], "missing.py: no such file or directory"),
+        (["import", "x.py", "--set", "a b"], "--set 'a b': names may use only"),
+    ],
+)
+def test_bad_arguments(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.py").write_text("")
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_replacement_job_ids_equal_the_originals(real_sisyphus, tree, write_lock, capsys):
+    head = subprocess.check_output(["git", "-C", str(real_sisyphus), "rev-parse", "HEAD"], text=True).strip()
+    lock = write_lock(
+        f'version = 1\n\n[setup.sisyphus]\nurl = "file://{real_sisyphus}"\ncommit = "{head}"\npath = "tools/sisyphus"\n'
+    )
+    (lock.parent / "tools").mkdir()
+    (lock.parent / "tools" / "sisyphus").symlink_to(real_sisyphus)
+    (lock.parent / "recipe").mkdir()
+    (lock.parent / "recipe" / "i6_core").symlink_to(RECIPE_DIR / "i6_core")
+    (tree / "b.py").write_text(
+        "from i6_core.tools.git import CloneGitRepositoryJob\n"
+        f"j = CloneGitRepositoryJob('https://github.com/rwth-i6/returnn', None, '{SHA}', 'rc', True, ['nn'], None)\n"
+    )
+    code, result = report(capsys, str(tree / "forms.py"), str(tree / "b.py"), "--set", "exp")
+    checked = [r for r in result["call_sites"] if r["job_id"]]
+    assert [r["line"] for r in checked] == [14, 17, 20, 2]
+    assert result["pins"]["returnn"] == {"commit": SHA, "clone_submodules": True, "files_to_checkout": ["nn"]}
+    for record in checked:
+        assert record["job_id"] == record["replacement_job_id"]
+        assert record["job_id"].startswith("i6_core/tools/git/CloneGitRepositoryJob.")
+    main(["import", str(tree / "forms.py"), "--set", "exp"])
+    assert "(same job id i6_core/tools/git/CloneGitRepositoryJob." in capsys.readouterr().out
