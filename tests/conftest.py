@@ -94,7 +94,7 @@ def _sisyphus_unavailable_reason() -> Optional[str]:
 
 
 @pytest.fixture(scope="session")
-def real_sisyphus() -> Iterator[Path]:
+def real_sisyphus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The real Sisyphus + i6_core of this setup, importable in-process; skips when they are absent."""
     reason = _sisyphus_unavailable_reason()
     if reason:
@@ -102,6 +102,14 @@ def real_sisyphus() -> Iterator[Path]:
     for path in (str(SISYPHUS_DIR), str(RECIPE_DIR)):
         if path not in sys.path:
             sys.path.insert(0, path)
+    # Sisyphus executes ./settings.py when first imported: import it where there is none, so that no setup's
+    # settings (which change the environment) run inside the test process
+    cwd = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("no-settings"))
+    try:
+        import sisyphus.global_settings  # noqa: F401
+    finally:
+        os.chdir(cwd)
     yield SISYPHUS_DIR
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "create_mirror",
     "update_mirror",
     "has_commit",
+    "missing_commits",
     "resolve_revision",
     "branch_commit",
     "count_commits",
@@ -31,7 +32,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import git
 
@@ -263,6 +264,21 @@ def resolve_revision(path: Path, revision: str) -> str:
         named = ", ".join(f"{kind} {sha[:12]}" for kind, sha in found)
         raise RevisionError(f"{revision!r} is ambiguous: {named}; give more of the SHA")
     return commits[0]
+
+
+def missing_commits(path: Path, commits: Sequence[str]) -> List[str]:
+    """
+    :param path: a repository
+    :param commits: full commit SHAs
+    :return: those the repository does not hold (one git process for all of them)
+    """
+    if not commits:
+        return []
+    with tempfile.TemporaryFile() as request:
+        request.write(("\n".join(commits) + "\n").encode())
+        request.seek(0)
+        answer = _git(path).cat_file("--batch-check=%(objecttype)", istream=request)
+    return [sha for sha, kind in zip(commits, answer.splitlines()) if kind.strip() != "commit"]
 
 
 def _commits_with_prefix(path: Path, prefix: str) -> List[str]:

@@ -16,11 +16,12 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 from filelock import FileLock
 
 from sispin import git
+from sispin.lockfile import Lockfile
 
 PIN_HOME_ENV = "PIN_HOME"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -93,3 +94,22 @@ class Store:
         # git rewrites FETCH_HEAD on every fetch; a fresh mirror has only its clone time
         stamp = path / "FETCH_HEAD" if (path / "FETCH_HEAD").exists() else path / "HEAD"
         return datetime.datetime.fromtimestamp(stamp.stat().st_mtime, tz=datetime.timezone.utc)
+
+    def redirects(self, lockfile: Lockfile) -> List[Tuple[str, str]]:
+        """
+        Which locked URLs git can take from the store instead of the remote.
+
+        :param lockfile: the setup's lockfile
+        :return: (mirror path, url) for every repository URL pinned by a set whose mirror holds every commit pinned
+            for it; a URL whose mirror is missing or stale is left out, so that git falls back to the remote
+        """
+        commits: Dict[str, set] = {}
+        for spec in lockfile.sets.values():
+            for name, pin in spec.pins.items():
+                commits.setdefault(lockfile.repos[name].url, set()).add(pin.commit)
+        redirects = []
+        for url, wanted in commits.items():
+            mirror = self.mirror(url)
+            if mirror is not None and not git.missing_commits(mirror, sorted(wanted)):
+                redirects.append((str(mirror), url))
+        return redirects
