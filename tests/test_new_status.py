@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from conftest import git_commit
+from conftest import git, git_commit
 from sispin.cli.main import main
 from sispin.lockfile import load_lockfile
 from sispin.store import Store, default_store_dir
@@ -167,3 +167,26 @@ def test_commands_print_help(capsys):
 def test_status_console_script_runs(history):
     result = subprocess.run([sys.executable, "-m", "sispin", "status"], capture_output=True, text=True, check=False)
     assert result.returncode == 0 and "demo" in result.stdout and result.stderr == ""
+
+
+def test_pin_facts_agree_with_git_on_a_history_with_merges(make_repo):
+    from sispin import git as sispin_git
+
+    repo = make_repo("merges")
+    base = git_commit(repo, {"a": "1"}, "base")
+    git(repo, "checkout", "-q", "-b", "side")
+    side = [git_commit(repo, {"s": str(i)}, f"side {i}") for i in range(3)]
+    git(repo, "checkout", "-q", "main")
+    main_line = [git_commit(repo, {"m": str(i)}, f"main {i}") for i in range(2)]
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge", "side")
+    merge = git(repo, "rev-parse", "HEAD")
+    after = git_commit(repo, {"m": "after"}, "after")
+    git(repo, "checkout", "-q", "-b", "other", base)
+    off = git_commit(repo, {"o": "1"}, "off branch")
+    commits = [base, *side, *main_line, merge, after, off]
+    facts = sispin_git.pin_facts(repo, after, commits + ["0" * 40])
+    assert set(facts) == set(commits), "a commit the repository lacks is left out"
+    for commit in commits:
+        expected = (sispin_git.count_commits(repo, commit, after), sispin_git.count_commits(repo, after, commit))
+        assert (facts[commit].behind, facts[commit].off_branch) == expected, commit
+    assert facts[off].off_branch == 1 and facts[base].behind == 7

@@ -51,23 +51,26 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
     :return: one record per (set, repository), in lockfile order
     """
     specs = [lockfile.get_set(name) for name in set_names] if set_names else list(lockfile.sets.values())
+    pinned: Dict[str, List[str]] = {}
+    for spec in specs:
+        for name, pin in spec.pins.items():
+            pinned.setdefault(lockfile.get_repo(name).url, []).append(pin.commit)
+    # ask each mirror once about all the commits pinned from it
+    facts: Dict[str, Dict[str, git.PinFacts]] = {}
     mirrors: Dict[str, Optional[Path]] = {}
-    heads: Dict[str, Optional[str]] = {}
-    # many sets pin the same commits: ask git once per (url, commit)
-    facts: Dict[Tuple[str, str], Tuple[Optional[str], Optional[int], Optional[int]]] = {}
+    for repo in lockfile.repos.values():
+        if repo.url in pinned and repo.url not in mirrors:
+            mirror = store.fetch(repo.url) if fetch else store.mirror(repo.url)
+            mirrors[repo.url] = mirror
+            facts[repo.url] = (
+                git.pin_facts(mirror, _branch_head(mirror, repo.branch), pinned[repo.url]) if mirror else {}
+            )
     records = []
     for spec in specs:
         for name, pin in spec.pins.items():
             repo = lockfile.get_repo(name)
-            if repo.url not in mirrors:
-                mirrors[repo.url] = store.fetch(repo.url) if fetch else store.mirror(repo.url)
-                heads[repo.url] = _branch_head(mirrors[repo.url], repo.branch)
-            mirror, head = mirrors[repo.url], heads[repo.url]
-            key = (repo.url, pin.commit)
-            if key not in facts:
-                facts[key] = _facts(mirror, pin.commit, head)
-            date, behind, off_branch = facts[key]
-            fetched = store.last_fetched(repo.url) if mirror else None
+            known = facts[repo.url].get(pin.commit)
+            fetched = store.last_fetched(repo.url) if mirrors[repo.url] else None
             records.append(
                 {
                     "set": spec.name,
@@ -75,33 +78,21 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
                     "url": repo.url,
                     "branch": repo.branch,
                     "commit": pin.commit,
-                    "date": date,
-                    "behind": behind,
-                    "off_branch": off_branch,
-                    "in_store": mirror is not None,
+                    "date": known.date if known else None,
+                    "behind": known.behind if known else None,
+                    "off_branch": known.off_branch if known else None,
+                    "in_store": mirrors[repo.url] is not None,
                     "fetched_at": fetched.isoformat(timespec="seconds") if fetched else None,
                 }
             )
     return records
 
 
-def _branch_head(mirror: Optional[Path], branch: Optional[str]) -> Optional[str]:
-    if mirror is None:
-        return None
+def _branch_head(mirror: Path, branch: Optional[str]) -> Optional[str]:
     try:
         return git.branch_commit(mirror, branch)
     except RevisionError:
         return None
-
-
-def _facts(
-    mirror: Optional[Path], commit: str, head: Optional[str]
-) -> Tuple[Optional[str], Optional[int], Optional[int]]:
-    """(commit date, commits behind the branch head, commits not on the branch) — None where unknown."""
-    info = git.commit_info(mirror, commit) if mirror else None
-    if info is None or head is None:
-        return (info.date if info else None), None, None
-    return info.date, git.count_commits(mirror, commit, head), git.count_commits(mirror, head, commit)
 
 
 def status(path: Path, set_names: Sequence[str], *, as_json: bool, fetch: bool, store: Store) -> int:
