@@ -11,11 +11,14 @@ import subprocess
 import sys
 
 from conftest import PROJECT_ROOT, RECIPE_DIR, git, git_commit
+from sispin.cli.main import main
 
 MANAGER_TIMEOUT = 300
 
 
-def test_sis_manager_runs_the_demo_at_the_pinned_commit(real_sisyphus, make_repo, tmp_path):
+def test_sis_manager_runs_the_demo_at_the_pinned_commit(
+    real_sisyphus, make_repo, tmp_path, monkeypatch, capsys, store_dir
+):
     remote = make_repo("returnn_common")
     pinned = git_commit(remote, {"__init__.py": "VERSION = 'pinned'\n"}, "the pinned state")
     git_commit(remote, {"__init__.py": "VERSION = 'newer'\n"}, "main moved on")
@@ -28,10 +31,14 @@ def test_sis_manager_runs_the_demo_at_the_pinned_commit(real_sisyphus, make_repo
     shutil.copy(PROJECT_ROOT / "config" / "demo.py", setup / "config")
     for package in ("i6_core", "sispin"):
         (setup / "recipe" / package).symlink_to(RECIPE_DIR / package)
+    (setup / "tools").mkdir()
+    (setup / "tools" / "sisyphus").symlink_to(real_sisyphus)
+    sisyphus_commit = git(real_sisyphus, "rev-parse", "HEAD")
     (setup / "pin.toml").write_text(
         "version = 1\n\n"
         f'[repos.returnn_common]\nurl = "file://{remote}"\nbranch = "main"\ncheckout = "returnn_common"\n\n'
-        f'[sets.demo]\nconfigs = ["config/demo.py"]\nreturnn_common = "{pinned}"\n'
+        f'[sets.demo]\nconfigs = ["config/demo.py"]\nreturnn_common = "{pinned}"\n\n'
+        f'[setup.sisyphus]\nurl = "file://{real_sisyphus}"\ncommit = "{sisyphus_commit}"\npath = "tools/sisyphus"\n'
     )
 
     env = {k: v for k, v in os.environ.items() if k != "PIN_LOCK"}
@@ -66,3 +73,12 @@ def test_sis_manager_runs_the_demo_at_the_pinned_commit(real_sisyphus, make_repo
     probe = prolog + "\nimport returnn_common\nprint(returnn_common.VERSION)\n"
     imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path)
     assert imported.stdout.strip() == "pinned"
+
+    # pin verify looks at the finished clone job too, and catches an edited file in it
+    monkeypatch.chdir(setup)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    assert main(["verify"]) == 0
+    assert f"ok: sets.demo.returnn_common ({job.job_id()})" in capsys.readouterr().out
+    (checkout / "__init__.py").write_text("VERSION = 'edited by hand'\n")
+    assert main(["verify", "demo"]) == 1
+    assert "output/returnn_common has local changes: __init__.py (modified)" in capsys.readouterr().out

@@ -68,8 +68,8 @@ def test_sync_refuses_a_checkout_at_another_commit(upstream, write_lock, capsys)
 @pytest.mark.parametrize(
     "tamper, listed",
     [
-        (lambda checkout: (checkout / "tool.py").write_text("VERSION = 'edited'\n"), "tool.py"),
-        (lambda checkout: (checkout / "extra.py").write_text("x = 1\n"), "extra.py"),
+        (lambda checkout: (checkout / "tool.py").write_text("VERSION = 'edited'\n"), "tool.py (modified)"),
+        (lambda checkout: (checkout / "extra.py").write_text("x = 1\n"), "extra.py (untracked)"),
     ],
     ids=["modified", "untracked"],
 )
@@ -80,7 +80,7 @@ def test_sync_refuses_local_changes(upstream, write_lock, capsys, tamper, listed
     tamper(lock.parent / "tools" / "tool")
     capsys.readouterr()
     assert main(["sync"]) == 6
-    assert f"tools/tool has local changes ({listed})" in capsys.readouterr().err
+    assert f"tools/tool has local changes: {listed}; check out the pinned commit" in capsys.readouterr().err
 
 
 def test_sync_refuses_a_directory_that_is_not_a_checkout(upstream, write_lock, capsys):

@@ -17,6 +17,7 @@ __all__ = [
     "CheckoutStateError",
     "HashOverwriteError",
     "SisyphusError",
+    "PinnedImportError",
 ]
 
 
@@ -83,3 +84,7 @@ class SisyphusError(PinError):
     """The job graph cannot be built: no Sisyphus checkout, a set without configs, or a config that fails."""
 
     exit_code = 9
+
+
+class PinnedImportError(PinError):
+    """Importing from a pinned checkout cannot be done without mixing two copies of a module."""

@@ -14,6 +14,7 @@ __all__ = [
     "clone_at_commit",
     "head_commit",
     "local_changes",
+    "verify_checkout",
     "create_mirror",
     "update_mirror",
     "has_commit",
@@ -89,6 +90,33 @@ def local_changes(path: Path) -> List[str]:
     except git.GitCommandError as exc:
         raise GitError(f"{path}: git status failed: {_message(exc)}") from None
     return [line for line in status.splitlines() if line.strip()]
+
+
+#: how many changed files a "local changes" error lists before it counts the rest
+_LISTED_CHANGES = 10
+
+
+def verify_checkout(path: Path, commit: str, where: str) -> None:
+    """
+    :param path: a checkout that must be exactly commit
+    :param commit: full commit SHA
+    :param where: how to name the checkout in messages
+    :raises CheckoutStateError: when it is not a checkout, HEAD is another commit, or files are modified, added,
+        deleted or untracked (listed)
+    """
+    head = head_commit(path)
+    if head != commit:
+        raise CheckoutStateError(f"{where} is at {head[:12]}, pin.toml pins {commit[:12]}")
+    changes = local_changes(path)
+    if changes:
+        listed = ", ".join(
+            f"{line[3:]} ({_CHANGE_NAMES.get(line[:2].strip()[:1], 'changed')})" for line in changes[:_LISTED_CHANGES]
+        )
+        more = f" and {len(changes) - _LISTED_CHANGES} more" if len(changes) > _LISTED_CHANGES else ""
+        raise CheckoutStateError(f"{where} has local changes: {listed}{more}")
+
+
+_CHANGE_NAMES = {"M": "modified", "A": "added", "D": "deleted", "R": "renamed", "?": "untracked", "U": "conflict"}
 
 
 def clone_at_commit(url: str, commit: str, dest: Path) -> None:

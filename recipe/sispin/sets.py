@@ -9,12 +9,14 @@ from __future__ import annotations
 
 __all__ = ["ExperimentSet", "experiment_set", "use_store_mirrors"]
 
+import contextlib
 import functools
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict
+from typing import TYPE_CHECKING, Any, Dict, Iterator
 
 from sispin.errors import HashOverwriteError
+from sispin.imports import PinnedImport, checkout_names, pinned_import
 from sispin.lockfile import Lockfile, find_lockfile, load_lockfile
 from sispin.store import Store
 
@@ -87,6 +89,43 @@ class ExperimentSet:
                 f"from every dependent job hash; remove the code that sets it"
             )
         return path
+
+    def checkout(self, repo: str) -> Path:
+        """
+        A local, read-only checkout of the pinned commit, for code that runs in the manager itself. Made from the
+        store's mirror on first use (or by ``pin sync SET``); later calls only look at the disk.
+
+        :param repo: repository name
+        :return: the checkout directory, named like the clone job's output (the repo's ``checkout``)
+        :raises GitError: when the commit cannot be had
+        """
+        spec = self.lockfile.get_repo(repo)
+        return Store().checkout(spec.url, self.commit(repo), spec.checkout or "repository")
+
+    @contextlib.contextmanager
+    def imported(self, repo: str) -> Iterator[Path]:
+        """
+        Within the block, ``import <package>`` gives the package from this set's pinned commit of repo (see
+        :mod:`sispin.imports`): copies imported before (another commit, recipe/) are set aside and come back
+        after the block; the pinned modules are kept for the next block, so repeated imports are stable.
+
+        :param repo: repository name; its checkout is the package itself (returnn_common's layout: name it with
+            ``checkout``) or holds packages at its top
+        :return: (as the block's value) the checkout directory
+        :raises PinnedImportError: when the modules cannot be kept apart (see :mod:`sispin.imports`)
+        """
+        path = self.checkout(repo)
+        pinned = _PINNED_IMPORTS.get(path)
+        if pinned is None:
+            search_path, names = checkout_names(path)
+            label = f"set {self.name!r}, {repo} {self.commit(repo)[:7]}"
+            pinned = _PINNED_IMPORTS[path] = PinnedImport(label, search_path, names)
+        with pinned_import(pinned):
+            yield path
+
+
+#: one PinnedImport per checkout, so that its modules live on between blocks and sets of the same commit share them
+_PINNED_IMPORTS: Dict[Path, PinnedImport] = {}
 
 
 @functools.cache

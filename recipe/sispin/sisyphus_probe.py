@@ -6,7 +6,8 @@ object per id, so every set gets its own process), as
 
 - ``python -m sispin.sisyphus_probe graph OUT CONFIG ...``: the outputs, jobs and clones the configs build;
 - ``python -m sispin.sisyphus_probe clone-ids OUT REQUEST``: job ids of hand-written CloneGitRepositoryJob calls
-  and of their ``exp.repo()`` replacements.
+  and of their ``exp.repo()`` replacements;
+- ``python -m sispin.sisyphus_probe set-clones OUT SET``: the job id of each of the set's clone jobs.
 
 It writes JSON to OUT rather than stdout, which config code may print to. It only reads work/ (to see which jobs
 finished).
@@ -82,11 +83,21 @@ def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
     return results
 
 
+def set_clones(set_name: str) -> Dict[str, str]:
+    """:return: repository name -> id of the set's CloneGitRepositoryJob for it"""
+    from sispin import experiment_set
+
+    exp = experiment_set(set_name)
+    return {repo: exp.clone_job(repo).job_id() for repo in exp.spec.pins}
+
+
 def main(argv: List[str]) -> int:
-    """:param argv: ``graph OUT CONFIG ...`` or ``clone-ids OUT REQUEST``"""
+    """:param argv: ``graph OUT CONFIG ...``, ``clone-ids OUT REQUEST`` or ``set-clones OUT SET``"""
     mode, out, rest = argv[0], argv[1], argv[2:]
     if mode == "graph":
         report: Any = describe(rest)
+    elif mode == "set-clones":
+        report = set_clones(rest[0])
     else:
         with open(rest[0], encoding="utf-8") as handle:
             report = clone_ids(json.load(handle))

@@ -113,3 +113,46 @@ class Store:
             if mirror is not None and not git.missing_commits(mirror, sorted(wanted)):
                 redirects.append((str(mirror), url))
         return redirects
+
+    def checkout(self, url: str, commit: str, folder: str) -> Path:
+        """
+        A local, read-only checkout of commit, made from the mirror on first use (fetching only when the mirror
+        lacks the commit); later calls only look at the disk.
+
+        :param url: repository URL
+        :param commit: full commit SHA
+        :param folder: name of the checkout directory (like CloneGitRepositoryJob's checkout_folder_name)
+        :return: ``<store>/checkouts/<repository>/<commit>/<folder>``
+        :raises GitError: when the commit cannot be had
+        """
+        path = self.checkout_path(url, commit, folder)
+        if (path / ".git").is_dir():
+            return path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path.parent) + ".lock"):
+            if not (path / ".git").is_dir():
+                mirror = self.mirror(url)
+                if mirror is None or git.missing_commits(mirror, [commit]):
+                    mirror = self.fetch(url)
+                git.clone_at_commit(str(mirror), commit, path)
+                _make_read_only(path)
+        return path
+
+    def checkout_path(self, url: str, commit: str, folder: str) -> Path:
+        """:return: where :meth:`checkout` puts that checkout"""
+        return self.directory / "checkouts" / self.mirror_path(url).stem / commit / folder
+
+
+def _make_read_only(checkout: Path) -> None:
+    """
+    Files and directories of the working tree lose their write bits, so that nothing edits them by accident and
+    Python writes no bytecode into them; .git stays writable, for git status.
+    """
+    for directory, _, files in os.walk(checkout, topdown=False):
+        if ".git" in Path(directory).relative_to(checkout).parts[:1]:
+            continue
+        for name in files:
+            target = os.path.join(directory, name)
+            if not os.path.islink(target):
+                os.chmod(target, os.stat(target).st_mode & ~0o222)
+        os.chmod(directory, os.stat(directory).st_mode & ~0o222)

@@ -1,43 +1,68 @@
 """
-``pin sync``: materialise every ``[setup.*]`` checkout at its pinned commit.
+``pin sync [SET ...]``: materialise checkouts at their pinned commits.
 
-Absent checkouts are cloned (atomically); present ones must already be at the pinned commit with a clean tree —
-sync never moves or overwrites a checkout somebody may be working in.
+Without SET: every ``[setup.*]`` checkout of the setup. Absent checkouts are cloned (atomically); present ones must
+already be at the pinned commit with a clean tree — sync never moves or overwrites a checkout somebody may be
+working in. With SETs: the store's read-only checkouts of those sets' pins, for manager-side imports
+(``exp.checkout()``, ``exp.imported()``).
 """
 
 from __future__ import annotations
 
-__all__ = ["add_parser", "run", "sync"]
+__all__ = ["add_parser", "run", "sync", "sync_sets"]
 
 import argparse
 import sys
 from pathlib import Path
+from typing import Sequence
 
 from filelock import FileLock
 
 from sispin import git
 from sispin.errors import CheckoutStateError, PinError
 from sispin.lockfile import Lockfile, SetupCheckout, display_path, find_lockfile, load_lockfile
-
-#: how many changed files a "not clean" error lists before it summarises the rest
-_LISTED_CHANGES = 5
+from sispin.store import Store
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
     parser = subparsers.add_parser(
         "sync",
-        help="clone the setup's own checkouts ([setup.*]) at their pinned commits",
-        description="Clone every [setup.*] entry of pin.toml at its pinned commit into its path. Idempotent: "
-        "a checkout already at the pinned commit with a clean tree is left alone; one at another commit or "
-        "with local changes is an error (exit 6), never overwritten.",
+        help="clone the setup's own checkouts ([setup.*]), or a set's store checkouts, at their pinned commits",
+        description="Without SET: clone every [setup.*] entry of pin.toml at its pinned commit into its path. "
+        "Idempotent: a checkout already at the pinned commit with a clean tree is left alone; one at another "
+        "commit or with local changes is an error (exit 6), never overwritten. With SETs: make the store's "
+        "read-only checkouts of those sets' pinned commits (what exp.checkout() and exp.imported() use).",
     )
-    parser.set_defaults(run=run)
+    parser.add_argument("sets", metavar="SET", nargs="*", help="make the store checkouts of these sets instead")
+    parser.set_defaults(run=run, trailing="sets")
 
 
 def run(args: argparse.Namespace) -> int:
     """:param args: parsed command line"""
-    return sync(load_lockfile(find_lockfile()))
+    lockfile = load_lockfile(find_lockfile())
+    if args.sets:
+        return sync_sets(lockfile, args.sets, Store())
+    return sync(lockfile)
+
+
+def sync_sets(lockfile: Lockfile, set_names: Sequence[str], store: Store) -> int:
+    """
+    :param lockfile: the validated pin.toml
+    :param set_names: sets whose pins to check out in the store
+    :param store: the store
+    :return: exit code
+    """
+    specs = [lockfile.get_set(name) for name in dict.fromkeys(set_names)]
+    rows = [(spec.name, repo, pin.commit) for spec in specs for repo, pin in spec.pins.items()]
+    width = max((len(f"{set_name}/{repo}") for set_name, repo, _ in rows), default=0)
+    for set_name, repo, commit in rows:
+        spec = lockfile.get_repo(repo)
+        folder = spec.checkout or "repository"
+        existed = (store.checkout_path(spec.url, commit, folder) / ".git").is_dir()
+        path = store.checkout(spec.url, commit, folder)
+        print(f"{set_name + '/' + repo:<{width}}  {commit[:7]}  {path}  {'ok' if existed else 'made'}", flush=True)
+    return 0
 
 
 def sync(lockfile: Lockfile) -> int:
@@ -72,15 +97,11 @@ def _sync_one(root: Path, entry: SetupCheckout) -> str:
         git.clone_at_commit(entry.url, entry.commit, target)
         return "cloned"
     where = display_path(target)
-    head = git.head_commit(target)
-    if head != entry.commit:
+    try:
+        git.verify_checkout(target, entry.commit, where)
+    except CheckoutStateError as exc:
+        # sync never moves or cleans a checkout somebody may be working in: say how to resolve it
         raise CheckoutStateError(
-            f"{where} is at {head[:12]}, pin.toml pins {entry.commit[:12]}; "
-            f"run `git -C {where} checkout --detach {entry.commit}` or move the directory away and rerun"
-        )
-    changes = git.local_changes(target)
-    if changes:
-        listed = ", ".join(line[3:] for line in changes[:_LISTED_CHANGES])
-        more = f" and {len(changes) - _LISTED_CHANGES} more" if len(changes) > _LISTED_CHANGES else ""
-        raise CheckoutStateError(f"{where} has local changes ({listed}{more}); commit, stash or remove them")
+            f"{exc}; check out the pinned commit, commit or remove the changes, or move the directory away and rerun"
+        ) from None
     return "ok"

@@ -1,0 +1,95 @@
+"""
+``pin verify [SET ...]``: are the checkouts on disk still exactly what pin.toml pins?
+
+Checks every ``[setup.*]`` checkout, the store's checkouts of the sets' pins, and the finished clone jobs of the
+sets in work/: HEAD must be the pinned commit and the tree clean. Tampering (modified, deleted, added or
+untracked files) is listed; any problem makes the exit code 1.
+"""
+
+from __future__ import annotations
+
+__all__ = ["add_parser", "run", "verify"]
+
+import argparse
+from pathlib import Path
+from typing import List, Sequence, Tuple
+
+from sispin import git
+from sispin.errors import PinError
+from sispin.graph import run_probe
+from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.store import Store
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """:param subparsers: the ``pin`` subcommand registry"""
+    parser = subparsers.add_parser(
+        "verify",
+        help="check that setup checkouts, store checkouts and finished clone jobs are untouched",
+        description="Verify that every [setup.*] checkout, every store checkout of the sets' pins and every "
+        "finished clone job of the sets in work/ is at its pinned commit with a clean tree. Lists tampered files; "
+        "exit 1 when anything differs.",
+    )
+    parser.add_argument("sets", metavar="SET", nargs="*", help="sets whose checkouts to verify (default: all)")
+    parser.set_defaults(run=run, trailing="sets")
+
+
+def run(args: argparse.Namespace) -> int:
+    """:param args: parsed command line"""
+    return verify(find_lockfile(), args.sets, Store())
+
+
+def verify(path: Path, set_names: Sequence[str], store: Store) -> int:
+    """
+    :param path: the pin.toml
+    :param set_names: sets to verify; empty for all
+    :param store: the store whose checkouts to verify
+    :return: 0 when everything is as pinned, else 1
+    """
+    lockfile = load_lockfile(path)
+    names = list(dict.fromkeys(set_names)) or list(lockfile.sets)
+    for name in names:
+        lockfile.get_set(name)
+    targets: List[Tuple[str, Path, str]] = [
+        (f"setup.{e.name}", lockfile.root / e.path, e.commit) for e in lockfile.setup.values()
+    ]
+    for name in names:
+        for repo, pin in lockfile.get_set(name).pins.items():
+            spec = lockfile.get_repo(repo)
+            checkout = store.checkout_path(spec.url, pin.commit, spec.checkout or "repository")
+            if checkout.exists():
+                targets.append((f"sets.{name}.{repo} (store)", checkout, pin.commit))
+    notes = []
+    try:
+        targets += _finished_clone_jobs(lockfile, names)
+    except PinError as exc:
+        notes.append(f"note: clone jobs in work/ not verified: {exc}")
+    problems = 0
+    for label, checkout, commit in targets:
+        where = display_path(checkout)
+        try:
+            git.verify_checkout(checkout, commit, where)
+        except PinError as exc:
+            problems += 1
+            print(f"problem: {label}: {exc}")
+        else:
+            print(f"ok: {label}: {where} at {commit[:7]}")
+    for note in notes:
+        print(note)
+    print(f"pin verify: {problems} problem{'s' if problems != 1 else ''} in {len(targets)} checkouts")
+    return 1 if problems else 0
+
+
+def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple[str, Path, str]]:
+    """The outputs of the sets' clone jobs that Sisyphus finished in work/ (job ids by real Sisyphus)."""
+    found = []
+    for name in names:
+        if not lockfile.get_set(name).pins:
+            continue
+        jobs = run_probe(lockfile, ["set-clones", name], f"computing the clone jobs of set {name!r}")
+        for repo, job_id in jobs.items():
+            job_dir = lockfile.root / "work" / job_id
+            output = job_dir / "output" / (lockfile.get_repo(repo).checkout or "repository")
+            if (job_dir / "finished").exists() and output.is_dir():
+                found.append((f"sets.{name}.{repo} ({job_id})", output, lockfile.get_set(name).pin(repo).commit))
+    return found

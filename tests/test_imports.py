@@ -1,0 +1,162 @@
+"""Manager-side imports from the pinned commit (exp.checkout, exp.imported) and pin verify, on real repositories."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from conftest import git_commit
+from sispin.cli.main import main
+from sispin.errors import PinnedImportError
+from sispin.sets import experiment_set
+
+PACKAGE = "pinpkg"
+
+
+def package_files(value: str) -> dict:
+    init = f"VALUE = {value!r}\n\ndef value():\n    return VALUE\n\n"
+    init += "def lazy():\n    from . import late\n    return late.LATE\n"
+    return {
+        "__init__.py": init,
+        "sub.py": f"SUB = {value!r}\n",
+        "late.py": f"LATE = {value!r}\n",
+    }
+
+
+@pytest.fixture
+def two_sets(make_repo, write_lock, store_dir, monkeypatch):
+    """Sets 'one' and 'two' pin two commits of a package whose functions return different values."""
+    remote = make_repo("pinpkg")
+    first = git_commit(remote, package_files("one"), "one")
+    second = git_commit(remote, package_files("two"), "two")
+    lock = write_lock(
+        "version = 1\n\n"
+        f'[repos.pkg]\nurl = "file://{remote}"\ncheckout = "{PACKAGE}"\n\n'
+        f'[sets.one]\npkg = "{first}"\n\n[sets.two]\npkg = "{second}"\n'
+    )
+    monkeypatch.setenv("PIN_LOCK", str(lock))
+    saved_modules = {k: v for k, v in sys.modules.items() if k.split(".")[0] == PACKAGE}
+    saved_path = list(sys.path)
+    yield lock, first, second
+    for name in [k for k in sys.modules if k.split(".")[0] == PACKAGE]:
+        del sys.modules[name]
+    sys.modules.update(saved_modules)
+    sys.path[:] = saved_path
+
+
+def package_state():
+    return {k: v for k, v in sys.modules.items() if k.split(".")[0] == PACKAGE}
+
+
+def test_checkout_is_read_only_and_cheap_to_repeat(two_sets, store_dir):
+    lock, first, _ = two_sets
+    exp = experiment_set("one")
+    path = exp.checkout("pkg")
+    assert path.name == PACKAGE and path.parent.name == first
+    assert path.is_relative_to(store_dir)
+    assert (path / "sub.py").read_text() == "SUB = 'one'\n"
+    assert not os.access(path / "sub.py", os.W_OK) or os.geteuid() == 0
+    assert not (os.stat(path / "sub.py").st_mode & 0o222), "no write bits"
+    mtime = (path / ".git").stat().st_mtime_ns
+    assert exp.checkout("pkg") == path
+    assert (path / ".git").stat().st_mtime_ns == mtime, "made once"
+
+
+def test_within_a_set_imports_are_stable(two_sets):
+    exp = experiment_set("one")
+    with exp.imported("pkg") as checkout:
+        import pinpkg
+
+        first = pinpkg
+        assert pinpkg.value() == "one"
+        assert pinpkg.__file__.startswith(str(checkout))
+    with exp.imported("pkg"):
+        import pinpkg
+        import pinpkg.sub
+
+        assert pinpkg is first, "the same module objects, not a re-import"
+        assert pinpkg.sub.SUB == "one"
+
+
+def test_two_sets_in_one_process_get_their_own_commit(two_sets):
+    one, two = experiment_set("one"), experiment_set("two")
+    results = []
+    for exp in (one, two, one, two):
+        with exp.imported("pkg"):
+            import pinpkg.sub
+
+            results.append((pinpkg.value(), pinpkg.sub.SUB))
+    assert results == [("one", "one"), ("two", "two"), ("one", "one"), ("two", "two")]
+
+
+def test_a_copy_imported_before_is_set_aside_and_restored(two_sets, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / PACKAGE).mkdir(parents=True)
+    for name, text in package_files("elsewhere").items():
+        (elsewhere / PACKAGE / name).write_text(text)
+    sys.path.insert(0, str(elsewhere))
+    import pinpkg
+
+    outside = pinpkg
+    before, path_before = package_state(), list(sys.path)
+    with experiment_set("two").imported("pkg"):
+        import pinpkg
+
+        assert pinpkg is not outside and pinpkg.value() == "two"
+    assert package_state() == before and sys.path == path_before, "the previous state is back"
+    import pinpkg
+
+    assert pinpkg is outside and pinpkg.value() == "elsewhere"
+
+
+@pytest.mark.parametrize("other_copy", [False, True], ids=["nothing-else", "another-copy-present"])
+def test_a_late_import_outside_the_block_is_refused(two_sets, tmp_path, other_copy):
+    if other_copy:
+        elsewhere = tmp_path / "elsewhere"
+        (elsewhere / PACKAGE).mkdir(parents=True)
+        for name, text in package_files("elsewhere").items():
+            (elsewhere / PACKAGE / name).write_text(text)
+        sys.path.insert(0, str(elsewhere))
+        import pinpkg  # noqa: F401
+    with experiment_set("one").imported("pkg"):
+        import pinpkg
+
+        pinned = pinpkg
+    with pytest.raises(ImportError, match=r"from the checkout of set 'one', pkg \w+, outside its `imported\(\)` block"):
+        pinned.lazy()
+    with experiment_set("one").imported("pkg"):
+        assert pinned.lazy() == "one", "inside its block the same call works"
+    if other_copy:
+        import pinpkg
+
+        assert pinpkg.lazy() == "elsewhere", "the other copy's own late imports are not affected"
+
+
+def test_blocks_of_two_commits_cannot_nest(two_sets):
+    with experiment_set("one").imported("pkg"):
+        with pytest.raises(PinnedImportError, match="one process can use one copy of a module at a time"):
+            with experiment_set("two").imported("pkg"):
+                pass
+
+
+def test_sync_sets_and_verify_catch_tampering(two_sets, capsys, store_dir):
+    lock, first, second = two_sets
+    assert main(["sync", "one", "two"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("  made") == 2
+    assert main(["sync", "one"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("  ok")
+    assert main(["verify"]) == 0
+    assert "pin verify: 0 problems in 2 checkouts" in capsys.readouterr().out
+
+    one = experiment_set("one").checkout("pkg")
+    os.chmod(one / "sub.py", 0o644)
+    (one / "sub.py").write_text("SUB = 'tampered'\n")
+    os.chmod(one, 0o755)
+    (one / "extra.py").write_text("x = 1\n")
+    assert main(["verify", "one"]) == 1
+    out = capsys.readouterr().out
+    assert "pinpkg has local changes: sub.py (modified), extra.py (untracked)" in out
+    assert "pin verify: 1 problem in 1 checkouts" in out
