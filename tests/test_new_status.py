@@ -68,7 +68,7 @@ def test_new_set_in_a_lock_without_sets(write_lock, make_repo, store_dir):
     "argv, code, message",
     [
         (["new", "demo"], 4, "pin.toml: experiment set 'demo' already exists"),
-        (["new", "bad name"], 4, "'bad name' is not a valid set name"),
+        (["new", "bad name"], 2, "'bad name' is not a valid set name"),
         (["new", "x", "--from", "nope"], 4, "no experiment set 'nope' (known sets: demo, other)"),
         (
             ["new", "x", "--configs", "/abs/demo.py"],
@@ -156,10 +156,8 @@ def test_concurrent_fetches_of_one_url_make_one_mirror(history, store_dir):
 
 
 def test_commands_print_help(capsys):
-    for command in ("sync", "upgrade", "new", "status"):
-        with pytest.raises(SystemExit) as info:
-            main([command, "--help"])
-        assert info.value.code == 0
+    for command in ("sync", "upgrade", "new", "status", "snapshot", "check", "import", "verify"):
+        assert main([command, "--help"]) == 0
     out = capsys.readouterr().out
     assert "--allow-downgrade" in out and "--from OTHER" in out and "--json" in out
 

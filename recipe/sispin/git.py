@@ -19,6 +19,7 @@ __all__ = [
     "update_mirror",
     "has_commit",
     "missing_commits",
+    "on_a_ref",
     "resolve_revision",
     "branch_commit",
     "count_commits",
@@ -31,6 +32,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
@@ -129,12 +131,12 @@ def clone_at_commit(url: str, commit: str, dest: Path) -> None:
     :param dest: target directory; must not exist
     :raises GitError: when the remote cannot be cloned or does not have the commit
     """
-    with _clone_beside(url, dest, "clone", no_checkout=True) as repo:
+    with _clone_beside(url, dest, "clone", "--no-checkout") as repo:
         if not has_commit(Path(repo.working_tree_dir), commit):
             # not reachable from any branch or tag (e.g. only under a pull-request ref): ask for it directly
             try:
-                repo.git.fetch("origin", commit)
-            except git.GitCommandError:
+                _network(repo.git, url, "fetch", "fetch", "--quiet", "origin", commit)
+            except GitError:
                 pass
             if not has_commit(Path(repo.working_tree_dir), commit):
                 raise GitError(f"commit {commit} does not exist in {url}")
@@ -145,7 +147,7 @@ def clone_at_commit(url: str, commit: str, dest: Path) -> None:
 
 
 @contextlib.contextmanager
-def _clone_beside(url: str, dest: Path, verb: str, **clone_options: bool) -> Iterator[git.Repo]:
+def _clone_beside(url: str, dest: Path, verb: str, *clone_options: str) -> Iterator[git.Repo]:
     """
     Clone url into a temporary sibling of dest, let the caller finish it, then rename it to dest; on any error
     (or a kill) dest stays absent and the sibling is removed (now, or by the next run). Callers hold the lock
@@ -155,10 +157,8 @@ def _clone_beside(url: str, dest: Path, verb: str, **clone_options: bool) -> Ite
     _remove_leftovers(dest)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=_tmp_prefix(dest)))
     try:
-        try:
-            repo = git.Repo.clone_from(url, tmp, env=GIT_ENV, **clone_options)
-        except git.GitCommandError as exc:
-            raise GitError(f"cannot {verb} {url}: {_message(exc)}") from None
+        _network(_git(dest.parent), url, verb, "clone", "--quiet", *clone_options, "--", url, str(tmp))
+        repo = git.Repo(tmp)
         repo.git.update_environment(**GIT_ENV)
         yield repo
         repo.close()
@@ -166,6 +166,21 @@ def _clone_beside(url: str, dest: Path, verb: str, **clone_options: bool) -> Ite
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+#: seconds a clone or fetch may take before the remote counts as hung (the process is then killed)
+NETWORK_TIMEOUT = 900.0
+
+
+def _network(runner: git.Git, url: str, verb: str, command: str, *args: str) -> None:
+    """Run a git command that talks to url's remote, with a time limit; failures become one-line GitErrors."""
+    start = time.monotonic()
+    try:
+        getattr(runner, command)(*args, kill_after_timeout=NETWORK_TIMEOUT)
+    except git.GitCommandError as exc:
+        if time.monotonic() - start >= NETWORK_TIMEOUT:
+            raise GitError(f"cannot {verb} {url}: no answer within {NETWORK_TIMEOUT:g} s (git was stopped)") from None
+        raise GitError(f"cannot {verb} {url}: {_message(exc)}") from None
 
 
 def _git(path: Path) -> git.Git:
@@ -227,7 +242,7 @@ def create_mirror(url: str, dest: Path) -> None:
     :param dest: mirror directory; must not exist
     :raises GitError: when the remote cannot be reached
     """
-    with _clone_beside(url, dest, "fetch", bare=True) as repo:
+    with _clone_beside(url, dest, "fetch", "--bare") as repo:
         repo.git.config("--replace-all", "remote.origin.fetch", _MIRROR_REFSPECS[0])
         repo.git.config("--add", "remote.origin.fetch", _MIRROR_REFSPECS[1])
 
@@ -241,10 +256,7 @@ def update_mirror(url: str, path: Path) -> None:
     :param path: mirror made by :func:`create_mirror`
     :raises GitError: when the remote cannot be reached
     """
-    try:
-        _git(path).fetch("--prune", "--quiet", "origin")
-    except git.GitCommandError as exc:
-        raise GitError(f"cannot fetch {url}: {_message(exc)}") from None
+    _network(_git(path), url, "fetch", "fetch", "--prune", "--quiet", "origin")
 
 
 def _rev_parse(path: Path, ref: str) -> Optional[str]:
@@ -307,6 +319,14 @@ def missing_commits(path: Path, commits: Sequence[str]) -> List[str]:
         request.seek(0)
         answer = _git(path).cat_file("--batch-check=%(objecttype)", istream=request)
     return [sha for sha, kind in zip(commits, answer.splitlines()) if kind.strip() != "commit"]
+
+
+def on_a_ref(path: Path, commit: str) -> bool:
+    """:return: whether some branch or tag of the repository contains commit (it may hold unreachable ones too)"""
+    try:
+        return bool(_git(path).for_each_ref("--count=1", f"--contains={commit}", "refs/heads", "refs/tags"))
+    except git.GitCommandError:
+        return False
 
 
 def _commits_with_prefix(path: Path, prefix: str) -> List[str]:

@@ -27,6 +27,7 @@ __all__ = [
     "write_atomically",
     "display_path",
     "check_url",
+    "redact_url",
     "is_full_sha",
     "valid_name",
 ]
@@ -521,17 +522,39 @@ class _Validator:
         return SetupCheckout(name=name, url=url, commit=commit, path=path)
 
 
+def _has_credentials(url: str) -> bool:
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        userinfo, at, _ = rest.split("/", 1)[0].rpartition("@")
+        return bool(at) and (":" in userinfo or scheme.lower() != "ssh")
+    return bool(_SCP_CREDENTIALS_RE.match(url))
+
+
+def redact_url(url: str) -> str:
+    """:return: url with any embedded user and password replaced by ``***``, safe to print"""
+    if not _has_credentials(url):
+        return url
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        host, slash, path = rest.partition("/")
+        return f"{scheme}://***@{host.rpartition('@')[2]}{slash}{path}"
+    return "***@" + url.split("@", 1)[1]
+
+
 def check_url(url: str) -> Optional[str]:
     """
     Decide whether a repository URL is safe to hand to git.
 
     Allowed are the https, ssh, git and file transports and git's scp-like ``user@host:path``; refused are git's
     ``transport::address`` helpers (``ext::`` runs commands), anything git could read as an option, and
-    credentials embedded in the URL (they would be hashed into job ids and printed in logs).
+    credentials embedded in the URL (they would be hashed into job ids and printed in logs). A URL with
+    credentials is refused before anything else, and no message repeats it.
 
     :param url: the URL as written in pin.toml
     :return: None when acceptable, else the problem (one phrase)
     """
+    if _has_credentials(url):
+        return "the URL embeds credentials (user:token@); use a git credential helper or ssh keys instead"
     if url.startswith("-"):
         return f"{url!r} starts with '-' (git would read it as an option)"
     if any(ch.isspace() or ord(ch) < 32 for ch in url):
@@ -539,19 +562,19 @@ def check_url(url: str) -> Optional[str]:
     if "::" in url.split("/", 1)[0]:
         return f"{url!r} uses a git remote helper ('transport::'), which is not allowed"
     if "://" in url:
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            hostname = parts.hostname
+        except ValueError:
+            return f"{url!r} is not a valid URL"
         if parts.scheme not in _ALLOWED_SCHEMES:
             return f"{url!r}: transport {parts.scheme!r} is not allowed (use {', '.join(_ALLOWED_SCHEMES)})"
-        if parts.password is not None or (parts.username is not None and parts.scheme != "ssh"):
-            return "the URL embeds credentials (user:token@); use a git credential helper or ssh keys instead"
         if parts.scheme == "file":
             if parts.netloc or not parts.path.startswith("/"):
                 return f"{url!r}: a file URL must be absolute (file:///path/to/repo)"
-        elif not parts.hostname:
+        elif not hostname:
             return f"{url!r} has no host"
         return None
-    if _SCP_CREDENTIALS_RE.match(url):
-        return "the URL embeds credentials (user:token@); use ssh keys instead"
     if _SCP_LIKE_RE.match(url):
         return None
     return f"{url!r} is not a URL (use https://, ssh://, git://, file:///abs/path or user@host:path)"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from sispin.lockfile import is_full_sha
+from sispin.lockfile import check_url, is_full_sha, redact_url
 
 CLASS_NAME = "CloneGitRepositoryJob"
 #: where i6_core defines (and re-exports) the class
@@ -260,6 +260,13 @@ class _Scanner(ast.NodeVisitor):
                 site.expressions[name] = ast.unparse(expression)
             else:
                 site.arguments[name] = value
+        url = site.arguments.get("url")
+        if isinstance(url, str) and redact_url(url) != url:
+            # never repeat a credential: the report shows the URL without it, and it cannot go into pin.toml
+            site.arguments["url"] = redact_url(url)
+            site.risks.append("url embeds credentials (shown as ***): it cannot go into pin.toml")
+        elif isinstance(url, str) and check_url(url):
+            site.risks.append(f"url is refused by pin.toml: {check_url(url)}")
         if "url" in site.expressions:
             site.risks.append(f"url is not a literal ({site.expressions['url']})")
         if "commit" in site.expressions:

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator
 
-from sispin.errors import HashOverwriteError
+from sispin.errors import GitError, HashOverwriteError
 from sispin.imports import PinnedImport, checkout_names, pinned_import
 from sispin.lockfile import Lockfile, find_lockfile, load_lockfile
 from sispin.store import Store
@@ -100,7 +100,10 @@ class ExperimentSet:
         :raises GitError: when the commit cannot be had
         """
         spec = self.lockfile.get_repo(repo)
-        return Store().checkout(spec.url, self.commit(repo), spec.checkout or "repository")
+        try:
+            return Store().checkout(spec.url, self.commit(repo), spec.checkout or "repository")
+        except GitError as exc:
+            raise GitError(f"experiment set {self.name!r}, repository {repo!r}: {exc}") from None
 
     @contextlib.contextmanager
     def imported(self, repo: str) -> Iterator[Path]:

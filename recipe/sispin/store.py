@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 from filelock import FileLock
 
 from sispin import git
+from sispin.errors import GitError
 from sispin.lockfile import Lockfile
 
 PIN_HOME_ENV = "PIN_HOME"
@@ -134,6 +135,8 @@ class Store:
                 mirror = self.mirror(url)
                 if mirror is None or git.missing_commits(mirror, [commit]):
                     mirror = self.fetch(url)
+                    if git.missing_commits(mirror, [commit]):
+                        raise GitError(f"commit {commit} does not exist in {url} (nor in the store)")
                 git.clone_at_commit(str(mirror), commit, path)
                 _make_read_only(path)
         return path

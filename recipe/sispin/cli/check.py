@@ -100,7 +100,12 @@ def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> 
             problems.append(f"{key}: {exc}")
             continue
         if not git.has_commit(mirror, commit):
-            problems.append(f"{key}: commit {commit} does not exist in {url} (force-pushed away?)")
+            problems.append(f"{key}: commit {commit} does not exist in {url}, nor in the store")
+        elif not git.on_a_ref(mirror, commit):
+            problems.append(
+                f"{key}: commit {commit} is on no branch or tag of {url} any more (force-pushed away?); "
+                f"the store still has it in {mirror}"
+            )
     return problems
 
 

@@ -30,6 +30,7 @@ from sispin.lockfile import (
     Lockfile,
     add_value,
     append_table,
+    check_url,
     display_path,
     edit_lockfile,
     find_lockfile,
@@ -118,6 +119,9 @@ def propose(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: Optio
     for index, site in enumerate(sites):
         if not site.literal or site.url is None:
             proposal.problems.append(f"{site.where}: not adopted: its arguments are not all literals")
+            continue
+        if check_url(site.url):
+            proposal.problems.append(f"{site.where}: not adopted: {check_url(site.url)}")
             continue
         if not is_full_sha(site.commit):
             proposal.problems.append(f"{site.where}: not adopted: it pins no full commit ({site.risks[-1]})")

@@ -22,13 +22,20 @@ _EPILOG = """\
 exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown or already existing
 set or repository, 5 git failure (unreachable remote, unknown revision), 6 checkout differs from pin.toml,
 7 hash_overwrite on a pinned path, 8 move refused (needs --allow-downgrade/--allow-unrelated),
-9 job graph unavailable (no Sisyphus, or a config fails to load), 130 interrupted.
+9 job graph unavailable (no Sisyphus, or a config fails to load), 70 internal error, 130 interrupted.
 The lockfile is $PIN_LOCK if set, else the nearest pin.toml in the working directory or above."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line on stderr like every other error (exit 2)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"pin: error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """:return: the parser of ``pin`` with every subcommand"""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pin",
         description="Pin the recipe repositories of Sisyphus experiment sets (pin.toml).",
         epilog=_EPILOG,
@@ -50,14 +57,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     :return: the process exit code
     """
     parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
-    # argparse gives a trailing "REPO ..." positional nothing once an option came between (`upgrade demo --to v1
-    # rc`); commands that take such a list name it in `trailing`, and the words after the options join it
-    trailing = getattr(args, "trailing", None)
-    if extras and trailing and not any(word.startswith("-") for word in extras):
-        getattr(args, trailing).extend(extras)
-    elif extras:
-        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    try:
+        args, extras = parser.parse_known_args(argv)
+        # argparse gives a trailing "REPO ..." positional nothing once an option came between (`upgrade demo
+        # --to v1 rc`); commands that take such a list name it in `trailing`, and the words after options join it
+        trailing = getattr(args, "trailing", None)
+        if extras and trailing and not any(word.startswith("-") for word in extras):
+            getattr(args, trailing).extend(extras)
+        elif extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    except SystemExit as exc:  # --help, --version and command-line errors (already printed)
+        return int(exc.code or 0)
     try:
         return int(args.run(args))
     except PinError as exc:
@@ -68,3 +78,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("pin: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug or an unforeseen fault: still one line, the traceback on request
+        if args.debug:
+            raise
+        print(f"pin: internal error: {type(exc).__name__}: {exc} (pin --debug shows the traceback)", file=sys.stderr)
+        return 70

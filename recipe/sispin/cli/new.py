@@ -16,7 +16,7 @@ from typing import Dict, Optional, Sequence
 import tomlkit
 
 from sispin import git
-from sispin.errors import NameConflictError, RevisionError
+from sispin.errors import NameConflictError, RevisionError, UsageError
 from sispin.lockfile import (
     Lockfile,
     append_table,
@@ -61,7 +61,7 @@ def new_set(path: Path, name: str, *, from_set: Optional[str], configs: Sequence
     """
     lockfile = load_lockfile(path)
     if not valid_name(name):
-        raise NameConflictError(f"{name!r} is not a valid set name (letters, digits, '_', '.', '-')")
+        raise UsageError(f"{name!r} is not a valid set name (letters, digits, '_', '.', '-')")
     _refuse_existing(lockfile, name)
     if from_set is not None:
         template = lockfile.get_set(from_set).pins

@@ -19,7 +19,7 @@ from typing import Sequence
 from filelock import FileLock
 
 from sispin import git
-from sispin.errors import CheckoutStateError, PinError
+from sispin.errors import CheckoutStateError, GitError, PinError
 from sispin.lockfile import Lockfile, SetupCheckout, display_path, find_lockfile, load_lockfile
 from sispin.store import Store
 
@@ -60,7 +60,10 @@ def sync_sets(lockfile: Lockfile, set_names: Sequence[str], store: Store) -> int
         spec = lockfile.get_repo(repo)
         folder = spec.checkout or "repository"
         existed = (store.checkout_path(spec.url, commit, folder) / ".git").is_dir()
-        path = store.checkout(spec.url, commit, folder)
+        try:
+            path = store.checkout(spec.url, commit, folder)
+        except GitError as exc:
+            raise GitError(f"sets.{set_name}.{repo}: {exc}") from None
         print(f"{set_name + '/' + repo:<{width}}  {commit[:7]}  {path}  {'ok' if existed else 'made'}", flush=True)
     return 0
 
