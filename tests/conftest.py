@@ -6,6 +6,7 @@ setup (``pin sync`` puts them at tools/sisyphus and recipe/i6_core) when they ar
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -159,3 +160,48 @@ def history(make_repo: Callable[..., Path], write_lock: Callable[..., Path], sto
         f'rc = {{ commit = "{commits[2]}", clone_submodules = true }}\n'
     )
     return History(remote, commits, lock)
+
+
+def sisyphus_entry(sisyphus: Path) -> str:
+    """The ``[setup.sisyphus]`` table of a test setup whose tools/sisyphus links to the real checkout."""
+    head = git(sisyphus, "rev-parse", "HEAD")
+    return f'[setup.sisyphus]\nurl = "file://{sisyphus}"\ncommit = "{head}"\npath = "tools/sisyphus"\n'
+
+
+def make_setup(root: Path, lock: str, sisyphus: Path, configs: Optional[Dict[str, str]] = None) -> Path:
+    """
+    A Sisyphus setup like this project's in root: its settings.py, config/demo.py (or the given configs),
+    recipe/i6_core, recipe/sispin and tools/sisyphus linked to the real ones, an empty work/, and pin.toml.
+
+    :param lock: pin.toml content
+    :param sisyphus: the real Sisyphus checkout
+    :param configs: config file name -> content, instead of the demo
+    """
+    (root / "config").mkdir(parents=True)
+    (root / "recipe").mkdir()
+    (root / "tools").mkdir()
+    (root / "work").mkdir()
+    shutil.copy(PROJECT_ROOT / "settings.py", root)
+    for name, content in (configs or {"demo.py": (PROJECT_ROOT / "config" / "demo.py").read_text()}).items():
+        (root / "config" / name).write_text(content)
+    for package in ("i6_core", "sispin"):
+        (root / "recipe" / package).symlink_to(RECIPE_DIR / package)
+    (root / "tools" / "sisyphus").symlink_to(sisyphus)
+    (root / "pin.toml").write_text(lock)
+    return root
+
+
+def run_manager(setup: Path, config: str) -> str:
+    """Run the real ``sis manager -r config`` in setup to its end; return what it logged."""
+    env = {k: v for k, v in os.environ.items() if k != "PIN_LOCK"}
+    result = subprocess.run(
+        [sys.executable, str(setup / "tools" / "sisyphus" / "sis"), "manager", "-r", config],
+        cwd=setup,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return result.stdout + result.stderr

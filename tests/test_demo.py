@@ -5,15 +5,11 @@ repository (a real git repository, file:// URL), in a copy of this setup made in
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 
-from conftest import PROJECT_ROOT, RECIPE_DIR, git, git_commit
+from conftest import git, git_commit, make_setup, run_manager, sisyphus_entry
 from sispin.cli.main import main
-
-MANAGER_TIMEOUT = 300
 
 
 def test_sis_manager_runs_the_demo_at_the_pinned_commit(
@@ -23,37 +19,13 @@ def test_sis_manager_runs_the_demo_at_the_pinned_commit(
     pinned = git_commit(remote, {"__init__.py": "VERSION = 'pinned'\n"}, "the pinned state")
     git_commit(remote, {"__init__.py": "VERSION = 'newer'\n"}, "main moved on")
 
-    setup = tmp_path / "setup"
-    (setup / "config").mkdir(parents=True)
-    (setup / "recipe").mkdir()
-    (setup / "work").mkdir()
-    shutil.copy(PROJECT_ROOT / "settings.py", setup)
-    shutil.copy(PROJECT_ROOT / "config" / "demo.py", setup / "config")
-    for package in ("i6_core", "sispin"):
-        (setup / "recipe" / package).symlink_to(RECIPE_DIR / package)
-    (setup / "tools").mkdir()
-    (setup / "tools" / "sisyphus").symlink_to(real_sisyphus)
-    sisyphus_commit = git(real_sisyphus, "rev-parse", "HEAD")
-    (setup / "pin.toml").write_text(
+    lock = (
         "version = 1\n\n"
         f'[repos.returnn_common]\nurl = "file://{remote}"\nbranch = "main"\ncheckout = "returnn_common"\n\n'
-        f'[sets.demo]\nconfigs = ["config/demo.py"]\nreturnn_common = "{pinned}"\n\n'
-        f'[setup.sisyphus]\nurl = "file://{real_sisyphus}"\ncommit = "{sisyphus_commit}"\npath = "tools/sisyphus"\n'
+        f'[sets.demo]\nconfigs = ["config/demo.py"]\nreturnn_common = "{pinned}"\n\n' + sisyphus_entry(real_sisyphus)
     )
-
-    env = {k: v for k, v in os.environ.items() if k != "PIN_LOCK"}
-    result = subprocess.run(
-        [sys.executable, str(real_sisyphus / "sis"), "manager", "-r", "config/demo.py"],
-        cwd=setup,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=MANAGER_TIMEOUT,
-        check=False,
-    )
-    log = result.stdout + result.stderr
-    assert result.returncode == 0, log
+    setup = make_setup(tmp_path / "setup", lock, real_sisyphus)
+    log = run_manager(setup, "config/demo.py")
     assert "All output calculated" in log, log
 
     checkout = setup / "output" / "demo" / "returnn_common"

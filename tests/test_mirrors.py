@@ -8,46 +8,23 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from conftest import PROJECT_ROOT, RECIPE_DIR, git, git_commit
+from conftest import git, git_commit, make_setup, run_manager
 from sispin.cli.main import main
 from sispin.lockfile import load_lockfile
 from sispin.sets import ExperimentSet
 from sispin.store import Store
 
 
-def make_setup(root: Path, remote: Path, pinned: str) -> Path:
+def demo_setup(root: Path, remote: Path, pinned: str, sisyphus: Path) -> Path:
     """A copy of this setup (settings.py with the mirror redirection, the demo config) pinning remote at pinned."""
-    (root / "config").mkdir(parents=True)
-    (root / "recipe").mkdir()
-    (root / "work").mkdir()
-    shutil.copy(PROJECT_ROOT / "settings.py", root)
-    shutil.copy(PROJECT_ROOT / "config" / "demo.py", root / "config")
-    for package in ("i6_core", "sispin"):
-        (root / "recipe" / package).symlink_to(RECIPE_DIR / package)
-    (root / "pin.toml").write_text(
+    lock = (
         "version = 1\n\n"
         f'[repos.returnn_common]\nurl = "file://{remote}"\nbranch = "main"\ncheckout = "returnn_common"\n\n'
         f'[sets.demo]\nconfigs = ["config/demo.py"]\nreturnn_common = "{pinned}"\n'
     )
-    return root
-
-
-def run_manager(setup: Path, sisyphus: Path) -> str:
-    env = {k: v for k, v in os.environ.items() if k != "PIN_LOCK"}
-    result = subprocess.run(
-        [sys.executable, str(sisyphus / "sis"), "manager", "-r", "config/demo.py"],
-        cwd=setup,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    return result.stdout + result.stderr
+    return make_setup(root, lock, sisyphus)
 
 
 def test_workers_clone_from_the_mirror_and_fall_back_without_it(
@@ -57,12 +34,12 @@ def test_workers_clone_from_the_mirror_and_fall_back_without_it(
     pinned = git_commit(remote, {"__init__.py": "VERSION = 'pinned'\n", "nn/base.py": "x = 1\n"}, "pinned")
     git_commit(remote, {"__init__.py": "VERSION = 'newer'\n"}, "newer")
 
-    first = make_setup(tmp_path / "first", remote, pinned)
+    first = demo_setup(tmp_path / "first", remote, pinned, real_sisyphus)
     monkeypatch.chdir(first)
     assert main(["status", "--fetch"]) == 0
     hidden = remote.with_name("away")
     remote.rename(hidden)  # only the mirror can serve the clone now
-    log = run_manager(first, real_sisyphus)
+    log = run_manager(first, "config/demo.py")
     assert "All output calculated" in log, log
     checkout = first / "output" / "demo" / "returnn_common"
     assert git(checkout, "rev-parse", "HEAD") == pinned
@@ -76,8 +53,8 @@ def test_workers_clone_from_the_mirror_and_fall_back_without_it(
     # without a mirror, the same setup clones from the remote, into a job of the same id
     hidden.rename(remote)
     shutil.rmtree(store_dir)
-    second = make_setup(tmp_path / "second", remote, pinned)
-    log = run_manager(second, real_sisyphus)
+    second = demo_setup(tmp_path / "second", remote, pinned, real_sisyphus)
+    log = run_manager(second, "config/demo.py")
     assert "All output calculated" in log, log
     checkout = second / "output" / "demo" / "returnn_common"
     assert git(checkout, "rev-parse", "HEAD") == pinned

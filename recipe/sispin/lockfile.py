@@ -39,7 +39,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 import tomlkit
@@ -180,6 +180,14 @@ class Lockfile:
         :raises UnknownNameError: listing the known sets
         """
         return self._lookup(self.sets, name, "experiment set", "sets")
+
+    def select_sets(self, names: Sequence[str]) -> List[SetSpec]:
+        """
+        :param names: set names as a user gave them (repeats allowed); empty for every set
+        :return: the sets, each once, in the given order (file order when none were given)
+        :raises UnknownNameError: for the first unknown name, listing the known sets
+        """
+        return [self.get_set(name) for name in dict.fromkeys(names)] if names else list(self.sets.values())
 
     def get_repo(self, name: str) -> RepoSpec:
         """

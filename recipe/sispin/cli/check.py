@@ -56,9 +56,7 @@ def check(path: Path, set_names: Sequence[str], *, offline: bool, store: Store) 
         print(f"problem: {exc}")
         print("pin check: 1 problem")
         return exc.exit_code
-    names = list(dict.fromkeys(set_names)) or list(lockfile.sets)
-    for name in names:
-        lockfile.get_set(name)
+    names = [spec.name for spec in lockfile.select_sets(set_names)]
     problems = [] if offline else _missing_commits(lockfile, names, store)
     recorded = read_snapshot(snapshot_path(lockfile.path))
     outputs = 0

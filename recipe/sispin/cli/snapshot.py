@@ -42,9 +42,7 @@ def snapshot(path: Path, set_names: Sequence[str]) -> int:
     :return: exit code
     """
     lockfile = load_lockfile(path)
-    names = list(dict.fromkeys(set_names)) or list(lockfile.sets)
-    for name in names:
-        lockfile.get_set(name)
+    names = [spec.name for spec in lockfile.select_sets(set_names)]
     target = snapshot_path(lockfile.path)
     before = read_snapshot(target)
     graphs = [load_graph(lockfile, name) for name in names]

@@ -50,7 +50,7 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
     :param store: where the mirrors are
     :return: one record per (set, repository), in lockfile order
     """
-    specs = [lockfile.get_set(name) for name in set_names] if set_names else list(lockfile.sets.values())
+    specs = lockfile.select_sets(set_names)
     pinned: Dict[str, List[str]] = {}
     for spec in specs:
         for name, pin in spec.pins.items():

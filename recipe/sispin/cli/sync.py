@@ -53,7 +53,7 @@ def sync_sets(lockfile: Lockfile, set_names: Sequence[str], store: Store) -> int
     :param store: the store
     :return: exit code
     """
-    specs = [lockfile.get_set(name) for name in dict.fromkeys(set_names)]
+    specs = lockfile.select_sets(set_names)
     rows = [(spec.name, repo, pin.commit) for spec in specs for repo, pin in spec.pins.items()]
     width = max((len(f"{set_name}/{repo}") for set_name, repo, _ in rows), default=0)
     for set_name, repo, commit in rows:

@@ -47,9 +47,7 @@ def verify(path: Path, set_names: Sequence[str], store: Store) -> int:
     :return: 0 when everything is as pinned, else 1
     """
     lockfile = load_lockfile(path)
-    names = list(dict.fromkeys(set_names)) or list(lockfile.sets)
-    for name in names:
-        lockfile.get_set(name)
+    names = [spec.name for spec in lockfile.select_sets(set_names)]
     targets: List[Tuple[str, Path, str]] = [
         (f"setup.{e.name}", lockfile.root / e.path, e.commit) for e in lockfile.setup.values()
     ]
