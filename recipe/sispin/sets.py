@@ -1,8 +1,9 @@
 """
-The config-facing API: an experiment set's pinned repositories as Sisyphus paths.
+The config-facing API: an experiment set's pinned repositories as Sisyphus paths, local checkouts and imports.
 
-This is the only module that touches Sisyphus and i6_core, and only inside the methods that build jobs, so the
-lockfile, git and CLI code stay importable without them.
+With :mod:`sispin.sisyphus_probe` (which the core runs in a subprocess), this is the only module that touches
+Sisyphus and i6_core, and only inside the methods that build jobs, so the lockfile, git and CLI code stay
+importable without them.
 """
 
 from __future__ import annotations
