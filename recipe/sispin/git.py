@@ -12,8 +12,6 @@ __all__ = [
     "GIT_ENV",
     "PinFacts",
     "clone_at_commit",
-    "head_commit",
-    "local_changes",
     "verify_checkout",
     "create_mirror",
     "update_mirror",
@@ -68,32 +66,6 @@ def _open(path: Path) -> git.Repo:
     return repo
 
 
-def head_commit(path: Path) -> str:
-    """
-    :param path: a git working tree
-    :return: the full SHA its HEAD points to
-    :raises CheckoutStateError: when path is not a git checkout or has no commit
-    """
-    repo = _open(path)
-    try:
-        return repo.head.commit.hexsha
-    except ValueError:
-        raise CheckoutStateError(f"{path}: the checkout has no commit") from None
-
-
-def local_changes(path: Path) -> List[str]:
-    """
-    :param path: a git working tree
-    :return: ``git status --porcelain`` lines: modified, staged and untracked (not ignored) files
-    """
-    repo = _open(path)
-    try:
-        status = repo.git.status("--porcelain", "--untracked-files=all")
-    except git.GitCommandError as exc:
-        raise GitError(f"{path}: git status failed: {_message(exc)}") from None
-    return [line for line in status.splitlines() if line.strip()]
-
-
 #: how many changed files a "local changes" error lists before it counts the rest
 _LISTED_CHANGES = 10
 
@@ -106,10 +78,18 @@ def verify_checkout(path: Path, commit: str, where: str) -> None:
     :raises CheckoutStateError: when it is not a checkout, HEAD is another commit, or files are modified, added,
         deleted or untracked (listed)
     """
-    head = head_commit(path)
+    repo = _open(path)
+    try:
+        head = repo.head.commit.hexsha
+    except ValueError:
+        raise CheckoutStateError(f"{where}: the checkout has no commit") from None
     if head != commit:
         raise CheckoutStateError(f"{where} is at {head[:12]}, pin.toml pins {commit[:12]}")
-    changes = local_changes(path)
+    try:
+        status = repo.git.status("--porcelain", "--untracked-files=all")
+    except git.GitCommandError as exc:
+        raise GitError(f"{where}: git status failed: {_message(exc)}") from None
+    changes = [line for line in status.splitlines() if line.strip()]
     if changes:
         listed = ", ".join(
             f"{line[3:]} ({_CHANGE_NAMES.get(line[:2].strip()[:1], 'changed')})" for line in changes[:_LISTED_CHANGES]
@@ -331,12 +311,14 @@ def on_a_ref(path: Path, commit: str) -> bool:
 
 def _commits_with_prefix(path: Path, prefix: str) -> List[str]:
     if len(prefix) == 40:
-        return [prefix] if has_commit(path, prefix) else []
-    try:
-        candidates = _git(path).rev_parse(f"--disambiguate={prefix}").split()
-    except git.GitCommandError:
-        return []
-    return [sha for sha in candidates if has_commit(path, sha)]
+        candidates = [prefix]
+    else:
+        try:
+            candidates = _git(path).rev_parse(f"--disambiguate={prefix}").split()
+        except git.GitCommandError:
+            return []
+    missing = set(missing_commits(path, candidates))  # blobs and trees share the prefix space
+    return [sha for sha in candidates if sha not in missing]
 
 
 def count_commits(path: Path, exclude: str, include: str) -> int:

@@ -7,7 +7,7 @@ object per id, so every set gets its own process), as
 - ``python -m sispin.sisyphus_probe graph OUT CONFIG ...``: the outputs, jobs and clones the configs build;
 - ``python -m sispin.sisyphus_probe clone-ids OUT REQUEST``: job ids of hand-written CloneGitRepositoryJob calls
   and of their ``exp.repo()`` replacements;
-- ``python -m sispin.sisyphus_probe set-clones OUT SET``: the job id of each of the set's clone jobs.
+- ``python -m sispin.sisyphus_probe set-clones OUT SET ...``: the job id of each of the sets' clone jobs.
 
 It writes JSON to OUT rather than stdout, which config code may print to. It only reads work/ (to see which jobs
 finished).
@@ -83,21 +83,21 @@ def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
     return results
 
 
-def set_clones(set_name: str) -> Dict[str, str]:
-    """:return: repository name -> id of the set's CloneGitRepositoryJob for it"""
+def set_clones(set_names: List[str]) -> Dict[str, Dict[str, str]]:
+    """:return: set name -> repository name -> id of the set's CloneGitRepositoryJob for it"""
     from sispin import experiment_set
 
-    exp = experiment_set(set_name)
-    return {repo: exp.clone_job(repo).job_id() for repo in exp.spec.pins}
+    sets = [experiment_set(name) for name in set_names]
+    return {exp.name: {repo: exp.clone_job(repo).job_id() for repo in exp.spec.pins} for exp in sets}
 
 
 def main(argv: List[str]) -> int:
-    """:param argv: ``graph OUT CONFIG ...``, ``clone-ids OUT REQUEST`` or ``set-clones OUT SET``"""
+    """:param argv: ``graph OUT CONFIG ...``, ``clone-ids OUT REQUEST`` or ``set-clones OUT SET ...``"""
     mode, out, rest = argv[0], argv[1], argv[2:]
     if mode == "graph":
         report: Any = describe(rest)
     elif mode == "set-clones":
-        report = set_clones(rest[0])
+        report = set_clones(rest)
     else:
         with open(rest[0], encoding="utf-8") as handle:
             report = clone_ids(json.load(handle))

@@ -12,7 +12,7 @@ __all__ = ["add_parser", "run", "check"]
 
 import argparse
 from pathlib import Path
-from typing import List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 from sispin import git
 from sispin.errors import LockfileError, PinError
@@ -84,26 +84,28 @@ def check(path: Path, set_names: Sequence[str], *, offline: bool, store: Store) 
 
 
 def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> List[str]:
-    wanted = [
-        (f"sets.{n}.{repo}", lockfile.get_repo(repo).url, pin.commit)
-        for n in names
-        for repo, pin in lockfile.get_set(n).pins.items()
-    ]
-    wanted += [(f"setup.{entry.name}", entry.url, entry.commit) for entry in lockfile.setup.values()]
+    wanted: Dict[str, List[Tuple[str, str]]] = {}
+    for name in names:
+        for repo, pin in lockfile.get_set(name).pins.items():
+            wanted.setdefault(lockfile.get_repo(repo).url, []).append((f"sets.{name}.{repo}", pin.commit))
+    for entry in lockfile.setup.values():
+        wanted.setdefault(entry.url, []).append((f"setup.{entry.name}", entry.commit))
     problems = []
-    for key, url, commit in wanted:
+    for url, pins in wanted.items():
         try:
             mirror = store.fetch(url)
         except PinError as exc:
-            problems.append(f"{key}: {exc}")
+            problems += [f"{key}: {exc}" for key, _ in pins]
             continue
-        if not git.has_commit(mirror, commit):
-            problems.append(f"{key}: commit {commit} does not exist in {url}, nor in the store")
-        elif not git.on_a_ref(mirror, commit):
-            problems.append(
-                f"{key}: commit {commit} is on no branch or tag of {url} any more (force-pushed away?); "
-                f"the store still has it in {mirror}"
-            )
+        missing = set(git.missing_commits(mirror, sorted({commit for _, commit in pins})))
+        for key, commit in pins:
+            if commit in missing:
+                problems.append(f"{key}: commit {commit} does not exist in {url}, nor in the store")
+            elif not git.on_a_ref(mirror, commit):
+                problems.append(
+                    f"{key}: commit {commit} is on no branch or tag of {url} any more (force-pushed away?); "
+                    f"the store still has it in {mirror}"
+                )
     return problems
 
 

@@ -294,7 +294,13 @@ def _site_record(site: CallSite) -> Dict[str, Any]:
     }
 
 
-def _json_report(sites, warnings, proposal, ids, problems) -> Dict[str, Any]:
+def _json_report(
+    sites: List[CallSite],
+    warnings: List[str],
+    proposal: Proposal,
+    ids: Dict[int, Tuple[str, str]],
+    problems: List[str],
+) -> Dict[str, Any]:
     records = []
     for index, site in enumerate(sites):
         record = _site_record(site)
@@ -316,7 +322,15 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'s' if number != 1 else ''}"
 
 
-def _print_report(sites, warnings, proposal, ids, ids_note, problems, set_name) -> None:
+def _print_report(
+    sites: List[CallSite],
+    warnings: List[str],
+    proposal: Proposal,
+    ids: Dict[int, Tuple[str, str]],
+    ids_note: Optional[str],
+    problems: List[str],
+    set_name: str,
+) -> None:
     files = len({site.file for site in sites})
     print(f"found {_count(len(sites), 'CloneGitRepositoryJob call')} in {_count(files, 'file')}")
     for index, site in enumerate(sites):
@@ -339,15 +353,7 @@ def _print_report(sites, warnings, proposal, ids, ids_note, problems, set_name) 
         print(f"\n{ids_note}")
     if proposal.repos or proposal.pins:
         document = tomlkit.document()
-        for name, values in proposal.repos.items():
-            table = tomlkit.table()
-            table.update(values)
-            append_table(document, "repos", name, table)
-        if proposal.pins:
-            table = tomlkit.table()
-            for name, pin in proposal.pins.items():
-                table[name] = _toml_pin(pin)
-            append_table(document, "sets", set_name, table)
+        _add_to(document, proposal, set_name)
         print("\nproposed for pin.toml:\n")
         print(tomlkit.dumps(document).strip())
     for warning in warnings:

@@ -80,11 +80,12 @@ def verify(path: Path, set_names: Sequence[str], store: Store) -> int:
 
 def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple[str, Path, str]]:
     """The outputs of the sets' clone jobs that Sisyphus finished in work/ (job ids by real Sisyphus)."""
+    pinning = [name for name in names if lockfile.get_set(name).pins]
+    if not pinning:
+        return []
+    jobs_by_set = run_probe(lockfile, ["set-clones", *pinning], "computing the sets' clone jobs")
     found = []
-    for name in names:
-        if not lockfile.get_set(name).pins:
-            continue
-        jobs = run_probe(lockfile, ["set-clones", name], f"computing the clone jobs of set {name!r}")
+    for name, jobs in jobs_by_set.items():
         for repo, job_id in jobs.items():
             job_dir = lockfile.root / "work" / job_id
             output = job_dir / "output" / (lockfile.get_repo(repo).checkout or "repository")
