@@ -94,11 +94,21 @@ def _sisyphus_unavailable_reason() -> Optional[str]:
     return None
 
 
+def _real_required() -> bool:
+    """SISPIN_REQUIRE_REAL=1 (set by .ci/run): tests that need the real Sisyphus + i6_core must not skip."""
+    return os.environ.get("SISPIN_REQUIRE_REAL", "") not in ("", "0")
+
+
 @pytest.fixture(scope="session")
 def real_sisyphus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The real Sisyphus + i6_core of this setup, importable in-process; skips when they are absent."""
+    """
+    The real Sisyphus + i6_core of this setup, importable in-process; skips when they are absent (fails instead
+    under SISPIN_REQUIRE_REAL=1).
+    """
     reason = _sisyphus_unavailable_reason()
     if reason:
+        if _real_required():
+            pytest.fail(f"SISPIN_REQUIRE_REAL=1: {reason}", pytrace=False)
         pytest.skip(reason)
     for path in (str(SISYPHUS_DIR), str(RECIPE_DIR)):
         if path not in sys.path:
@@ -112,6 +122,31 @@ def real_sisyphus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     finally:
         os.chdir(cwd)
     yield SISYPHUS_DIR
+
+
+_skipped: list = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _skipped.append(report)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under SISPIN_REQUIRE_REAL=1 (CI) a run that skipped any test fails."""
+    if _real_required() and _skipped and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if _real_required() and _skipped:
+        first = _skipped[0]
+        reason = first.longrepr[2] if isinstance(first.longrepr, tuple) else str(first.longrepr)
+        terminalreporter.write_line(
+            f"SISPIN_REQUIRE_REAL=1: {len(_skipped)} test(s) skipped, and CI allows none"
+            f" (first: {first.nodeid}: {reason})",
+            red=True,
+        )
 
 
 @pytest.fixture

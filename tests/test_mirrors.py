@@ -14,6 +14,7 @@ from conftest import git, git_commit, make_setup, run_manager
 from sispin.cli.main import main
 from sispin.lockfile import load_lockfile
 from sispin.sets import ExperimentSet
+from sispin.settings_hook import store_redirects
 from sispin.store import Store
 
 
@@ -64,17 +65,17 @@ def test_workers_clone_from_the_mirror_and_fall_back_without_it(
 def test_only_complete_mirrors_are_used(history, store_dir):
     store = Store(store_dir)
     lock = load_lockfile(history.lock)
-    assert store.redirects(lock) == [], "no mirror yet: the remote is used"
+    assert store_redirects(lock, store) == [], "no mirror yet: the remote is used"
     store.fetch(history.url)
-    assert store.redirects(lock) == [(str(store.mirror_path(history.url)), history.url)]
+    assert store_redirects(lock, store) == [(str(store.mirror_path(history.url)), history.url)]
 
     newer = git_commit(history.remote, {"nn.py": "VERSION = 'newer'\n"}, "newer")
     history.lock.write_text(history.text().replace(history.c[0], newer))
-    assert Store(store_dir).redirects(load_lockfile(history.lock)) == [], "a stale mirror is not used"
+    assert store_redirects(load_lockfile(history.lock), Store(store_dir)) == [], "a stale mirror is not used"
 
 
 def test_settings_variables_for_sisyphus(history, store_dir, monkeypatch):
-    from sispin.sets import use_store_mirrors
+    from sispin.settings_hook import use_store_mirrors
 
     stale = f"url.{store_dir}/mirrors/gone.git.insteadOf"
     for key in [k for k in os.environ if k.startswith("GIT_CONFIG_")]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROJECT_ROOT, git
+from conftest import PROJECT_ROOT, git, git_commit
 from sispin import git as sispin_git
 from sispin.cli.main import main
 from sispin.lockfile import load_lockfile
@@ -359,3 +359,20 @@ def test_ten_concurrent_writers_lose_no_update(history, make_repo):
     assert lock.get_set("demo").pin("rc").commit == history.c[0], "untouched sets stay"
     assert "# keep this comment" in history.text()
     assert not [p for p in history.lock.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_git_variables_of_a_caller_do_not_reach_sispins_git(history, make_repo, monkeypatch, capsys):
+    # a git hook (where `pin check` is meant to run) exports these for the repository being committed to
+    elsewhere = make_repo("elsewhere")
+    git_commit(elsewhere, {"x": "x\n"})
+    monkeypatch.setenv("GIT_DIR", str(elsewhere / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(elsewhere))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(elsewhere / ".git" / "index"))
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(elsewhere / ".git" / "objects"))
+    assert main(["status", "--fetch"]) == 0
+    out = capsys.readouterr().out
+    assert "note:" not in out.replace("note: store", ""), out
+    assert f"demo   rc    {history.c[0][:7]}" in out and "  4  " in out, out
+    assert main(["sync", "demo"]) == 0
+    assert main(["upgrade", "demo", "--dry-run"]) == 0
+    assert f"rc  {history.c[0][:7]} -> {history.c[4][:7]}  (+4 commits)" in capsys.readouterr().out

@@ -10,4 +10,5 @@ __all__ = ["__version__", "experiment_set", "ExperimentSet", "PinError", "use_st
 __version__ = "0.1.0"
 
 from sispin.errors import PinError
-from sispin.sets import ExperimentSet, experiment_set, use_store_mirrors
+from sispin.sets import ExperimentSet, experiment_set
+from sispin.settings_hook import use_store_mirrors

@@ -2,14 +2,17 @@
 Everything that talks to git, through GitPython.
 
 Every git process gets a restricted environment: no terminal prompts (a missing credential fails instead of
-hanging), and git's own protocol allow-list limited to the transports pin.toml accepts, which also covers
-redirections made by ``url.<base>.insteadOf``.
+hanging), git's own protocol allow-list limited to the transports pin.toml accepts, which also covers
+redirections made by ``url.<base>.insteadOf``, and none of the repository-local ``GIT_*`` variables a caller may
+have set (a git hook exports ``GIT_DIR`` and ``GIT_INDEX_FILE``; they would point every command at the caller's
+repository). All of it is enforced in one place, :class:`_Git`, the runner every call here goes through.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "GIT_ENV",
+    "no_git_env",
     "PinFacts",
     "clone_at_commit",
     "verify_checkout",
@@ -33,7 +36,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import git
 
@@ -44,6 +47,77 @@ GIT_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_ALLOW_PROTOCOL": "file:git:https:ssh",
 }
+
+#: the GIT_* variables that are the user's choices about how git connects and which configuration it reads, and
+#: so pass through (pre-commit's rule); every other GIT_* variable names a repository, index, object store or work
+#: tree of the caller's
+_USER_GIT_VARIABLES = frozenset(
+    {
+        "GIT_EXEC_PATH",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_HTTP_PROXY_AUTHMETHOD",
+        "GIT_ASKPASS",
+    }
+)
+
+
+def no_git_env(environ: Mapping[str, str]) -> Dict[str, str]:
+    """
+    :param environ: an environment
+    :return: it without the repository-local GIT_* variables; ``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` (the
+        store and offline-mirror redirects travel in them) and the user's connection settings stay
+    """
+    return {
+        key: value
+        for key, value in environ.items()
+        if not key.startswith("GIT_")
+        or key.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
+        or key in _USER_GIT_VARIABLES
+    }
+
+
+@contextlib.contextmanager
+def _without_repository_env() -> Iterator[None]:
+    # GitPython builds each process's environment from os.environ and can add variables but not remove them, so
+    # the caller's repository variables are set aside while it starts the process (sispin starts git from one
+    # thread at a time)
+    removed = {key: os.environ[key] for key in os.environ.keys() - no_git_env(os.environ).keys()}
+    for key in removed:
+        del os.environ[key]
+    try:
+        yield
+    finally:
+        os.environ.update(removed)
+
+
+class _Git(git.Git):
+    """GitPython's git runner with sispin's environment (see the module docstring); every git process starts here."""
+
+    def __init__(self, working_dir: Any = None):
+        super().__init__(working_dir)
+        self.update_environment(**GIT_ENV)
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        with _without_repository_env():
+            return super().execute(*args, **kwargs)
+
+
+class _Repo(git.Repo):
+    """A repository whose git commands (including GitPython's object reads) run through :class:`_Git`."""
+
+    GitCommandWrapperType = _Git
+
+    def __init__(self, path: Path):
+        # GitPython reads GIT_DIR, GIT_WORK_TREE, GIT_OBJECT_DIRECTORY and GIT_COMMON_DIR while it opens a repository
+        with _without_repository_env():
+            super().__init__(path)
 
 
 def _message(exc: git.GitCommandError) -> str:
@@ -59,11 +133,9 @@ def _message(exc: git.GitCommandError) -> str:
 
 def _open(path: Path) -> git.Repo:
     try:
-        repo = git.Repo(path)
+        return _Repo(path)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise CheckoutStateError(f"{path}: exists but is not a git checkout; move it away and rerun") from None
-    repo.git.update_environment(**GIT_ENV)
-    return repo
 
 
 #: how many changed files a "local changes" error lists before it counts the rest
@@ -138,8 +210,7 @@ def _clone_beside(url: str, dest: Path, verb: str, *clone_options: str) -> Itera
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=_tmp_prefix(dest)))
     try:
         _network(_git(dest.parent), url, verb, "clone", "--quiet", *clone_options, "--", url, str(tmp))
-        repo = git.Repo(tmp)
-        repo.git.update_environment(**GIT_ENV)
+        repo = _Repo(tmp)
         yield repo
         repo.close()
         os.rename(tmp, dest)
@@ -165,9 +236,7 @@ def _network(runner: git.Git, url: str, verb: str, command: str, *args: str) -> 
 
 def _git(path: Path) -> git.Git:
     """A git command runner in path with sispin's restricted environment."""
-    runner = git.Git(str(path))
-    runner.update_environment(**GIT_ENV)
-    return runner
+    return _Git(str(path))
 
 
 def has_commit(path: Path, commit: str) -> bool:

@@ -7,7 +7,7 @@ Sisyphus checkout on the path) and reads what it reports. Nothing runs and nothi
 
 from __future__ import annotations
 
-__all__ = ["Output", "Clone", "SetGraph", "find_sisyphus", "load_graph", "run_probe", "same_repository"]
+__all__ = ["Output", "Clone", "SetGraph", "find_sisyphus", "load_graph", "run_probe"]
 
 import json
 import os
@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-import sispin
 from sispin.errors import SisyphusError
 from sispin.lockfile import Lockfile
 
 #: loading a set's configs must not take longer than this
 PROBE_TIMEOUT = 600
+#: the directory that holds the sispin package, for the probe's import path
+_PACKAGE_PARENT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -116,8 +117,9 @@ def run_probe(lockfile: Lockfile, arguments: List[str], what: str, lock_text: Op
     sisyphus_dir = find_sisyphus(lockfile)
     if sisyphus_dir is None:
         raise SisyphusError("no Sisyphus checkout among the [setup.*] entries of pin.toml (run `pin sync`)")
-    package_parent = str(Path(sispin.__file__).resolve().parent.parent)
-    python_path = os.pathsep.join(p for p in (str(sisyphus_dir), package_parent, os.environ.get("PYTHONPATH")) if p)
+    python_path = os.pathsep.join(
+        p for p in (str(sisyphus_dir), str(_PACKAGE_PARENT), os.environ.get("PYTHONPATH")) if p
+    )
     with tempfile.TemporaryDirectory(prefix="sispin-probe-") as scratch:
         lock_path = lockfile.path
         if lock_text is not None:
@@ -144,24 +146,3 @@ def run_probe(lockfile: Lockfile, arguments: List[str], what: str, lock_text: Op
             reason = lines[-1].strip() if lines else f"exit code {result.returncode}"
             raise SisyphusError(f"{what} failed: {reason}")
         return json.loads(report_path.read_text(encoding="utf-8"))
-
-
-def same_repository(url_a: str, url_b: str) -> bool:
-    """
-    :return: whether two URLs name the same repository up to spelling (``.git``, trailing slash, host case), so
-        that a hand-written clone of a locked repository is recognised even when its URL differs by a letter
-    """
-
-    def canonical(url: str) -> str:
-        url = url.strip().rstrip("/")
-        url = url[:-4] if url.endswith(".git") else url
-        _, sep, rest = url.partition("://")
-        if sep:
-            host, _, path = rest.partition("/")
-        elif ":" in url:  # scp-like user@host:path
-            host, _, path = url.partition(":")
-        else:
-            return url
-        return f"{host.rsplit('@', 1)[-1].split(':')[0].lower()}/{path.lstrip('/')}"
-
-    return canonical(url_a) == canonical(url_b)

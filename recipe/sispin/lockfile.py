@@ -3,7 +3,9 @@ pin.toml: find, parse and validate the lockfile into immutable value objects.
 
 Reading uses the standard ``tomllib`` (``tomli`` before Python 3.11) because it is fast and strict; every error names
 the file and the key path, e.g. ``pin.toml: sets.demo.returnn_common: "d1fc1c7" is not a full 40-hex commit``.
-Writing (which must keep comments) lives with the commands that write, on top of tomlkit.
+This is the config path (every Sisyphus config that calls ``experiment_set()`` loads it): it imports neither tomlkit
+nor filelock. Rewriting pin.toml, which must keep comments, lives in :mod:`sispin.editing`; URL policy in
+:mod:`sispin.urls`; what CloneGitRepositoryJob takes in :mod:`sispin.clonejob`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ __all__ = [
     "LOCKFILE_NAME",
     "LOCK_ENV",
     "SUPPORTED_VERSION",
-    "CLONE_JOB_KWARGS",
     "RepoSpec",
     "Pin",
     "SetSpec",
@@ -21,58 +22,34 @@ __all__ = [
     "find_lockfile",
     "load_lockfile",
     "parse_lockfile",
-    "edit_lockfile",
-    "append_table",
-    "add_value",
-    "write_atomically",
     "display_path",
-    "check_url",
-    "redact_url",
     "is_full_sha",
     "valid_name",
 ]
 
 import os
 import re
-import stat
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
-
-import tomlkit
-from filelock import FileLock
-from tomlkit.items import Comment, Table, Whitespace
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised by the Python 3.9 CI run
     import tomli as tomllib
 
+from sispin.clonejob import PIN_KWARGS
 from sispin.errors import LockfileError, UnknownNameError
+from sispin.urls import check_url
 
 LOCKFILE_NAME = "pin.toml"
 #: environment variable naming the lockfile explicitly (otherwise pin.toml is searched upwards from the cwd)
 LOCK_ENV = "PIN_LOCK"
 SUPPORTED_VERSION = 1
 
-#: keyword arguments of i6_core's CloneGitRepositoryJob a pin table may carry, with the TOML type each must have.
-#: url comes from [repos.*], commit is the pin itself and checkout_folder_name is the repo's ``checkout``.
-CLONE_JOB_KWARGS: Dict[str, str] = {
-    "branch": "string",
-    "clone_submodules": "boolean",
-    "files_to_checkout": "array of strings",
-    "patches": "array of strings",
-}
-
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-_ALLOWED_SCHEMES = ("https", "ssh", "git", "file")
-# git's scp-like syntax: [user@]host:path, where no slash comes before the first colon
-_SCP_LIKE_RE = re.compile(r"^(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:]+):(?P<path>.+)$")
-_SCP_CREDENTIALS_RE = re.compile(r"^[^/@]*:[^/@]*@")
 _SET_RESERVED_KEYS = ("configs",)
 
 
@@ -106,6 +83,11 @@ class Pin:
     repo: str
     commit: str
     job_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def value(self) -> Any:
+        """The pin as pin.toml writes it: the SHA, or a table of the commit and the extra arguments."""
+        return {"commit": self.commit, **self.job_kwargs} if self.job_kwargs else self.commit
 
 
 @dataclass(frozen=True)
@@ -286,107 +268,6 @@ def parse_lockfile(text: str, path: Path) -> Lockfile:
     return _Validator(where).lockfile(data, Path(path).absolute())
 
 
-def edit_lockfile(path: Path, edit: Callable[[Lockfile, tomlkit.TOMLDocument], None]) -> Lockfile:
-    """
-    Change pin.toml safely: read, edit and write under the lockfile's file lock (so concurrent commands never lose
-    each other's changes), keep comments and formatting (tomlkit), refuse a result that would not validate, and
-    replace the file atomically (temp file in the same directory, fsync, rename).
-
-    :param path: the pin.toml to change
-    :param edit: changes the document in place; gets the validated current content to check preconditions
-        against, and may raise a PinError to abort without writing
-    :return: the lockfile as written
-    """
-    path = Path(path).absolute()
-    with FileLock(str(path) + ".lock"):
-        current = load_lockfile(path)
-        document = tomlkit.parse(path.read_text(encoding="utf-8"))
-        edit(current, document)
-        text = tomlkit.dumps(document)
-        updated = parse_lockfile(text, path)
-        write_atomically(path, text)
-    return updated
-
-
-def append_table(document: tomlkit.TOMLDocument, section: str, name: str, table: Table) -> None:
-    """
-    Add ``[section.name]`` after the last table of the section, where a reader expects it.
-
-    Comments and blank lines that end the section's last table introduce, to a reader, whatever follows it; they
-    are moved behind the new table so they stay in front of that.
-
-    :param document: pin.toml as tomlkit reads it
-    :param section: "repos", "sets" or "setup"
-    :param name: the new table's name
-    :param table: its content
-    """
-    if section not in document:
-        document.add(section, tomlkit.table(is_super_table=True))
-    tables = document[section]
-    trailing = _pop_trailing_trivia(tables[list(tables)[-1]]) if len(tables) else []
-    # without moved trivia, one blank line keeps the new table apart from what follows
-    for item in trailing or [tomlkit.nl()]:
-        table.add(item)
-    tables.append(name, table)
-
-
-def add_value(table: Table, key: str, value: Any) -> None:
-    """
-    Add key = value at the end of table's values, before the comments and blank lines that end it.
-
-    :param table: an existing table of pin.toml
-    :param key: the new key
-    :param value: its value
-    """
-    trailing = _pop_trailing_trivia(table)
-    table[key] = value
-    for item in trailing:
-        table.add(item)
-
-
-def _pop_trailing_trivia(table: Table) -> list:
-    body = table.value.body
-    trailing: list = []
-    while body and body[-1][0] is None and isinstance(body[-1][1], (Comment, Whitespace)):
-        trailing.insert(0, body.pop()[1])
-    return trailing
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """
-    Replace (or create) a file so that readers and crashes only ever see the old or the new content.
-
-    :param path: the file
-    :param text: its new content
-    """
-    handle, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as tmp:
-            tmp.write(text)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        if path.exists():
-            os.chmod(tmp_name, stat.S_IMODE(path.stat().st_mode))
-        else:
-            os.chmod(tmp_name, 0o666 & ~_umask())
-        os.replace(tmp_name, path)
-    except BaseException:
-        os.unlink(tmp_name)
-        raise
-    # the rename itself must survive a crash too
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 class _Validator:
     """Turns parsed TOML into value objects; each check raises a LockfileError naming file and key path."""
 
@@ -500,17 +381,17 @@ class _Validator:
         for kwarg, kwarg_value in value.items():
             if kwarg == "commit":
                 continue
-            if kwarg not in CLONE_JOB_KWARGS:
+            if kwarg not in PIN_KWARGS:
                 raise self.fail(
                     f"{key}.{kwarg}",
                     f"CloneGitRepositoryJob takes no argument {kwarg!r} here "
-                    f"(allowed: commit, {', '.join(CLONE_JOB_KWARGS)})",
+                    f"(allowed: commit, {', '.join(PIN_KWARGS)})",
                 )
             job_kwargs[kwarg] = self.kwarg(f"{key}.{kwarg}", kwarg, kwarg_value)
         return Pin(repo=repo, commit=commit, job_kwargs=job_kwargs)
 
     def kwarg(self, key: str, kwarg: str, value: Any) -> Any:
-        expected = CLONE_JOB_KWARGS[kwarg]
+        expected = PIN_KWARGS[kwarg]
         ok = {
             "string": isinstance(value, str) and bool(value),
             "boolean": isinstance(value, bool),
@@ -528,61 +409,3 @@ class _Validator:
         commit = self.commit(f"{key}.commit", table["commit"])
         path = self.relative_path(f"{key}.path", self.string(key, table, "path", required=True), "path")
         return SetupCheckout(name=name, url=url, commit=commit, path=path)
-
-
-def _has_credentials(url: str) -> bool:
-    scheme, sep, rest = url.partition("://")
-    if sep:
-        userinfo, at, _ = rest.split("/", 1)[0].rpartition("@")
-        return bool(at) and (":" in userinfo or scheme.lower() != "ssh")
-    return bool(_SCP_CREDENTIALS_RE.match(url))
-
-
-def redact_url(url: str) -> str:
-    """:return: url with any embedded user and password replaced by ``***``, safe to print"""
-    if not _has_credentials(url):
-        return url
-    scheme, sep, rest = url.partition("://")
-    if sep:
-        host, slash, path = rest.partition("/")
-        return f"{scheme}://***@{host.rpartition('@')[2]}{slash}{path}"
-    return "***@" + url.split("@", 1)[1]
-
-
-def check_url(url: str) -> Optional[str]:
-    """
-    Decide whether a repository URL is safe to hand to git.
-
-    Allowed are the https, ssh, git and file transports and git's scp-like ``user@host:path``; refused are git's
-    ``transport::address`` helpers (``ext::`` runs commands), anything git could read as an option, and
-    credentials embedded in the URL (they would be hashed into job ids and printed in logs). A URL with
-    credentials is refused before anything else, and no message repeats it.
-
-    :param url: the URL as written in pin.toml
-    :return: None when acceptable, else the problem (one phrase)
-    """
-    if _has_credentials(url):
-        return "the URL embeds credentials (user:token@); use a git credential helper or ssh keys instead"
-    if url.startswith("-"):
-        return f"{url!r} starts with '-' (git would read it as an option)"
-    if any(ch.isspace() or ord(ch) < 32 for ch in url):
-        return f"{url!r} contains whitespace or control characters"
-    if "::" in url.split("/", 1)[0]:
-        return f"{url!r} uses a git remote helper ('transport::'), which is not allowed"
-    if "://" in url:
-        try:
-            parts = urlsplit(url)
-            hostname = parts.hostname
-        except ValueError:
-            return f"{url!r} is not a valid URL"
-        if parts.scheme not in _ALLOWED_SCHEMES:
-            return f"{url!r}: transport {parts.scheme!r} is not allowed (use {', '.join(_ALLOWED_SCHEMES)})"
-        if parts.scheme == "file":
-            if parts.netloc or not parts.path.startswith("/"):
-                return f"{url!r}: a file URL must be absolute (file:///path/to/repo)"
-        elif not hostname:
-            return f"{url!r} has no host"
-        return None
-    if _SCP_LIKE_RE.match(url):
-        return None
-    return f"{url!r} is not a URL (use https://, ssh://, git://, file:///abs/path or user@host:path)"

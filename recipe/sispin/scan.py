@@ -10,7 +10,7 @@ assigned on its output, arguments that are not literals.
 
 from __future__ import annotations
 
-__all__ = ["CallSite", "scan_source", "scan_paths", "CLASS_NAME"]
+__all__ = ["CallSite", "scan_source", "scan_paths"]
 
 import ast
 import os
@@ -18,21 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from sispin.lockfile import check_url, is_full_sha, redact_url
+from sispin.clonejob import CLASS_NAME, PARAMETERS, QUALIFIED_NAMES
+from sispin.lockfile import is_full_sha
+from sispin.urls import check_url, redact_url
 
-CLASS_NAME = "CloneGitRepositoryJob"
-#: where i6_core defines (and re-exports) the class
-_QUALIFIED = {"i6_core.tools.git." + CLASS_NAME, "i6_core.tools." + CLASS_NAME}
-#: CloneGitRepositoryJob's parameters in order, with their defaults
-PARAMETERS: Tuple[Tuple[str, Any], ...] = (
-    ("url", None),
-    ("branch", None),
-    ("commit", None),
-    ("checkout_folder_name", "repository"),
-    ("clone_submodules", False),
-    ("files_to_checkout", None),
-    ("patches", None),
-)
 _UNREADABLE = object()
 
 
@@ -196,7 +185,7 @@ class _Scanner(ast.NodeVisitor):
         qualified = self.aliases.get(head, head) + (f".{rest}" if rest else "")
         if qualified.startswith("recipe."):
             qualified = qualified[len("recipe.") :]
-        return qualified in _QUALIFIED or name == CLASS_NAME
+        return qualified in QUALIFIED_NAMES or name == CLASS_NAME
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self.scopes.append({})

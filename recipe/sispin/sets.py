@@ -3,19 +3,19 @@ The config-facing API: an experiment set's pinned repositories as Sisyphus paths
 
 With :mod:`sispin.sisyphus_probe` (which the core runs in a subprocess), this is the only module that touches
 Sisyphus and i6_core, and only inside the methods that build jobs, so the lockfile, git and CLI code stay
-importable without them.
+importable without them. What settings.py calls lives in :mod:`sispin.settings_hook`.
 """
 
 from __future__ import annotations
 
-__all__ = ["ExperimentSet", "experiment_set", "use_store_mirrors"]
+__all__ = ["ExperimentSet", "experiment_set"]
 
 import contextlib
 import functools
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator
 
+from sispin.clonejob import checkout_folder, job_kwargs
 from sispin.errors import GitError, HashOverwriteError
 from sispin.imports import PinnedImport, checkout_names, pinned_import
 from sispin.lockfile import Lockfile, find_lockfile, load_lockfile
@@ -58,11 +58,7 @@ class ExperimentSet:
         """
         pin = self.spec.pin(repo)
         spec = self.lockfile.get_repo(repo)
-        kwargs: Dict[str, Any] = {"url": spec.url, "commit": pin.commit}
-        if spec.checkout is not None:
-            kwargs["checkout_folder_name"] = spec.checkout
-        kwargs.update(pin.job_kwargs)
-        return kwargs
+        return job_kwargs(spec.url, pin.commit, spec.checkout, pin.job_kwargs)
 
     def clone_job(self, repo: str) -> CloneGitRepositoryJob:
         """
@@ -102,7 +98,7 @@ class ExperimentSet:
         """
         spec = self.lockfile.get_repo(repo)
         try:
-            return Store().checkout(spec.url, self.commit(repo), spec.checkout or "repository")
+            return Store().checkout(spec.url, self.commit(repo), checkout_folder(spec.checkout))
         except GitError as exc:
             raise GitError(f"experiment set {self.name!r}, repository {repo!r}: {exc}") from None
 
@@ -153,40 +149,3 @@ def experiment_set(name: str) -> ExperimentSet:
     :raises UnknownNameError: when it has no such set (the message lists the known ones)
     """
     return _experiment_set(find_lockfile(), name)
-
-
-def use_store_mirrors() -> Dict[str, str]:
-    """
-    Make git clone the locked repositories from sispin's store (one local bare mirror per URL) instead of the
-    remotes, with hardlinked objects: fast, light on disk and on the remote.
-
-    git rewrites the URL only when it connects (``url.<mirror>.insteadOf <url>``, passed in git's
-    ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` environment), so every CloneGitRepositoryJob
-    keeps its URL and its job id. A URL whose mirror is missing, or lacks a pinned commit, is not redirected.
-    Call it from settings.py; it sets the variables in this process (the manager, and workers that inherit its
-    environment) and returns them for Sisyphus's ``DEFAULT_ENVIRONMENT_SET`` (workers in a cleaned environment)::
-
-        DEFAULT_ENVIRONMENT_SET.update(sispin.use_store_mirrors())
-
-    Every process decides anew (workers load settings.py too), replacing redirections to the store that it
-    inherited and keeping any other ``GIT_CONFIG_*`` entries.
-
-    :return: the ``GIT_CONFIG_*`` environment variables, complete
-    """
-    store = Store()
-    ours = f"url.{store.directory}{os.sep}"
-    inherited = [
-        (os.environ.get(f"GIT_CONFIG_KEY_{i}", ""), os.environ.get(f"GIT_CONFIG_VALUE_{i}", ""))
-        for i in range(int(os.environ.get("GIT_CONFIG_COUNT") or 0))
-    ]
-    entries = [(key, value) for key, value in inherited if not key.startswith(ours)]
-    entries += [(f"url.{mirror}.insteadOf", url) for mirror, url in store.redirects(_load(find_lockfile()))]
-    for i in range(len(entries), len(inherited)):
-        os.environ.pop(f"GIT_CONFIG_KEY_{i}", None)
-        os.environ.pop(f"GIT_CONFIG_VALUE_{i}", None)
-    env = {"GIT_CONFIG_COUNT": str(len(entries))}
-    for i, (key, value) in enumerate(entries):
-        env[f"GIT_CONFIG_KEY_{i}"] = key
-        env[f"GIT_CONFIG_VALUE_{i}"] = value
-    os.environ.update(env)
-    return env

@@ -31,6 +31,8 @@ def describe(config_files: List[str]) -> Dict[str, Any]:
     from sisyphus.job import job_finished
     from sisyphus.loader import config_manager
 
+    from sispin.clonejob import CLASS_NAME
+
     config_manager.load_configs(config_files)
     outputs = {}
     for target in tk.sis_graph.targets:
@@ -43,7 +45,7 @@ def describe(config_files: List[str]) -> Dict[str, Any]:
     # update_graph=False: walk the graph as built, without the runnable checks that would touch work/
     for job in tk.sis_graph.jobs(update_graph=False):
         jobs[job.job_id()] = job_finished(job._sis_path())
-        if type(job).__name__ == "CloneGitRepositoryJob":
+        if type(job).__name__ == CLASS_NAME:
             overwrite = job.out_repository.hash_overwrite
             clones.append(
                 {
@@ -65,8 +67,8 @@ def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
     """
     from i6_core.tools.git import CloneGitRepositoryJob
 
-    from sispin import experiment_set
-    from sispin.scan import PARAMETERS
+    from sispin.clonejob import PARAMETERS
+    from sispin.sets import experiment_set
 
     exp = experiment_set(request["set"])
     results = []
@@ -85,7 +87,7 @@ def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
 
 def set_clones(set_names: List[str]) -> Dict[str, Dict[str, str]]:
     """:return: set name -> repository name -> id of the set's CloneGitRepositoryJob for it"""
-    from sispin import experiment_set
+    from sispin.sets import experiment_set
 
     sets = [experiment_set(name) for name in set_names]
     return {exp.name: {repo: exp.clone_job(repo).job_id() for repo in exp.spec.pins} for exp in sets}

@@ -16,9 +16,10 @@ from typing import Dict, List, Mapping
 import tomlkit
 from filelock import FileLock
 
+from sispin.editing import write_atomically
 from sispin.errors import LockfileError
 from sispin.graph import Output, SetGraph
-from sispin.lockfile import display_path, write_atomically
+from sispin.lockfile import display_path
 
 if sys.version_info >= (3, 11):
     import tomllib

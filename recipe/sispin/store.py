@@ -14,18 +14,16 @@ __all__ = ["PIN_HOME_ENV", "Store", "default_store_dir"]
 import datetime
 import hashlib
 import os
-import re
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional
 
 from filelock import FileLock
 
 from sispin import git
 from sispin.errors import GitError
-from sispin.lockfile import Lockfile
+from sispin.urls import name_from_url
 
 PIN_HOME_ENV = "PIN_HOME"
-_SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def default_store_dir() -> Path:
@@ -54,10 +52,8 @@ class Store:
         :param url: repository URL as written in pin.toml
         :return: where its mirror lives (readable name + hash of the exact URL)
         """
-        tail = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-        slug = _SLUG_RE.sub("-", tail[:-4] if tail.endswith(".git") else tail).strip("-.") or "repo"
         digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
-        return self.directory / "mirrors" / f"{slug}-{digest}.git"
+        return self.directory / "mirrors" / f"{name_from_url(url)}-{digest}.git"
 
     def mirror(self, url: str) -> Optional[Path]:
         """
@@ -95,25 +91,6 @@ class Store:
         # git rewrites FETCH_HEAD on every fetch; a fresh mirror has only its clone time
         stamp = path / "FETCH_HEAD" if (path / "FETCH_HEAD").exists() else path / "HEAD"
         return datetime.datetime.fromtimestamp(stamp.stat().st_mtime, tz=datetime.timezone.utc)
-
-    def redirects(self, lockfile: Lockfile) -> List[Tuple[str, str]]:
-        """
-        Which locked URLs git can take from the store instead of the remote.
-
-        :param lockfile: the setup's lockfile
-        :return: (mirror path, url) for every repository URL pinned by a set whose mirror holds every commit pinned
-            for it; a URL whose mirror is missing or stale is left out, so that git falls back to the remote
-        """
-        commits: Dict[str, set] = {}
-        for spec in lockfile.sets.values():
-            for name, pin in spec.pins.items():
-                commits.setdefault(lockfile.repos[name].url, set()).add(pin.commit)
-        redirects = []
-        for url, wanted in commits.items():
-            mirror = self.mirror(url)
-            if mirror is not None and not git.missing_commits(mirror, sorted(wanted)):
-                redirects.append((str(mirror), url))
-        return redirects
 
     def checkout(self, url: str, commit: str, folder: str) -> Path:
         """

@@ -16,10 +16,11 @@ from typing import Dict, List, Sequence, Tuple
 
 from sispin import git
 from sispin.errors import LockfileError, PinError
-from sispin.graph import SetGraph, load_graph, same_repository
+from sispin.graph import SetGraph, load_graph
 from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 from sispin.snapshot import compare_outputs, read_snapshot, snapshot_path
 from sispin.store import Store
+from sispin.urls import same_repository
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

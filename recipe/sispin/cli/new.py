@@ -16,16 +16,9 @@ from typing import Dict, Optional, Sequence
 import tomlkit
 
 from sispin import git
+from sispin.editing import append_table, edit_lockfile, toml_pin
 from sispin.errors import NameConflictError, RevisionError, UsageError
-from sispin.lockfile import (
-    Lockfile,
-    append_table,
-    display_path,
-    edit_lockfile,
-    find_lockfile,
-    load_lockfile,
-    valid_name,
-)
+from sispin.lockfile import Lockfile, Pin, display_path, find_lockfile, load_lockfile, valid_name
 from sispin.store import Store
 
 
@@ -65,7 +58,7 @@ def new_set(path: Path, name: str, *, from_set: Optional[str], configs: Sequence
     _refuse_existing(lockfile, name)
     if from_set is not None:
         template = lockfile.get_set(from_set).pins
-        pins: Dict[str, object] = {repo: dict(pin.job_kwargs) for repo, pin in template.items()}
+        pins: Dict[str, Dict[str, object]] = {repo: dict(pin.job_kwargs) for repo, pin in template.items()}
     else:
         pins = {repo: {} for repo in lockfile.repos}
 
@@ -82,12 +75,7 @@ def new_set(path: Path, name: str, *, from_set: Optional[str], configs: Sequence
         table = tomlkit.table()
         table["configs"] = list(configs)
         for repo, kwargs in pins.items():
-            if kwargs:
-                pin = tomlkit.inline_table()
-                pin.update({"commit": heads[repo], **kwargs})
-                table[repo] = pin
-            else:
-                table[repo] = heads[repo]
+            table[repo] = toml_pin(Pin(repo, heads[repo], kwargs).value)
         append_table(document, "sets", name, table)
 
     edit_lockfile(path, add)

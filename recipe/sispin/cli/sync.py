@@ -19,6 +19,7 @@ from typing import Sequence
 from filelock import FileLock
 
 from sispin import git
+from sispin.clonejob import checkout_folder
 from sispin.errors import CheckoutStateError, GitError, PinError
 from sispin.lockfile import Lockfile, SetupCheckout, display_path, find_lockfile, load_lockfile
 from sispin.store import Store
@@ -58,7 +59,7 @@ def sync_sets(lockfile: Lockfile, set_names: Sequence[str], store: Store) -> int
     width = max((len(f"{set_name}/{repo}") for set_name, repo, _ in rows), default=0)
     for set_name, repo, commit in rows:
         spec = lockfile.get_repo(repo)
-        folder = spec.checkout or "repository"
+        folder = checkout_folder(spec.checkout)
         existed = (store.checkout_path(spec.url, commit, folder) / ".git").is_dir()
         try:
             path = store.checkout(spec.url, commit, folder)

@@ -17,9 +17,10 @@ from typing import List, Optional, Sequence
 import tomlkit
 
 from sispin import git
+from sispin.editing import edit_lockfile
 from sispin.errors import LockfileError, RefusedMoveError, RevisionError, SisyphusError, UsageError
 from sispin.graph import SetGraph, load_graph
-from sispin.lockfile import Lockfile, display_path, edit_lockfile, find_lockfile, load_lockfile
+from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 from sispin.moves import Move, format_move, plan_move
 from sispin.snapshot import snapshot_path, update_snapshot
 from sispin.store import Store

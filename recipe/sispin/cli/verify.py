@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import List, Sequence, Tuple
 
 from sispin import git
+from sispin.clonejob import checkout_folder
 from sispin.errors import PinError
 from sispin.graph import run_probe
 from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
@@ -54,7 +55,7 @@ def verify(path: Path, set_names: Sequence[str], store: Store) -> int:
     for name in names:
         for repo, pin in lockfile.get_set(name).pins.items():
             spec = lockfile.get_repo(repo)
-            checkout = store.checkout_path(spec.url, pin.commit, spec.checkout or "repository")
+            checkout = store.checkout_path(spec.url, pin.commit, checkout_folder(spec.checkout))
             if checkout.exists():
                 targets.append((f"sets.{name}.{repo} (store)", checkout, pin.commit))
     notes = []
@@ -88,7 +89,7 @@ def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple
     for name, jobs in jobs_by_set.items():
         for repo, job_id in jobs.items():
             job_dir = lockfile.root / "work" / job_id
-            output = job_dir / "output" / (lockfile.get_repo(repo).checkout or "repository")
+            output = job_dir / "output" / checkout_folder(lockfile.get_repo(repo).checkout)
             if (job_dir / "finished").exists() and output.is_dir():
                 found.append((f"sets.{name}.{repo} ({job_id})", output, lockfile.get_set(name).pin(repo).commit))
     return found

@@ -1,0 +1,95 @@
+"""
+Everything sispin knows about i6_core's ``CloneGitRepositoryJob``: where it lives, the arguments it takes in order,
+their defaults, which of them a pin may carry, and how a pin becomes the job's keyword arguments.
+
+Every other module asks here (the lockfile validator, the static scanner, ``pin import``, the Sisyphus probe, the
+config API, ``pin sync``/``pin verify``), so an i6_core change that adds, renames or reorders an argument is one
+edit in one place; ``tests/test_clonejob.py`` compares this module with the real class's signature.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CLASS_NAME",
+    "QUALIFIED_NAMES",
+    "REQUIRED",
+    "PARAMETERS",
+    "DEFAULTS",
+    "PIN_KWARGS",
+    "checkout_folder",
+    "job_kwargs",
+    "pin_kwargs_of",
+    "checkout_of",
+]
+
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+CLASS_NAME = "CloneGitRepositoryJob"
+#: where i6_core defines the class, and where it re-exports it
+QUALIFIED_NAMES = ("i6_core.tools.git." + CLASS_NAME, "i6_core.tools." + CLASS_NAME)
+
+#: the default of a parameter that has none
+REQUIRED = "(required)"
+#: the job's parameters in their order, each with its default
+PARAMETERS: Tuple[Tuple[str, Any], ...] = (
+    ("url", REQUIRED),
+    ("branch", None),
+    ("commit", None),
+    ("checkout_folder_name", "repository"),
+    ("clone_submodules", False),
+    ("files_to_checkout", None),
+    ("patches", None),
+)
+DEFAULTS: Dict[str, Any] = dict(PARAMETERS)
+
+#: the arguments a pin table may carry (kept for hash compatibility), with the TOML type each must have; the rest
+#: come from elsewhere: ``url`` and ``checkout_folder_name`` from ``[repos.*]``, ``commit`` is the pin itself
+PIN_KWARGS: Dict[str, str] = {
+    "branch": "string",
+    "clone_submodules": "boolean",
+    "files_to_checkout": "array of strings",
+    "patches": "array of strings",
+}
+
+
+def checkout_folder(checkout: Optional[str]) -> str:
+    """
+    :param checkout: a repository's ``checkout`` in pin.toml (None when not given)
+    :return: the directory name the job's output gets (its ``checkout_folder_name``)
+    """
+    return DEFAULTS["checkout_folder_name"] if checkout is None else checkout
+
+
+def job_kwargs(url: str, commit: str, checkout: Optional[str], pin_kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+    """
+    The keyword arguments of the job for a pin, exactly as a person would write the call: ``checkout_folder_name``
+    only when the repository names one, so that the job id equals the hand-written call's.
+
+    :param url: the repository's URL, verbatim
+    :param commit: the pinned commit
+    :param checkout: the repository's ``checkout`` (None: the job's default)
+    :param pin_kwargs: the pin table's extra arguments
+    """
+    kwargs: Dict[str, Any] = {"url": url, "commit": commit}
+    if checkout is not None:
+        kwargs["checkout_folder_name"] = checkout
+    kwargs.update(pin_kwargs)
+    return kwargs
+
+
+def pin_kwargs_of(arguments: Mapping[str, Any]) -> Dict[str, Any]:
+    """
+    :param arguments: a call's arguments by parameter name
+    :return: those a pin table must carry so that ``exp.repo()`` builds the same job: pin arguments that differ
+        from their defaults
+    """
+    return {k: arguments[k] for k in PIN_KWARGS if k in arguments and arguments[k] != DEFAULTS[k]}
+
+
+def checkout_of(arguments: Mapping[str, Any]) -> Optional[str]:
+    """
+    :param arguments: a call's arguments by parameter name
+    :return: the repository ``checkout`` that reproduces its ``checkout_folder_name`` (None for the default)
+    """
+    folder = arguments.get("checkout_folder_name", DEFAULTS["checkout_folder_name"])
+    return None if folder == DEFAULTS["checkout_folder_name"] else folder

@@ -1,0 +1,113 @@
+"""
+URL policy: which repository URLs sispin hands to git, how they are shown, when two spellings name one
+repository, and the readable name a URL suggests.
+
+The URL in pin.toml is hashed verbatim into every CloneGitRepositoryJob, so nothing here ever rewrites a URL that is
+used; these functions only decide, display, compare and name.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ALLOWED_SCHEMES", "check_url", "redact_url", "same_repository", "name_from_url"]
+
+import re
+from typing import Optional
+from urllib.parse import urlsplit
+
+ALLOWED_SCHEMES = ("https", "ssh", "git", "file")
+# git's scp-like syntax: [user@]host:path, where no slash comes before the first colon
+_SCP_LIKE_RE = re.compile(r"^(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:]+):(?P<path>.+)$")
+_SCP_CREDENTIALS_RE = re.compile(r"^[^/@]*:[^/@]*@")
+# characters a name taken from a URL may keep: those of a pin.toml name
+_NAME_UNSAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _has_credentials(url: str) -> bool:
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        userinfo, at, _ = rest.split("/", 1)[0].rpartition("@")
+        return bool(at) and (":" in userinfo or scheme.lower() != "ssh")
+    return bool(_SCP_CREDENTIALS_RE.match(url))
+
+
+def redact_url(url: str) -> str:
+    """:return: url with any embedded user and password replaced by ``***``, safe to print"""
+    if not _has_credentials(url):
+        return url
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        host, slash, path = rest.partition("/")
+        return f"{scheme}://***@{host.rpartition('@')[2]}{slash}{path}"
+    return "***@" + url.split("@", 1)[1]
+
+
+def check_url(url: str) -> Optional[str]:
+    """
+    Decide whether a repository URL is safe to hand to git.
+
+    Allowed are the https, ssh, git and file transports and git's scp-like ``user@host:path``; refused are git's
+    ``transport::address`` helpers (``ext::`` runs commands), anything git could read as an option, and
+    credentials embedded in the URL (they would be hashed into job ids and printed in logs). A URL with
+    credentials is refused before anything else, and no message repeats it.
+
+    :param url: the URL as written in pin.toml
+    :return: None when acceptable, else the problem (one phrase)
+    """
+    if _has_credentials(url):
+        return "the URL embeds credentials (user:token@); use a git credential helper or ssh keys instead"
+    if url.startswith("-"):
+        return f"{url!r} starts with '-' (git would read it as an option)"
+    if any(ch.isspace() or ord(ch) < 32 for ch in url):
+        return f"{url!r} contains whitespace or control characters"
+    if "::" in url.split("/", 1)[0]:
+        return f"{url!r} uses a git remote helper ('transport::'), which is not allowed"
+    if "://" in url:
+        try:
+            parts = urlsplit(url)
+            hostname = parts.hostname
+        except ValueError:
+            return f"{url!r} is not a valid URL"
+        if parts.scheme not in ALLOWED_SCHEMES:
+            return f"{url!r}: transport {parts.scheme!r} is not allowed (use {', '.join(ALLOWED_SCHEMES)})"
+        if parts.scheme == "file":
+            if parts.netloc or not parts.path.startswith("/"):
+                return f"{url!r}: a file URL must be absolute (file:///path/to/repo)"
+        elif not hostname:
+            return f"{url!r} has no host"
+        return None
+    if _SCP_LIKE_RE.match(url):
+        return None
+    return f"{url!r} is not a URL (use https://, ssh://, git://, file:///abs/path or user@host:path)"
+
+
+def same_repository(url_a: str, url_b: str) -> bool:
+    """
+    :return: whether two URLs name the same repository up to spelling (``.git``, trailing slash, host case), so
+        that a hand-written clone of a locked repository is recognised even when its URL differs by a letter
+    """
+
+    def canonical(url: str) -> str:
+        url = url.strip().rstrip("/")
+        url = url[:-4] if url.endswith(".git") else url
+        _, sep, rest = url.partition("://")
+        if sep:
+            host, _, path = rest.partition("/")
+        elif ":" in url:  # scp-like user@host:path
+            host, _, path = url.partition(":")
+        else:
+            return url
+        return f"{host.rsplit('@', 1)[-1].split(':')[0].lower()}/{path.lstrip('/')}"
+
+    return canonical(url_a) == canonical(url_b)
+
+
+def name_from_url(url: str) -> str:
+    """
+    :param url: a repository URL
+    :return: the name its last path segment suggests (``.git`` dropped), reduced to the characters a pin.toml name
+        may use, e.g. ``returnn_common`` for ``https://github.com/rwth-i6/returnn_common.git``; ``repo`` when nothing
+        is left
+    """
+    tail = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    tail = tail[:-4] if tail.endswith(".git") else tail
+    return _NAME_UNSAFE_RE.sub("_", tail).strip("_.-") or "repo"
