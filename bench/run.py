@@ -149,7 +149,7 @@ def unique_disk_bytes(path: Path, shared_with: Path) -> int:
 
 def bench_checkout(work: Path, commits: int = 12000, files: int = 600, runs: int = 3) -> List[Result]:
     """A pinned checkout as CloneGitRepositoryJob makes it: through the store's mirror vs a full file:// clone."""
-    from sispin.sets import use_store_mirrors
+    from sispin.settings_hook import use_store_mirrors
     from sispin.store import Store
 
     remote = work / "remote" / "big"
