@@ -1,13 +1,17 @@
 """
 The job graph of an experiment set, as Sisyphus builds it from the set's configs.
 
-The core never imports Sisyphus: it runs :mod:`sispin.sisyphus_probe` in a subprocess (with the setup's own
-Sisyphus checkout on the path) and reads what it reports. Nothing runs and nothing is written to work/.
+The core never imports Sisyphus: it runs :mod:`sispin.sisyphus_probe` in a subprocess and reads what it reports.
+Nothing runs and nothing is written to work/. The subprocess sees Sisyphus and recipe code as ``sis manager`` in the
+setup root does: Sisyphus from a ``[setup.*]`` checkout when pin.toml has one, else from the environment (pip or
+PYTHONPATH); i6_core and the setup's packages through Sisyphus's own finder of ``recipe/``. sispin itself is loaded
+from this very package without putting its directory on the path, so a sispin installed editable from another
+setup never lends that setup's recipe code.
 """
 
 from __future__ import annotations
 
-__all__ = ["Output", "Clone", "SetGraph", "find_sisyphus", "load_graph", "run_probe"]
+__all__ = ["Output", "Clone", "Escape", "SetGraph", "find_sisyphus", "load_graph", "run_probe"]
 
 import json
 import os
@@ -20,11 +24,24 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from sispin.errors import SisyphusError
 from sispin.lockfile import Lockfile
+from sispin.urls import name_from_url
 
 #: loading a set's configs must not take longer than this
 PROBE_TIMEOUT = 600
-#: the directory that holds the sispin package, for the probe's import path
-_PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+#: the probe's first lines: load this sispin package (its directory is argv[1]) under its name, then run the probe
+#: on the remaining arguments; the working directory (the setup root) is not put on the path, as under `sis`
+_BOOTSTRAP = """\
+import importlib.util, os, sys
+del sys.path[0]
+package = sys.argv[1]
+spec = importlib.util.spec_from_file_location(
+    "sispin", os.path.join(package, "__init__.py"), submodule_search_locations=[package]
+)
+module = sys.modules["sispin"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+from sispin.sisyphus_probe import main
+sys.exit(main(sys.argv[2:]))
+"""
 
 
 @dataclass(frozen=True)
@@ -54,29 +71,56 @@ class Clone:
 
 
 @dataclass(frozen=True)
+class Escape:
+    """
+    A path created by a CloneGitRepositoryJob (its output, a copy, a ``join_right``...) with a ``hash_overwrite``,
+    among the hashed arguments of a job: that job's id no longer depends on the commit.
+
+    :param job: the id of the job that hashes the path
+    :param argument: where in the job's arguments, e.g. ``returnn_config.config['rc_root']``
+    :param clone: the id of the CloneGitRepositoryJob that created the path
+    :param hash_overwrite: the overwrite, as the user wrote it
+    :param outputs: the registered outputs that depend on the job
+    """
+
+    job: str
+    argument: str
+    clone: str
+    hash_overwrite: str
+    outputs: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class SetGraph:
     """
     :param set_name: the experiment set
     :param outputs: registered output name -> what creates it
     :param jobs: id of every job the outputs need -> whether it is finished in work/
     :param clones: the CloneGitRepositoryJobs among them
+    :param escapes: every clone path with a hash_overwrite that a job hashes
     """
 
     set_name: str
     outputs: Dict[str, Output]
     jobs: Dict[str, bool]
     clones: Tuple[Clone, ...]
+    escapes: Tuple[Escape, ...] = ()
 
 
 def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
     """
     :param lockfile: the setup's lockfile
-    :return: the directory holding the setup's Sisyphus package (a ``[setup.*]`` checkout), or None
+    :return: the directory holding the setup's Sisyphus package (a ``[setup.*]`` checkout), or None when pin.toml
+        pins no Sisyphus (then the environment's is used, as by a ``sis`` installed with pip)
+    :raises SisyphusError: when pin.toml pins Sisyphus but its checkout is missing: an unpinned one must not stand in
     """
     for entry in lockfile.setup.values():
         candidate = lockfile.root / entry.path
         if (candidate / "sisyphus" / "toolkit.py").is_file():
             return candidate
+    for entry in lockfile.setup.values():
+        if name_from_url(entry.url).lower() == "sisyphus":
+            raise SisyphusError(f"setup.{entry.name}: no Sisyphus checkout at {entry.path} (run `pin sync`)")
     return None
 
 
@@ -101,6 +145,10 @@ def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = Non
         outputs={name: Output(job=o["job"] or "", path=o["path"]) for name, o in report["outputs"].items()},
         jobs=dict(report["jobs"]),
         clones=tuple(Clone(c["job"], c["url"], c["commit"], c["hash_overwrite"]) for c in report["clones"]),
+        escapes=tuple(
+            Escape(e["job"], e["argument"], e["clone"], e["hash_overwrite"], tuple(e["outputs"]))
+            for e in report["escapes"]
+        ),
     )
 
 
@@ -112,14 +160,10 @@ def run_probe(lockfile: Lockfile, arguments: List[str], what: str, lock_text: Op
     :param arguments: the probe's mode, then its arguments after OUT
     :param what: what is being done, for error messages
     :param lock_text: run against this lockfile content instead of the file
-    :raises SisyphusError: when there is no Sisyphus checkout or the probe fails
+    :raises SisyphusError: when no Sisyphus can be imported or the probe fails
     """
     sisyphus_dir = find_sisyphus(lockfile)
-    if sisyphus_dir is None:
-        raise SisyphusError("no Sisyphus checkout among the [setup.*] entries of pin.toml (run `pin sync`)")
-    python_path = os.pathsep.join(
-        p for p in (str(sisyphus_dir), str(_PACKAGE_PARENT), os.environ.get("PYTHONPATH")) if p
-    )
+    python_path = os.pathsep.join(p for p in (sisyphus_dir and str(sisyphus_dir), os.environ.get("PYTHONPATH")) if p)
     with tempfile.TemporaryDirectory(prefix="sispin-probe-") as scratch:
         lock_path = lockfile.path
         if lock_text is not None:
@@ -127,7 +171,8 @@ def run_probe(lockfile: Lockfile, arguments: List[str], what: str, lock_text: Op
             lock_path.write_text(lock_text, encoding="utf-8")
         report_path = Path(scratch) / "report.json"
         env = {**os.environ, "PIN_LOCK": str(lock_path), "PYTHONPATH": python_path}
-        command = [sys.executable, "-m", "sispin.sisyphus_probe", arguments[0], str(report_path), *arguments[1:]]
+        package = str(Path(__file__).resolve().parent)
+        command = [sys.executable, "-c", _BOOTSTRAP, package, arguments[0], str(report_path), *arguments[1:]]
         try:
             result = subprocess.run(
                 command,

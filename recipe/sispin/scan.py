@@ -111,8 +111,7 @@ def scan_source(source: str, filename: str) -> List[CallSite]:
     """
     tree = ast.parse(source, filename=filename)
     scanner = _Scanner(filename, _module_constants(tree), _import_aliases(tree))
-    scanner.visit(tree)
-    return sorted(scanner.sites, key=lambda site: site.line)
+    return sorted(scanner.scan(tree), key=lambda site: site.line)
 
 
 def _module_constants(tree: ast.Module) -> Dict[str, str]:
@@ -165,17 +164,37 @@ def _dotted(node: ast.expr) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+#: Sisyphus path methods that return a copy of the path (the copy keeps the creator: the clone job)
+_PATH_COPIES = ("copy", "copy_append", "join_right")
+
+
 class _Scanner(ast.NodeVisitor):
-    """Finds the calls, and ``hash_overwrite`` assignments on their outputs, scope by scope."""
+    """
+    Finds the calls, and ``hash_overwrite`` assignments on their outputs and on copies of them: through local names
+    (scope by scope), and through attributes and subscripts (``self.root``, ``paths["rc"]``) anywhere in the file.
+    """
 
     def __init__(self, filename: str, constants: Dict[str, str], aliases: Dict[str, str]):
         self.filename = filename
         self.constants = constants
         self.aliases = aliases
         self.sites: List[CallSite] = []
-        # per scope: local name -> (call site, whether the name holds the job or its out_repository)
+        # per scope: local name -> (call site, "job" or "path": whether the name holds the job or a path of it)
         self.scopes: List[Dict[str, Tuple[CallSite, str]]] = [{}]
+        # attribute and subscript targets (as source text), for the whole file: methods share ``self.*``
+        self.members: Dict[str, Tuple[CallSite, str]] = {}
+        # hash_overwrite assignments on a member not bound yet where they stand (another method may bind it)
+        self.pending: List[Tuple[str, int]] = []
         self.site_of_call: Dict[int, CallSite] = {}
+
+    def scan(self, tree: ast.Module) -> List[CallSite]:
+        """:return: the call sites of the tree, each with its risks"""
+        self.visit(tree)
+        for member, line in self.pending:
+            owner = self.members.get(member)
+            if owner and owner[1] == "path":
+                self.overwritten(owner[0], line)
+        return self.sites
 
     def is_clone_class(self, func: ast.expr) -> bool:
         name = _dotted(func)
@@ -202,22 +221,53 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self.generic_visit(node)  # the value first: its calls become sites
-        holder = self.holder(node.value)
         for target in node.targets:
-            if isinstance(target, ast.Name):
-                if holder:
-                    self.scopes[-1][target.id] = holder
-                else:
-                    self.scopes[-1].pop(target.id, None)
-            elif isinstance(target, ast.Attribute) and target.attr == "hash_overwrite":
-                owner = self.holder(target.value)
-                if owner and owner[1] == "path":
-                    owner[0].risks.append(f"hash_overwrite assigned on its output (line {node.lineno})")
+            self.assign(target, node.value, node.lineno)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.generic_visit(node)
+        if node.value is not None:
+            self.assign(node.target, node.value, node.lineno)
+
+    def assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
+        if isinstance(target, ast.Attribute) and target.attr == "hash_overwrite":
+            owner = self.holder(target.value)
+            if owner and owner[1] == "path":
+                self.overwritten(owner[0], line)
+            elif owner is None and isinstance(target.value, (ast.Attribute, ast.Subscript)):
+                self.pending.append((ast.unparse(target.value), line))
+            return
+        holder = self.holder(value)
+        if isinstance(target, ast.Name):
+            if holder:
+                self.scopes[-1][target.id] = holder
+            else:
+                self.scopes[-1].pop(target.id, None)
+            if isinstance(value, ast.Dict):  # {"rc": job.out_repository}: its items, as name["rc"]
+                for key, item in zip(value.keys, value.values):
+                    item_holder = self.holder(item) if item is not None else None
+                    if isinstance(key, ast.Constant) and item_holder:
+                        self.members[f"{target.id}[{key.value!r}]"] = item_holder
+        elif isinstance(target, (ast.Attribute, ast.Subscript)):
+            if holder:
+                self.members[ast.unparse(target)] = holder
+            else:
+                self.members.pop(ast.unparse(target), None)
+
+    def overwritten(self, site: CallSite, line: int) -> None:
+        risk = f"hash_overwrite assigned on its output (line {line})"
+        if risk not in site.risks:
+            site.risks.append(risk)
 
     def holder(self, node: ast.expr) -> Optional[Tuple[CallSite, str]]:
-        """Which call site an expression stands for: the job itself, or its out_repository path."""
-        if isinstance(node, ast.Call) and id(node) in self.site_of_call:
-            return self.site_of_call[id(node)], "job"
+        """Which call site an expression stands for: the job itself, or a path of it (out_repository, a copy)."""
+        if isinstance(node, ast.Call):
+            if id(node) in self.site_of_call:
+                return self.site_of_call[id(node)], "job"
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _PATH_COPIES:
+                inner = self.holder(node.func.value)
+                return inner if inner and inner[1] == "path" else None
+            return None
         if isinstance(node, ast.Name):
             for scope in reversed(self.scopes):
                 if node.id in scope:
@@ -227,6 +277,8 @@ class _Scanner(ast.NodeVisitor):
             inner = self.holder(node.value)
             if inner and inner[1] == "job":
                 return inner[0], "path"
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            return self.members.get(ast.unparse(node))
         return None
 
     def call_site(self, node: ast.Call) -> CallSite:

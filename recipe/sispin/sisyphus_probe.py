@@ -2,29 +2,38 @@
 Adapter side of the hash guard: load Sisyphus configs and describe the job graph they build, without running a job.
 
 Run by :mod:`sispin.graph` in the setup root, in a fresh process (Sisyphus keeps one global graph and one job
-object per id, so every set gets its own process), as
+object per id, so every set gets its own process), in one of three modes:
 
-- ``python -m sispin.sisyphus_probe graph OUT CONFIG ...``: the outputs, jobs and clones the configs build;
-- ``python -m sispin.sisyphus_probe clone-ids OUT REQUEST``: job ids of hand-written CloneGitRepositoryJob calls
-  and of their ``exp.repo()`` replacements;
-- ``python -m sispin.sisyphus_probe set-clones OUT SET ...``: the job id of each of the sets' clone jobs.
+- ``graph OUT CONFIG ...``: the outputs, jobs and clones the configs build, and every clone output that reaches a
+  job's hashed arguments with a ``hash_overwrite`` (directly, through ``.copy()``/``join_right``, in attributes,
+  dicts, lists, ``DelayedFormat``...);
+- ``clone-ids OUT REQUEST``: job ids of hand-written CloneGitRepositoryJob calls and of their ``exp.repo()``
+  replacements;
+- ``set-clones OUT SET ...``: the job id of each of the sets' clone jobs.
 
 It writes JSON to OUT rather than stdout, which config code may print to. It only reads work/ (to see which jobs
-finished).
+finished). Sisyphus and recipe code (i6_core, the setup's own packages) are imported the way ``sis manager`` in the
+setup root imports them: Sisyphus from the ``[setup.*]`` checkout or the environment, recipes through Sisyphus's own
+finder of the setup's ``recipe/``; :mod:`sispin.graph` never puts the directory beside the installed sispin on the
+path.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List, Set, Tuple
+
+#: exit code of a probe that found no (rwth-i6) Sisyphus to import
+NO_SISYPHUS = 3
 
 
 def describe(config_files: List[str]) -> Dict[str, Any]:
     """
     :param config_files: Sisyphus config files, relative to the setup root (the working directory)
     :return: {"outputs": {name: {"job", "path"}}, "jobs": {job id: finished}, "clones": [{"job", "url", "commit",
-        "branch", "hash_overwrite"}]}
+        "branch", "hash_overwrite"}], "escapes": [{"job", "argument", "clone", "hash_overwrite", "outputs"}]}
     """
     from sisyphus import graph
     from sisyphus import toolkit as tk
@@ -42,21 +51,104 @@ def describe(config_files: List[str]) -> Dict[str, Any]:
             outputs[target.name] = {"job": creator.job_id() if creator else None, "path": path.path}
     jobs = {}
     clones = []
+    escapes = []
+    inputs: Dict[str, Set[str]] = {}
     # update_graph=False: walk the graph as built, without the runnable checks that would touch work/
     for job in tk.sis_graph.jobs(update_graph=False):
-        jobs[job.job_id()] = job_finished(job._sis_path())
+        job_id = job.job_id()
+        jobs[job_id] = job_finished(job._sis_path())
+        inputs[job_id] = {path.creator.job_id() for path in job._sis_inputs if path.creator is not None}
         if type(job).__name__ == CLASS_NAME:
-            overwrite = job.out_repository.hash_overwrite
             clones.append(
                 {
-                    "job": job.job_id(),
+                    "job": job_id,
                     "url": job.url,
                     "commit": job.commit,
                     "branch": job.branch,
-                    "hash_overwrite": None if overwrite is None else str(overwrite[-1]),
+                    "hash_overwrite": _shown_overwrite(job.out_repository.hash_overwrite),
                 }
             )
-    return {"outputs": outputs, "jobs": jobs, "clones": clones}
+        for argument, path in _hashed_paths(job):
+            creator = path.creator
+            if path.hash_overwrite is not None and type(creator).__name__ == CLASS_NAME:
+                escapes.append(
+                    {
+                        "job": job_id,
+                        "argument": argument,
+                        "clone": creator.job_id(),
+                        "hash_overwrite": _shown_overwrite(path.hash_overwrite),
+                    }
+                )
+    for escape in escapes:
+        escape["outputs"] = sorted(
+            name for name, output in outputs.items() if _depends_on(output["job"], escape["job"], inputs)
+        )
+    return {"outputs": outputs, "jobs": jobs, "clones": clones, "escapes": escapes}
+
+
+def _shown_overwrite(overwrite: Any) -> Any:
+    """A path's hash_overwrite as the user wrote it: Sisyphus stores a string s as (None, s)."""
+    if overwrite is None:
+        return None
+    creator, path = overwrite
+    return path if creator is None else f"({creator}, {path!r})"
+
+
+def _depends_on(job: Any, dependency: str, inputs: Dict[str, Set[str]]) -> bool:
+    seen: Set[str] = set()
+    stack = [job] if job else []
+    while stack:
+        current = stack.pop()
+        if current == dependency:
+            return True
+        if current not in seen:
+            seen.add(current)
+            stack.extend(inputs.get(current, ()))
+    return False
+
+
+def _hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:
+    """
+    Every Sisyphus path object in the job's hashed arguments, with the argument path that leads to it (e.g.
+    ``returnn_config.config['rc_root']``). The walk is Sisyphus's own (``sisyphus.tools.extract_paths``: lists,
+    tuples, sets, dicts without ``_sis_`` keys, other objects through their hashed state), but keeps every path
+    object: Sisyphus's set of inputs merges a copy that carries a hash_overwrite into the original it equals.
+    """
+    from sisyphus.block import Block
+    from sisyphus.hash import get_object_state
+
+    excluded = getattr(job, "__sis_hash_exclude__", {})
+    stack: List[Tuple[str, Any]] = [
+        (name, value)
+        for name, value in sorted(job._sis_kwargs.items(), reverse=True)
+        if not (name in excluded and excluded[name] == value)
+    ]
+    seen: Set[int] = set()
+    while stack:
+        where, value = stack.pop()
+        if id(value) in seen or value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+            continue
+        seen.add(id(value))
+        if isinstance(value, (Block, enum.Enum)) or type(value) is type or hasattr(value, "_sis_id"):
+            continue  # a job among the arguments is hashed as its id: its own arguments are its own
+        if getattr(value, "_sis_path", False) is True:
+            yield where, value
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+        elif isinstance(value, (set, frozenset)):
+            stack.extend((f"{where}{{}}", item) for item in value)
+        elif isinstance(value, dict):
+            stack.extend(
+                (f"{where}[{key!r}]", item)
+                for key, item in reversed(list(value.items()))
+                if not (isinstance(key, str) and key.startswith("_sis_"))
+            )
+        else:
+            state = get_object_state(value)
+            if isinstance(state, dict):
+                stack.extend((f"{where}.{key}", item) for key, item in reversed(list(state.items())))
+            else:
+                stack.append((where, state))
 
 
 def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
@@ -93,9 +185,25 @@ def set_clones(set_names: List[str]) -> Dict[str, Dict[str, str]]:
     return {exp.name: {repo: exp.clone_job(repo).job_id() for repo in exp.spec.pins} for exp in sets}
 
 
+def _find_sisyphus() -> None:
+    """Exit with NO_SISYPHUS and one line when no rwth-i6 Sisyphus can be imported (PyPI's 'sisyphus' is another)."""
+    try:
+        import sisyphus.toolkit  # noqa: F401
+    except ImportError as exc:
+        found = sys.modules.get("sisyphus")
+        where = f" ({found.__file__} is another package of that name)" if found is not None else ""
+        print(
+            f"no Sisyphus to import{where}: {exc}; add it to pin.toml's [setup.*] and run `pin sync`, "
+            "pip install a Sisyphus checkout, or put one on PYTHONPATH",
+            file=sys.stderr,
+        )
+        sys.exit(NO_SISYPHUS)
+
+
 def main(argv: List[str]) -> int:
     """:param argv: ``graph OUT CONFIG ...``, ``clone-ids OUT REQUEST`` or ``set-clones OUT SET ...``"""
     mode, out, rest = argv[0], argv[1], argv[2:]
+    _find_sisyphus()
     if mode == "graph":
         report: Any = describe(rest)
     elif mode == "set-clones":
@@ -106,7 +214,3 @@ def main(argv: List[str]) -> int:
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(report, handle)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

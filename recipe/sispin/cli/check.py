@@ -3,7 +3,8 @@
 
 Lists every problem, one line each, and exits 1 when there is any: an invalid lockfile, a pinned commit that no
 longer exists, a CloneGitRepositoryJob of a locked repository at another commit (or following a branch), a clone
-output with hash_overwrite set, and each output whose job id differs from pin.snapshot.toml.
+output (or a copy of it that a job hashes) with hash_overwrite set, and each output whose job id differs from
+pin.snapshot.toml.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from typing import Dict, List, Sequence, Tuple
 
 from sispin import git
 from sispin.errors import LockfileError, PinError
-from sispin.graph import SetGraph, load_graph
+from sispin.graph import load_graph
+from sispin.guard import off_lock_problems, overwrite_problems
 from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 from sispin.snapshot import compare_outputs, read_snapshot, snapshot_path
 from sispin.store import Store
-from sispin.urls import same_repository
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -68,7 +69,7 @@ def check(path: Path, set_names: Sequence[str], *, offline: bool, store: Store) 
             problems.append(f"sets.{name}: {exc}")
             continue
         outputs += len(graph.outputs)
-        problems += _off_lock_clones(lockfile, graph)
+        problems += off_lock_problems(lockfile, graph) + overwrite_problems(lockfile, graph)
         if name not in recorded:
             problems.append(
                 f"sets.{name}: no snapshot in {display_path(snapshot_path(lockfile.path))} (run `pin snapshot {name}`)"
@@ -107,25 +108,4 @@ def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> 
                     f"{key}: commit {commit} is on no branch or tag of {url} any more (force-pushed away?); "
                     f"the store still has it in {mirror}"
                 )
-    return problems
-
-
-def _off_lock_clones(lockfile: Lockfile, graph: SetGraph) -> List[str]:
-    pins = lockfile.get_set(graph.set_name).pins
-    problems = []
-    for clone in graph.clones:
-        where = f"sets.{graph.set_name}: {clone.job}"
-        if clone.hash_overwrite is not None:
-            problems.append(f"{where}: hash_overwrite={clone.hash_overwrite!r} hides the commit from every hash")
-        for name, repo in lockfile.repos.items():
-            if not same_repository(clone.url, repo.url):
-                continue
-            if name not in pins:
-                problems.append(f"{where}: clones locked repository {name} ({clone.url}), which the set does not pin")
-            elif clone.commit is None:
-                problems.append(
-                    f"{where}: clones {name} following a branch instead of the pinned {pins[name].commit[:7]}"
-                )
-            elif clone.commit != pins[name].commit:
-                problems.append(f"{where}: clones {name} at {clone.commit[:7]}, the set pins {pins[name].commit[:7]}")
     return problems

@@ -12,7 +12,9 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
+from sispin.errors import HashOverwriteError
 from sispin.graph import load_graph
+from sispin.guard import overwrite_problems
 from sispin.lockfile import display_path, find_lockfile, load_lockfile
 from sispin.snapshot import compare_outputs, read_snapshot, snapshot_path, update_snapshot
 
@@ -24,7 +26,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="record the job id behind every output of each set (pin.snapshot.toml)",
         description="Load each set's configs with real Sisyphus (no job runs, nothing is written to work/) and "
         "record every registered output and the id of the job that creates it in pin.snapshot.toml, beside "
-        "pin.toml. `pin check` compares against it. Exit 9 when Sisyphus is missing or a config fails to load.",
+        "pin.toml. `pin check` compares against it. Exit 9 when Sisyphus is missing or a config fails to load, exit 7 "
+        "(nothing recorded) when a clone output, or a copy of it that a job hashes, has hash_overwrite set.",
     )
     parser.add_argument("sets", metavar="SET", nargs="*", help="sets to record (default: all)")
     parser.set_defaults(run=run, trailing="sets")
@@ -46,6 +49,15 @@ def snapshot(path: Path, set_names: Sequence[str]) -> int:
     target = snapshot_path(lockfile.path)
     before = read_snapshot(target)
     graphs = [load_graph(lockfile, name) for name in names]
+    # a snapshot of ids that do not depend on the commits would make `pin check` pass on exactly what it must catch
+    hidden = [problem for graph in graphs for problem in overwrite_problems(lockfile, graph)]
+    if hidden:
+        for problem in hidden:
+            print(f"problem: {problem}")
+        raise HashOverwriteError(
+            f"{len(hidden)} clone path{'s' if len(hidden) != 1 else ''} with hash_overwrite in the job graph "
+            f"(listed above): remove the overwrite; nothing recorded"
+        )
     update_snapshot(target, graphs)
     for graph in graphs:
         if graph.set_name in before:
