@@ -128,13 +128,27 @@ def tree(tmp_path, write_lock):
     return tmp_path / "recipes"
 
 
+@pytest.fixture
+def sisyphus_on_pythonpath(real_sisyphus, monkeypatch):
+    """The real Sisyphus on PYTHONPATH (no [setup.*]), as many users have it; i6_core in the setup's recipe/."""
+
+    def in_setup(root):
+        (root / "recipe").mkdir(exist_ok=True)
+        (root / "recipe" / "i6_core").symlink_to(RECIPE_DIR / "i6_core")
+
+    monkeypatch.setenv("PYTHONPATH", str(real_sisyphus))
+    return in_setup
+
+
 def report(capsys, *argv: str):
     code = main(["import", *argv, "--json"])
     return code, json.loads(capsys.readouterr().out)
 
 
-def test_proposal_groups_by_repository_and_lists_what_cannot_be_adopted(tree, write_lock, capsys):
-    write_lock("version = 1\n")
+def test_proposal_groups_by_repository_and_lists_what_cannot_be_adopted(
+    tree, write_lock, sisyphus_on_pythonpath, capsys
+):
+    sisyphus_on_pythonpath(write_lock("version = 1\n").parent)
     code, result = report(capsys, str(tree), "--set", "exp")
     assert code == 1
     assert result["repos"] == {"returnn_common": {"url": RC}}
@@ -151,12 +165,13 @@ def test_proposal_groups_by_repository_and_lists_what_cannot_be_adopted(tree, wr
     assert "risks.py:13: hash_overwrite assigned on its output (line 14): jobs using that output hash" in problems
 
 
-def test_write_round_trips_and_never_overwrites(tree, write_lock, capsys):
+def test_write_round_trips_and_never_overwrites(tree, write_lock, sisyphus_on_pythonpath, capsys):
     lock = write_lock(
         "# my setup\nversion = 1\n\n"
         f'[repos.returnn_common]  # model code\nurl = "{RC}"\nbranch = "main"\n\n'
         f'[sets.exp]\nreturnn_common = "{SHA2}"  # chosen by hand\n'
     )
+    sisyphus_on_pythonpath(lock.parent)
     before = lock.read_text()
     forms = tree / "forms.py"
     assert main(["import", str(forms), "--set", "exp", "--write"]) == 1
@@ -174,9 +189,10 @@ def test_write_round_trips_and_never_overwrites(tree, write_lock, capsys):
     assert lock.read_text() == text, "a second import adds nothing"
 
 
-def test_write_creates_a_lockfile_and_pin_tables(tmp_path, monkeypatch, capsys):
+def test_write_creates_a_lockfile_and_pin_tables(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PIN_LOCK", raising=False)
+    sisyphus_on_pythonpath(tmp_path)
     (tmp_path / "only.py").write_text(
         "from i6_core.tools.git import CloneGitRepositoryJob\n"
         f"j = CloneGitRepositoryJob('{RC}.git', commit='{SHA}', branch='main', clone_submodules=True)\n"
@@ -186,7 +202,22 @@ def test_write_creates_a_lockfile_and_pin_tables(tmp_path, monkeypatch, capsys):
     assert lock.get_repo("returnn_common").url == RC + ".git"
     assert lock.get_repo("returnn_common").branch == "main"
     assert lock.get_set("exp").pin("returnn_common").job_kwargs == {"branch": "main", "clone_submodules": True}
-    assert "job ids not checked" in capsys.readouterr().out
+    assert "(same job id i6_core/tools/git/CloneGitRepositoryJob." in capsys.readouterr().out
+
+
+def test_without_sisyphus_nothing_is_confirmed_and_nothing_written(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    (tmp_path / "only.py").write_text(
+        f"from i6_core.tools.git import CloneGitRepositoryJob\nj = CloneGitRepositoryJob('{RC}', commit='{SHA}')\n"
+    )
+    assert main(["import", "only.py", "--set", "exp", "--write"]) == 9
+    captured = capsys.readouterr()
+    assert 'replace with: experiment_set("exp").repo("returnn_common")' in captured.out, "the report is still shown"
+    assert captured.err.startswith("pin: error: job ids not checked: computing job ids failed: no Sisyphus to import")
+    assert captured.err.endswith("(nothing written)\n") and captured.err.count("\n") == 1
+    assert not (tmp_path / "pin.toml").exists()
 
 
 @pytest.mark.parametrize(

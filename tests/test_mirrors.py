@@ -5,16 +5,18 @@ proven with real ``sis manager`` runs whose workers clone while the remote is go
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import git, git_commit, make_setup, run_manager
 from sispin.cli.main import main
 from sispin.lockfile import load_lockfile
 from sispin.sets import ExperimentSet
-from sispin.settings_hook import store_redirects
+from sispin.settings_hook import redirect_entries, store_redirects
 from sispin.store import Store
 
 
@@ -95,23 +97,118 @@ def test_settings_variables_for_sisyphus(history, store_dir, monkeypatch):
         "GIT_CONFIG_COUNT": "1",
         "GIT_CONFIG_KEY_0": "user.name",
         "GIT_CONFIG_VALUE_0": "someone",
+        "SISPIN_STORE_REDIRECTS": str(history.lock),
     }
     assert "GIT_CONFIG_KEY_2" not in os.environ
 
     Store(store_dir).fetch(history.url)
     mirror = str(Store(store_dir).mirror_path(history.url))
+    monkeypatch.delenv("SISPIN_STORE_REDIRECTS")  # a new manager decides anew
     env = use_store_mirrors()
-    assert env == {
-        "GIT_CONFIG_COUNT": "2",
-        "GIT_CONFIG_KEY_0": "user.name",
-        "GIT_CONFIG_VALUE_0": "someone",
-        "GIT_CONFIG_KEY_1": f"url.{mirror}.insteadOf",
-        "GIT_CONFIG_VALUE_1": history.url,
-    }
-    assert all(os.environ[k] == v for k, v in env.items())
-    assert use_store_mirrors() == env, "a worker loading settings.py again decides the same"
+    entries = [(env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"]) for i in range(int(env["GIT_CONFIG_COUNT"]))]
+    assert entries[:2] == [("user.name", "someone"), (f"url.{mirror}.insteadOf", history.url)]
+    assert (f"url.{history.url}_.insteadOf", f"{history.url}_") in entries, "longer URLs keep their own remote"
+    # Sisyphus expands $NAME in DEFAULT_ENVIRONMENT_SET: the returned values write $ as $$
+    assert all(os.environ[k] == v.replace("$$", "$") for k, v in env.items())
+    # a worker below the manager takes the decision as it inherits it: pin.toml broken meanwhile does not reach it
+    history.lock.write_text("this is [not toml")
+    assert use_store_mirrors() == env, "a worker loading settings.py again keeps the manager's decision"
     # git itself follows it: a clone of the URL works while the remote is gone
     history.remote.rename(history.remote.with_name("away"))
     clone = history.lock.parent / "clone"
     subprocess.run(["git", "clone", "-q", history.url, str(clone)], check=True)
     assert git(clone, "rev-parse", "HEAD") == history.c[4]
+
+
+def _git_config_env(entries) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG_")}
+    env["GIT_CONFIG_COUNT"] = str(len(entries))
+    for i, (key, value) in enumerate(entries):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env
+
+
+def test_a_redirect_sends_exactly_its_url_to_the_mirror(tmp_path):
+    url = "https://github.com/rwth-i6/returnn"
+    mirror = str(tmp_path / "mirrors" / "returnn.git")
+    env = _git_config_env(redirect_entries([(mirror, url)]))
+    expected = {
+        url: mirror,
+        f"{url}_common": f"{url}_common",
+        f"{url}.git": f"{url}.git",
+        f"{url}/": f"{url}/",
+        f"{url}-fork": f"{url}-fork",
+    }
+    for asked, answer in expected.items():
+        got = subprocess.run(
+            ["git", "ls-remote", "--get-url", asked], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        assert got == answer, asked
+
+
+CLONES_SIDE_BY_SIDE = """\
+from i6_core.tools.git import CloneGitRepositoryJob
+from sisyphus import tk
+
+from sispin import experiment_set
+
+
+def py():
+    tk.register_output("returnn", experiment_set("s").repo("returnn"))
+    common = CloneGitRepositoryJob("{common_url}", commit="{common_commit}", checkout_folder_name="returnn_common")
+    tk.register_output("returnn_common", common.out_repository)
+"""
+
+
+def test_a_locked_returnn_mirror_leaves_returnn_common_alone(
+    real_sisyphus, make_repo, tmp_path, store_dir, monkeypatch
+):
+    returnn = make_repo("returnn")
+    pinned = git_commit(returnn, {"__init__.py": "NAME = 'returnn'\n"})
+    common = make_repo("returnn_common")
+    common_commit = git_commit(common, {"__init__.py": "NAME = 'returnn_common'\n"})
+    lock = f'version = 1\n\n[repos.returnn]\nurl = "file://{returnn}"\n\n[sets.s]\nreturnn = "{pinned}"\n'
+    config = CLONES_SIDE_BY_SIDE.format(common_url=f"file://{common}", common_commit=common_commit)
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"s.py": config})
+    monkeypatch.chdir(root)
+    assert main(["status", "--fetch"]) == 0
+    returnn.rename(returnn.with_name("away"))  # only the mirror can serve returnn now
+    log = run_manager(root, "config/s.py")
+    assert "All output calculated" in log, log
+    assert git(root / "output" / "returnn", "rev-parse", "HEAD") == pinned
+    checkout = root / "output" / "returnn_common"
+    assert git(checkout, "rev-parse", "HEAD") == common_commit, "cloned from its own remote, not <mirror>_common"
+
+
+def test_sisyphus_starts_outside_a_setup_and_says_no_redirect_is_active(real_sisyphus, tmp_path):
+    config = 'from sisyphus import tk\n\n\ndef py():\n    tk.register_output("x", tk.Path("/dev/null"))\n'
+    root = make_setup(tmp_path / "setup", "version = 1\n", real_sisyphus, {"plain.py": config})
+    (root / "pin.toml").unlink()
+    env = {**os.environ, "PIN_LOCK": str(tmp_path / "missing.toml")}
+    env.pop("SISPIN_STORE_REDIRECTS", None)
+    result = subprocess.run(
+        [sys.executable, str(root / "tools" / "sisyphus" / "sis"), "manager", "-r", "config/plain.py"],
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log
+    lines = [line for line in log.splitlines() if "sispin" in line]
+    assert (
+        len(lines) == 1 and f"no store redirect active: PIN_LOCK={tmp_path / 'missing.toml'}: no such file" in lines[0]
+    )
+
+
+def test_a_worker_never_reads_pin_toml(history, store_dir):
+    history.lock.write_text("[broken")
+    env = {**os.environ, "SISPIN_STORE_REDIRECTS": str(history.lock), "GIT_CONFIG_COUNT": "1"}
+    env.update(GIT_CONFIG_KEY_0="url./mirror.insteadOf", GIT_CONFIG_VALUE_0="https://example.org/x")
+    code = "import json, sispin; print(json.dumps(sispin.use_store_mirrors()))"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout)["GIT_CONFIG_KEY_0"] == "url./mirror.insteadOf"
+    assert result.stderr == ""

@@ -23,7 +23,7 @@ from sispin.clonejob import checkout_folder, checkout_of, pin_kwargs_of
 from sispin.editing import add_value, append_table, toml_pin
 from sispin.errors import SisyphusError
 from sispin.graph import run_probe
-from sispin.lockfile import Lockfile, Pin, is_full_sha, valid_name
+from sispin.lockfile import LOCKFILE_NAME, SUPPORTED_VERSION, Lockfile, Pin, is_full_sha, parse_lockfile, valid_name
 from sispin.scan import CallSite
 from sispin.urls import check_url, name_from_url
 
@@ -155,13 +155,20 @@ def add_to_document(document: tomlkit.TOMLDocument, proposal: Proposal, set_name
 def _check_ids(
     sites: List[CallSite], proposal: Proposal, lockfile: Optional[Lockfile], set_name: str
 ) -> Tuple[Dict[int, Tuple[str, str]], Optional[str]]:
-    """Job ids of each adoptable call as written and of its replacement, by real Sisyphus when the setup has it."""
+    """
+    Job ids of each adoptable call as written and of its replacement, by real Sisyphus (the setup's, or the
+    environment's); without a pin.toml yet, against the proposal alone, in the working directory.
+    """
     if not proposal.repo_of_site:
         return {}, None
     if lockfile is None:
-        return {}, "job ids not checked: no pin.toml with a Sisyphus checkout ([setup.*]; run `pin sync`)"
-    document = tomlkit.parse(lockfile.path.read_text(encoding="utf-8"))
+        document = tomlkit.document()
+        document.add("version", SUPPORTED_VERSION)
+    else:
+        document = tomlkit.parse(lockfile.path.read_text(encoding="utf-8"))
     add_to_document(document, proposal, set_name)
+    text = tomlkit.dumps(document)
+    target = lockfile or parse_lockfile(text, Path.cwd() / LOCKFILE_NAME)
     calls = [
         {"repo": repo, "positional": sites[i].positional, "arguments": sites[i].arguments}
         for i, repo in proposal.repo_of_site.items()
@@ -170,7 +177,7 @@ def _check_ids(
         request = Path(scratch) / "request.json"
         request.write_text(json.dumps({"set": set_name, "calls": calls}), encoding="utf-8")
         try:
-            results = run_probe(lockfile, ["clone-ids", str(request)], "computing job ids", tomlkit.dumps(document))
+            results = run_probe(target, ["clone-ids", str(request)], "computing job ids", text)
         except SisyphusError as exc:
             return {}, f"job ids not checked: {exc}"
     return {i: (r["original"], r["replacement"]) for i, r in zip(proposal.repo_of_site, results)}, None
@@ -183,7 +190,7 @@ class Adoption:
 
     :param proposal: what pin.toml would need
     :param ids: index of a call site -> (job id as written, job id of its replacement), when Sisyphus computed them
-    :param ids_note: why job ids were not computed, if they were not
+    :param ids_note: why job ids could not be computed, if so: then nothing is confirmed
     :param problems: everything that blocks an adoption or conflicts, one line each (the proposal's, then job ids
         that differ)
     """

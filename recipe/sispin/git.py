@@ -1,18 +1,11 @@
 """
-Everything that talks to git, through GitPython.
-
-Every git process gets a restricted environment: no terminal prompts (a missing credential fails instead of
-hanging), git's own protocol allow-list limited to the transports pin.toml accepts, which also covers
-redirections made by ``url.<base>.insteadOf``, and none of the repository-local ``GIT_*`` variables a caller may
-have set (a git hook exports ``GIT_DIR`` and ``GIT_INDEX_FILE``; they would point every command at the caller's
-repository). All of it is enforced in one place, :class:`_Git`, the runner every call here goes through.
+Everything that talks to git, through GitPython, in the environment :mod:`sispin.gitenv` defines (no prompts, the
+transports pin.toml allows, none of a caller's repository variables): every call here goes through :class:`_Git`.
 """
 
 from __future__ import annotations
 
 __all__ = [
-    "GIT_ENV",
-    "no_git_env",
     "PinFacts",
     "clone_at_commit",
     "verify_checkout",
@@ -36,51 +29,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import git
 
 from sispin.errors import CheckoutStateError, GitError, RevisionError
-
-#: environment for every git process sispin starts
-GIT_ENV = {
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_ALLOW_PROTOCOL": "file:git:https:ssh",
-}
-
-#: the GIT_* variables that are the user's choices about how git connects and which configuration it reads, and
-#: so pass through (pre-commit's rule); every other GIT_* variable names a repository, index, object store or work
-#: tree of the caller's
-_USER_GIT_VARIABLES = frozenset(
-    {
-        "GIT_EXEC_PATH",
-        "GIT_SSH",
-        "GIT_SSH_COMMAND",
-        "GIT_SSL_CAINFO",
-        "GIT_SSL_NO_VERIFY",
-        "GIT_CONFIG_COUNT",
-        "GIT_CONFIG_GLOBAL",
-        "GIT_CONFIG_NOSYSTEM",
-        "GIT_CONFIG_SYSTEM",
-        "GIT_HTTP_PROXY_AUTHMETHOD",
-        "GIT_ASKPASS",
-    }
-)
-
-
-def no_git_env(environ: Mapping[str, str]) -> Dict[str, str]:
-    """
-    :param environ: an environment
-    :return: it without the repository-local GIT_* variables; ``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` (the
-        store and offline-mirror redirects travel in them) and the user's connection settings stay
-    """
-    return {
-        key: value
-        for key, value in environ.items()
-        if not key.startswith("GIT_")
-        or key.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
-        or key in _USER_GIT_VARIABLES
-    }
+from sispin.gitenv import GIT_ENV, missing_commits, no_git_env
 
 
 @contextlib.contextmanager
@@ -353,21 +307,6 @@ def resolve_revision(path: Path, revision: str) -> str:
         named = ", ".join(f"{kind} {sha[:12]}" for kind, sha in found)
         raise RevisionError(f"{revision!r} is ambiguous: {named}; give more of the SHA")
     return commits[0]
-
-
-def missing_commits(path: Path, commits: Sequence[str]) -> List[str]:
-    """
-    :param path: a repository
-    :param commits: full commit SHAs
-    :return: those the repository does not hold (one git process for all of them)
-    """
-    if not commits:
-        return []
-    with tempfile.TemporaryFile() as request:
-        request.write(("\n".join(commits) + "\n").encode())
-        request.seek(0)
-        answer = _git(path).cat_file("--batch-check=%(objecttype)", istream=request)
-    return [sha for sha, kind in zip(commits, answer.splitlines()) if kind.strip() != "commit"]
 
 
 def on_a_ref(path: Path, commit: str) -> bool:

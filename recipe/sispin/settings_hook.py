@@ -5,18 +5,36 @@ workers.
 git rewrites a URL only when it connects (``url.<mirror>.insteadOf <url>``), so every CloneGitRepositoryJob keeps
 its URL and its job id; the rewrite travels in git's ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``
 environment, which needs no file and reaches every git process below the one that sets it.
+
+Sisyphus runs settings.py in every process, the manager and each worker. The first process (the manager) reads
+pin.toml and decides; it marks its environment (``SISPIN_STORE_REDIRECTS``) so that the processes below it take the
+decision as they inherit it and never read pin.toml again: a lockfile edited, broken or removed while jobs run does
+not reach them. Nothing here may stop Sisyphus from starting: without a usable lockfile the hook says in one line
+that no redirect is active. This module loads neither GitPython, tomlkit nor filelock.
 """
 
 from __future__ import annotations
 
-__all__ = ["store_redirects", "use_store_mirrors"]
+__all__ = ["REDIRECT_MARKER", "store_redirects", "redirect_entries", "use_store_mirrors"]
 
+import logging
 import os
 from typing import Dict, List, Tuple
 
-from sispin import git
+from sispin.errors import PinError
+from sispin.gitenv import missing_commits
 from sispin.lockfile import Lockfile, find_lockfile, load_lockfile
 from sispin.store import Store
+
+#: set by the process that decided the redirects (to the lockfile it read), inherited by the processes below it
+REDIRECT_MARKER = "SISPIN_STORE_REDIRECTS"
+#: what the marker says when no lockfile could be read
+_NO_LOCKFILE = "none"
+#: characters a URL can go on with after a redirected one (printable ASCII): each gets an entry that keeps such a
+#: longer URL as it is, since git's insteadOf rewrites every URL that merely starts with the redirected one
+_URL_CONTINUATIONS = [chr(code) for code in range(0x21, 0x7F)]
+
+_log = logging.getLogger("sispin")
 
 
 def store_redirects(lockfile: Lockfile, store: Store) -> List[Tuple[str, str]]:
@@ -35,9 +53,30 @@ def store_redirects(lockfile: Lockfile, store: Store) -> List[Tuple[str, str]]:
     redirects = []
     for url, wanted in commits.items():
         mirror = store.mirror(url)
-        if mirror is not None and not git.missing_commits(mirror, sorted(wanted)):
+        if mirror is not None and not missing_commits(mirror, sorted(wanted)):
             redirects.append((str(mirror), url))
     return redirects
+
+
+def redirect_entries(redirects: List[Tuple[str, str]]) -> List[Tuple[str, str]]:
+    """
+    :param redirects: (mirror path, url) pairs
+    :return: git config entries (key, value) that send exactly each url, and nothing that merely starts with it
+        (``.../returnn`` redirected leaves ``.../returnn_common``, ``.../returnn.git`` and ``.../returnn/`` alone), to
+        its mirror: git takes the longest matching ``insteadOf``, and every one-character continuation of the url
+        maps to itself
+    """
+    entries = []
+    for mirror, url in redirects:
+        entries.append((f"url.{mirror}.insteadOf", url))
+        entries += [(f"url.{url}{char}.insteadOf", f"{url}{char}") for char in _URL_CONTINUATIONS]
+    return entries
+
+
+def _is_store_redirect(entry: Tuple[str, str], store: Store) -> bool:
+    """Whether an inherited entry is one of ours: a redirect to the store, or an entry that keeps a URL as it is."""
+    key, value = entry
+    return key.startswith(f"url.{store.directory}{os.sep}") or key == f"url.{value}.insteadOf"
 
 
 def use_store_mirrors() -> Dict[str, str]:
@@ -45,32 +84,42 @@ def use_store_mirrors() -> Dict[str, str]:
     Make git clone the locked repositories from sispin's store (one local bare mirror per URL) instead of the
     remotes, with hardlinked objects: fast, light on disk and on the remote.
 
-    A URL whose mirror is missing, or lacks a pinned commit, is not redirected. Call it from settings.py; it sets
-    the variables in this process (the manager, and workers that inherit its environment) and returns them for
-    Sisyphus's ``DEFAULT_ENVIRONMENT_SET`` (workers in a cleaned environment)::
+    Call it from settings.py; it sets the variables in this process (the manager, and workers that inherit its
+    environment) and returns them for Sisyphus's ``DEFAULT_ENVIRONMENT_SET`` (jobs in a cleaned environment)::
 
         DEFAULT_ENVIRONMENT_SET.update(sispin.use_store_mirrors())
 
-    Every process decides anew (workers load settings.py too), replacing redirections to the store that it
-    inherited and keeping any other ``GIT_CONFIG_*`` entries.
+    A URL whose mirror is missing, or lacks a pinned commit, is not redirected. A process below the one that
+    decided (marked by ``SISPIN_STORE_REDIRECTS``) keeps what it inherited; the deciding process replaces
+    redirections to the store that it inherited and keeps any other ``GIT_CONFIG_*`` entries.
 
-    :return: the ``GIT_CONFIG_*`` environment variables, complete
+    :return: the ``GIT_CONFIG_*`` variables, complete, and the marker; ``$`` written ``$$``, as Sisyphus expands
+        ``$NAME`` in ``DEFAULT_ENVIRONMENT_SET`` values
     """
-    store = Store()
-    ours = f"url.{store.directory}{os.sep}"
+    count = int(os.environ.get("GIT_CONFIG_COUNT") or 0)
     inherited = [
-        (os.environ.get(f"GIT_CONFIG_KEY_{i}", ""), os.environ.get(f"GIT_CONFIG_VALUE_{i}", ""))
-        for i in range(int(os.environ.get("GIT_CONFIG_COUNT") or 0))
+        (os.environ.get(f"GIT_CONFIG_KEY_{i}", ""), os.environ.get(f"GIT_CONFIG_VALUE_{i}", "")) for i in range(count)
     ]
-    entries = [(key, value) for key, value in inherited if not key.startswith(ours)]
-    redirects = store_redirects(load_lockfile(find_lockfile()), store)
-    entries += [(f"url.{mirror}.insteadOf", url) for mirror, url in redirects]
-    for i in range(len(entries), len(inherited)):
-        os.environ.pop(f"GIT_CONFIG_KEY_{i}", None)
-        os.environ.pop(f"GIT_CONFIG_VALUE_{i}", None)
-    env = {"GIT_CONFIG_COUNT": str(len(entries))}
+    marker = os.environ.get(REDIRECT_MARKER)
+    if marker is not None:
+        entries = inherited
+    else:
+        store = Store()
+        entries = [entry for entry in inherited if not _is_store_redirect(entry, store)]
+        try:
+            lockfile = load_lockfile(find_lockfile())
+        except PinError as exc:
+            _log.warning("sispin: no store redirect active: %s", exc)
+            marker = _NO_LOCKFILE
+        else:
+            entries += redirect_entries(store_redirects(lockfile, store))
+            marker = str(lockfile.path)
+        for i in range(len(entries), count):
+            os.environ.pop(f"GIT_CONFIG_KEY_{i}", None)
+            os.environ.pop(f"GIT_CONFIG_VALUE_{i}", None)
+    env = {"GIT_CONFIG_COUNT": str(len(entries)), REDIRECT_MARKER: marker}
     for i, (key, value) in enumerate(entries):
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value
     os.environ.update(env)
-    return env
+    return {key: value.replace("$", "$$") for key, value in env.items()}

@@ -2,7 +2,9 @@
 The store: sispin's local cache directory, one bare mirror per repository URL.
 
 Resolution (``pin upgrade``, ``pin new``), logs and behind-counts (``pin status``) read these mirrors, so no command
-clones a working tree for them. The store is the one owner of its directory: ``$PIN_HOME``, else
+clones a working tree for them. Where things are (:meth:`Store.mirror_path`, :meth:`Store.mirror`) costs no import
+of GitPython or filelock, so the settings hook can ask in every Sisyphus process; the methods that lock or run git
+import them. The store is the one owner of its directory: ``$PIN_HOME``, else
 ``$XDG_CACHE_HOME/sispin``, else ``~/.cache/sispin``. Creating and fetching a mirror hold a per-mirror file lock, and
 a new mirror is built beside its final place and renamed in, so concurrent processes and killed runs are safe.
 """
@@ -17,9 +19,6 @@ import os
 from pathlib import Path
 from typing import Dict, Optional
 
-from filelock import FileLock
-
-from sispin import git
 from sispin.errors import GitError
 from sispin.urls import name_from_url
 
@@ -71,6 +70,10 @@ class Store:
         :return: the mirror
         :raises GitError: when the remote cannot be reached
         """
+        from filelock import FileLock
+
+        from sispin import git
+
         if url in self._fetched:
             return self._fetched[url]
         path = self.mirror_path(url)
@@ -103,6 +106,10 @@ class Store:
         :return: ``<store>/checkouts/<repository>/<commit>/<folder>``
         :raises GitError: when the commit cannot be had
         """
+        from filelock import FileLock
+
+        from sispin import git
+
         path = self.checkout_path(url, commit, folder)
         if (path / ".git").is_dir():
             return path

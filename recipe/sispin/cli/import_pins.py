@@ -22,7 +22,7 @@ import tomlkit
 from sispin.adopt import Adoption, add_to_document, adopt
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
 from sispin.editing import edit_lockfile
-from sispin.errors import LockfileError, UsageError
+from sispin.errors import LockfileError, SisyphusError, UsageError
 from sispin.lockfile import LOCK_ENV, LOCKFILE_NAME, display_path, find_lockfile, load_lockfile, valid_name
 from sispin.scan import CallSite, scan_paths
 
@@ -59,6 +59,7 @@ def import_pins(paths: Sequence[Path], *, set_name: Optional[str], write: bool, 
     :param write: add the proposal to pin.toml
     :param as_json: print JSON instead of text
     :return: exit code: 0, or 1 when some call cannot be adopted or conflicts
+    :raises SisyphusError: when job ids could not be computed (after the report; nothing is written)
     """
     if write and not set_name:
         raise UsageError("--write needs --set NAME: the set that pins the found commits")
@@ -81,6 +82,9 @@ def import_pins(paths: Sequence[Path], *, set_name: Optional[str], write: bool, 
         print(json.dumps(_json_report(sites, warnings, adoption), indent=2))
     else:
         _print_report(sites, warnings, adoption, shown_set)
+    if adoption.ids_note:
+        # the promise is the same job id for every replacement: unconfirmed, nothing is adopted
+        raise SisyphusError(f"{adoption.ids_note}{' (nothing written)' if write else ''}")
     if write:
         path = lockfile.path if lockfile else Path(os.environ.get(LOCK_ENV) or LOCKFILE_NAME).absolute()
         if lockfile is None:
@@ -148,8 +152,6 @@ def _print_report(sites: List[CallSite], warnings: List[str], adoption: Adoption
                 old, new = ids[index]
                 verdict = f"  (same job id {old})" if old == new else f"  (JOB ID DIFFERS: {old} -> {new})"
             print(f'    replace with: experiment_set("{set_name}").repo("{repo}"){verdict}')
-    if adoption.ids_note:
-        print(f"\n{adoption.ids_note}")
     if proposal.repos or proposal.pins:
         document = tomlkit.document()
         add_to_document(document, proposal, set_name)

@@ -16,7 +16,7 @@ from typing import List, Sequence, Tuple
 
 from sispin import git
 from sispin.clonejob import checkout_folder
-from sispin.errors import PinError
+from sispin.errors import PinError, SisyphusError
 from sispin.graph import run_probe
 from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 from sispin.store import Store
@@ -29,7 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="check that setup checkouts, store checkouts and finished clone jobs are untouched",
         description="Verify that every [setup.*] checkout, every store checkout of the sets' pins and every "
         "finished clone job of the sets in work/ is at its pinned commit with a clean tree. Lists tampered files; "
-        "exit 1 when anything differs.",
+        "exit 1 when anything differs, exit 9 when the clone jobs in work/ cannot be identified (no Sisyphus).",
     )
     parser.add_argument("sets", metavar="SET", nargs="*", help="sets whose checkouts to verify (default: all)")
     parser.set_defaults(run=run, trailing="sets")
@@ -46,6 +46,7 @@ def verify(path: Path, set_names: Sequence[str], store: Store) -> int:
     :param set_names: sets to verify; empty for all
     :param store: the store whose checkouts to verify
     :return: 0 when everything is as pinned, else 1
+    :raises SisyphusError: after the report, when the clone jobs in work/ could not be identified (no Sisyphus)
     """
     lockfile = load_lockfile(path)
     names = [spec.name for spec in lockfile.select_sets(set_names)]
@@ -58,11 +59,12 @@ def verify(path: Path, set_names: Sequence[str], store: Store) -> int:
             checkout = store.checkout_path(spec.url, pin.commit, checkout_folder(spec.checkout))
             if checkout.exists():
                 targets.append((f"sets.{name}.{repo} (store)", checkout, pin.commit))
-    notes = []
+    # the clone jobs in work/ need Sisyphus for their ids: when they cannot be found, nothing is claimed about them
+    unverified = None
     try:
         targets += _finished_clone_jobs(lockfile, names)
-    except PinError as exc:
-        notes.append(f"note: clone jobs in work/ not verified: {exc}")
+    except SisyphusError as exc:
+        unverified = SisyphusError(f"clone jobs in work/ not verified: {exc}")
     problems = 0
     for label, checkout, commit in targets:
         where = display_path(checkout)
@@ -73,17 +75,17 @@ def verify(path: Path, set_names: Sequence[str], store: Store) -> int:
             print(f"problem: {label}: {exc}")
         else:
             print(f"ok: {label}: {where} at {commit[:7]}")
-    for note in notes:
-        print(note)
     print(f"pin verify: {problems} problem{'s' if problems != 1 else ''} in {len(targets)} checkouts")
+    if unverified is not None:
+        raise unverified
     return 1 if problems else 0
 
 
 def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple[str, Path, str]]:
     """The outputs of the sets' clone jobs that Sisyphus finished in work/ (job ids by real Sisyphus)."""
     pinning = [name for name in names if lockfile.get_set(name).pins]
-    if not pinning:
-        return []
+    if not pinning or not (lockfile.root / "work").is_dir():
+        return []  # no finished job can exist
     jobs_by_set = run_probe(lockfile, ["set-clones", *pinning], "computing the sets' clone jobs")
     found = []
     for name, jobs in jobs_by_set.items():

@@ -1,0 +1,83 @@
+"""
+The environment of every git process sispin starts, and the one git call that must stay light.
+
+Every git process gets no terminal prompts (a missing credential fails instead of hanging), git's own protocol
+allow-list limited to the transports pin.toml accepts (which also covers redirections made by
+``url.<base>.insteadOf``), and none of the repository-local ``GIT_*`` variables a caller may have set (a git hook
+exports ``GIT_DIR`` and ``GIT_INDEX_FILE``; they would point every command at the caller's repository).
+:mod:`sispin.git` runs its commands through GitPython in this environment; :func:`missing_commits` runs git
+directly, because the settings hook calls it in every Sisyphus process, where GitPython's import would cost each
+one.
+"""
+
+from __future__ import annotations
+
+__all__ = ["GIT_ENV", "no_git_env", "missing_commits"]
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Dict, List, Mapping, Sequence
+
+#: environment for every git process sispin starts
+GIT_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ALLOW_PROTOCOL": "file:git:https:ssh",
+}
+
+#: the GIT_* variables that are the user's choices about how git connects and which configuration it reads, and
+#: so pass through (pre-commit's rule); every other GIT_* variable names a repository, index, object store or work
+#: tree of the caller's
+_USER_GIT_VARIABLES = frozenset(
+    {
+        "GIT_EXEC_PATH",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_HTTP_PROXY_AUTHMETHOD",
+        "GIT_ASKPASS",
+    }
+)
+
+
+def no_git_env(environ: Mapping[str, str]) -> Dict[str, str]:
+    """
+    :param environ: an environment
+    :return: it without the repository-local GIT_* variables; ``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` (the
+        store and offline-mirror redirects travel in them) and the user's connection settings stay
+    """
+    return {
+        key: value
+        for key, value in environ.items()
+        if not key.startswith("GIT_")
+        or key.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
+        or key in _USER_GIT_VARIABLES
+    }
+
+
+def missing_commits(repository: Path, commits: Sequence[str]) -> List[str]:
+    """
+    :param repository: a repository (bare or not)
+    :param commits: full commit SHAs
+    :return: those the repository does not hold, or all of them when git cannot read it (one git process)
+    """
+    if not commits:
+        return []
+    try:
+        answer = subprocess.run(
+            ["git", "cat-file", "--batch-check=%(objecttype)"],
+            cwd=repository,
+            env={**no_git_env(os.environ), **GIT_ENV},
+            input="".join(f"{commit}\n" for commit in commits),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return list(commits)
+    return [sha for sha, kind in zip(commits, answer) if kind.strip() != "commit"]
