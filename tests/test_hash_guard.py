@@ -164,9 +164,14 @@ def test_blast_radius_counts_match_a_hand_count(setup, capsys):
     capsys.readouterr()
     assert setup.run("upgrade", "exp", "--dry-run") == 0
     out = capsys.readouterr().out
-    # by hand: the clone, the config, its copy and the new job depend on rc (4 of 5); all but the new one ran
-    assert "Blast radius: 4 of 5 jobs of set 'exp' get new ids; 3 of them are finished in work/" in out
+    # by hand: the clone, the config, its copy and the new job depend on rc (4 of 5); all but the new one ran, so
+    # the 4 renewed jobs would run (none of the new ids is finished) and 3 finished jobs fall out of use
+    assert (
+        "Blast radius: 4 of 5 jobs of set 'exp' get new ids; 4 would run (not finished in work/), "
+        "3 finished jobs would no longer be used." in out
+    )
     assert "Outputs that change: exp/config, exp/copy, exp/later" in out
+    assert "  exp/config: only the pinned commit changes" in out
 
     before = read_snapshot(setup.root / "pin.snapshot.toml")["exp"]
     assert setup.run("upgrade", "exp") == 0

@@ -18,11 +18,12 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from sispin.errors import SisyphusError
+from sispin.explain import Arg, JobRecord
 from sispin.lockfile import Lockfile
 from sispin.urls import name_from_url
 
@@ -98,6 +99,7 @@ class SetGraph:
     :param jobs: id of every job the outputs need -> whether it is finished in work/
     :param clones: the CloneGitRepositoryJobs among them
     :param escapes: every clone path with a hash_overwrite that a job hashes
+    :param records: job id -> what its id is made of (for explaining a change)
     """
 
     set_name: str
@@ -105,6 +107,7 @@ class SetGraph:
     jobs: Dict[str, bool]
     clones: Tuple[Clone, ...]
     escapes: Tuple[Escape, ...] = ()
+    records: Dict[str, JobRecord] = field(default_factory=dict)
 
 
 def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
@@ -149,6 +152,10 @@ def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = Non
             Escape(e["job"], e["argument"], e["clone"], e["hash_overwrite"], tuple(e["outputs"]))
             for e in report["escapes"]
         ),
+        records={
+            job: JobRecord({path: Arg(*leaf) for path, leaf in record["args"].items()}, record["custom_hash"])
+            for job, record in report["records"].items()
+        },
     )
 
 

@@ -21,19 +21,29 @@ path.
 from __future__ import annotations
 
 import enum
+import hashlib
+import inspect
 import json
 import sys
 from typing import Any, Dict, Iterator, List, Set, Tuple
 
 #: exit code of a probe that found no (rwth-i6) Sisyphus to import
 NO_SISYPHUS = 3
+#: a job's argument record lists at most this many leaves; below the cut, containers are single digests
+MAX_LEAVES = 300
+#: and goes at most this deep into nested arguments
+MAX_DEPTH = 12
+#: values whose repr is longer are recorded by digest only
+MAX_VALUE = 120
 
 
 def describe(config_files: List[str]) -> Dict[str, Any]:
     """
     :param config_files: Sisyphus config files, relative to the setup root (the working directory)
     :return: {"outputs": {name: {"job", "path"}}, "jobs": {job id: finished}, "clones": [{"job", "url", "commit",
-        "branch", "hash_overwrite"}], "escapes": [{"job", "argument", "clone", "hash_overwrite", "outputs"}]}
+        "branch", "hash_overwrite"}], "escapes": [{"job", "argument", "clone", "hash_overwrite", "outputs"}],
+        "records": {job id: {"args": {argument path: [digest, value or None, input job id or None]},
+        "custom_hash": bool}}}
     """
     from sisyphus import graph
     from sisyphus import toolkit as tk
@@ -52,12 +62,14 @@ def describe(config_files: List[str]) -> Dict[str, Any]:
     jobs = {}
     clones = []
     escapes = []
+    records = {}
     inputs: Dict[str, Set[str]] = {}
     # update_graph=False: walk the graph as built, without the runnable checks that would touch work/
     for job in tk.sis_graph.jobs(update_graph=False):
         job_id = job.job_id()
         jobs[job_id] = job_finished(job._sis_path())
         inputs[job_id] = {path.creator.job_id() for path in job._sis_inputs if path.creator is not None}
+        records[job_id] = _record(job)
         if type(job).__name__ == CLASS_NAME:
             clones.append(
                 {
@@ -83,7 +95,94 @@ def describe(config_files: List[str]) -> Dict[str, Any]:
         escape["outputs"] = sorted(
             name for name, output in outputs.items() if _depends_on(output["job"], escape["job"], inputs)
         )
-    return {"outputs": outputs, "jobs": jobs, "clones": clones, "escapes": escapes}
+    return {"outputs": outputs, "jobs": jobs, "clones": clones, "escapes": escapes, "records": records}
+
+
+def _record(job: Any) -> Dict[str, Any]:
+    """
+    What the job's id is made of, leaf by leaf: every argument path Sisyphus hashes (``Job.hash``: the arguments but
+    those at their ``__sis_hash_exclude__`` value, and ``__sis_version__``) with a digest of its content, its value
+    when short, and for a path the id of the job that creates it. A path's digest covers its creator's class, file
+    and hash_overwrite but not the creator's id, so that a changed input shows as an input, not as this job's own
+    change. Above MAX_LEAVES or MAX_DEPTH, a container is one digest (a cut of the Merkle tree).
+    """
+    from sisyphus.job import Job
+
+    excluded = type(job).__sis_hash_exclude__
+    hashed = {k: v for k, v in job._sis_kwargs.items() if not (k in excluded and excluded[k] == v)}
+    if type(job).__sis_version__ is not None:
+        hashed["__sis_version__"] = type(job).__sis_version__
+    leaves: Dict[str, List[Any]] = {}
+    for name, value in sorted(hashed.items()):
+        _walk(value, name, 1, leaves)
+    return {"args": leaves, "custom_hash": getattr(type(job).hash, "__func__", None) is not Job.hash.__func__}
+
+
+def _walk(value: Any, where: str, depth: int, leaves: Dict[str, List[Any]]) -> None:
+    """Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper."""
+    children = _children(value) if depth < MAX_DEPTH and len(leaves) < MAX_LEAVES else None
+    if children is None:
+        text, job = _leaf(value)
+        digest = hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:8]
+        shown = text if len(text) <= MAX_VALUE and not text.startswith("<") else None
+        leaves[where] = [digest, shown, job]
+        return
+    for suffix, child in children:
+        _walk(child, f"{where}{suffix}", depth + 1, leaves)
+
+
+def _children(value: Any) -> Any:
+    """(path suffix, child) pairs of a container Sisyphus hashes element by element; None for a leaf."""
+    from sisyphus.hash import get_object_state
+
+    if value is None or type(value) in (int, float, bool, str, complex, bytes) or _is_path(value):
+        return None
+    if hasattr(value, "_sis_id") or isinstance(value, enum.Enum) or inspect.isfunction(value) or inspect.isclass(value):
+        return None
+    if type(value) in (list, tuple):
+        return [(f"[{i}]", item) for i, item in enumerate(value)] or None
+    if type(value) in (set, frozenset):
+        return None
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda item: repr(item[0]))
+        return [(f"[{key!r}]", item) for key, item in items] or None
+    # an object with its own _sis_hash (i6_core's ReturnnConfig) hashes part of its state: its state is walked all
+    # the same, so that a change shows at the attribute that holds it
+    state = get_object_state(value)
+    if isinstance(state, dict):
+        return [(f".{key}", item) for key, item in sorted(state.items())] or None
+    return [("", state)]
+
+
+def _is_path(value: Any) -> bool:
+    return getattr(value, "_sis_path", False) is True and not isinstance(value, type)
+
+
+def _leaf(value: Any) -> Tuple[str, Any]:
+    """(canonical text of a leaf, id of the job that creates it when it is a path)"""
+    from sisyphus.hash import sis_hash_helper
+
+    if _is_path(value):
+        creator = value.creator
+        overwrite = f" hash_overwrite={_shown_overwrite(value.hash_overwrite)!r}" if value.hash_overwrite else ""
+        if creator is None:
+            return f"Path({value.path!r}{overwrite})", None
+        return f"Path({type(creator).__name__}, {value.path!r}{overwrite})", creator.job_id()
+    if hasattr(value, "_sis_id"):
+        return f"Job({value.job_id()})", value.job_id()
+    if (
+        value is None
+        or type(value) in (int, float, bool, str, complex)
+        or type(value) in (list, tuple, dict)
+        and not value
+    ):
+        return repr(value), None
+    if inspect.isfunction(value) or inspect.isclass(value):
+        return f"{value.__module__}.{value.__qualname__}", None
+    if type(value) in (set, frozenset):
+        return "{" + ", ".join(sorted(repr(item) for item in value)) + "}", None
+    # anything else (a cut container, bytes, an enum...): Sisyphus's own bytes, shown as a type and digest
+    return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>", None
 
 
 def _shown_overwrite(overwrite: Any) -> Any:

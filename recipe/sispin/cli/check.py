@@ -17,10 +17,11 @@ from typing import Dict, List, Sequence, Tuple
 
 from sispin import git
 from sispin.errors import LockfileError, PinError
-from sispin.graph import load_graph
+from sispin.explain import JobRecord, explain_output, summary
+from sispin.graph import Output, SetGraph, load_graph
 from sispin.guard import off_lock_problems, overwrite_problems
 from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
-from sispin.snapshot import compare_outputs, read_snapshot, snapshot_path
+from sispin.snapshot import read_records, read_snapshot, snapshot_path
 from sispin.store import Store
 
 
@@ -61,6 +62,7 @@ def check(path: Path, set_names: Sequence[str], *, offline: bool, store: Store) 
     names = [spec.name for spec in lockfile.select_sets(set_names)]
     problems = [] if offline else _missing_commits(lockfile, names, store)
     recorded = read_snapshot(snapshot_path(lockfile.path))
+    records = read_records(snapshot_path(lockfile.path))
     outputs = 0
     for name in names:
         try:
@@ -75,7 +77,9 @@ def check(path: Path, set_names: Sequence[str], *, offline: bool, store: Store) 
                 f"sets.{name}: no snapshot in {display_path(snapshot_path(lockfile.path))} (run `pin snapshot {name}`)"
             )
         else:
-            problems += [f"sets.{name}: {line}" for line in compare_outputs(recorded[name], graph.outputs)]
+            problems += [
+                f"sets.{name}: {line}" for line in _changed_outputs(recorded[name], records.get(name, {}), graph)
+            ]
     for problem in problems:
         print(f"problem: {problem}")
     if problems:
@@ -109,3 +113,18 @@ def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> 
                     f"the store still has it in {mirror}"
                 )
     return problems
+
+
+def _changed_outputs(recorded: Dict[str, Output], records: Dict[str, JobRecord], graph: SetGraph) -> List[str]:
+    """One line per output whose job id differs from the snapshot, with the root causes when they can be told."""
+    lines = []
+    for name in sorted(set(recorded) | set(graph.outputs)):
+        old = recorded[name].job if name in recorded else None
+        new = graph.outputs[name].job if name in graph.outputs else None
+        if old == new:
+            continue
+        hint = summary(explain_output(name, old, new, records, graph.records))
+        if old is None:
+            hint = "new output: run `pin snapshot` to record it"
+        lines.append(f"output/{name}: {old or '(none)'} -> {new or '(none)'}" + (f" ({hint})" if hint else ""))
+    return lines

@@ -13,10 +13,10 @@ import sys
 from typing import Optional, Sequence
 
 from sispin import __version__
-from sispin.cli import check, import_pins, new, snapshot, status, sync, upgrade, verify
+from sispin.cli import check, explain, import_pins, new, snapshot, status, sync, upgrade, verify
 from sispin.errors import PinError
 
-_COMMANDS = (sync, upgrade, new, status, snapshot, check, import_pins, verify)
+_COMMANDS = (sync, upgrade, new, status, snapshot, check, explain, import_pins, verify)
 
 _EPILOG = """\
 exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown or already existing

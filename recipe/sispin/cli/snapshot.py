@@ -58,7 +58,7 @@ def snapshot(path: Path, set_names: Sequence[str]) -> int:
             f"{len(hidden)} clone path{'s' if len(hidden) != 1 else ''} with hash_overwrite in the job graph "
             f"(listed above): remove the overwrite; nothing recorded"
         )
-    update_snapshot(target, graphs)
+    written = update_snapshot(target, graphs)
     for graph in graphs:
         if graph.set_name in before:
             changed = len(compare_outputs(before[graph.set_name], graph.outputs))
@@ -66,5 +66,5 @@ def snapshot(path: Path, set_names: Sequence[str]) -> int:
         else:
             news = "new in the snapshot"
         print(f"{graph.set_name}: {len(graph.outputs)} outputs, {len(graph.jobs)} jobs ({news})")
-    print(f"{display_path(target)}: written")
+    print(f"{display_path(target)}: {'written' if written else 'unchanged'}")
     return 0

@@ -1,0 +1,127 @@
+"""
+``pin explain [SET ...] [--output NAME] [--json]``: why each registered output's job id differs from the snapshot.
+
+For every output whose id moved, the chain from the output's job down to the root causes, the deepest jobs whose
+own hashed arguments changed, and for each the argument paths with old -> new values; computed from the live graph
+and pin.snapshot.toml alone, so it works where the old configs are gone (CI).
+"""
+
+from __future__ import annotations
+
+__all__ = ["add_parser", "run", "explain", "explanation_lines"]
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from sispin.errors import UnknownNameError
+from sispin.explain import Explanation, JobRecord, explain_output, pin_moved, short_id, shown
+from sispin.graph import load_graph
+from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.snapshot import read_records, read_snapshot, snapshot_path
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """:param subparsers: the ``pin`` subcommand registry"""
+    parser = subparsers.add_parser(
+        "explain",
+        help="say why job ids differ from the snapshot: the argument that changed, old -> new",
+        description="For every registered output whose job id differs from pin.snapshot.toml, show the chain from "
+        "the output down to the root causes (the deepest jobs whose own arguments changed) and the argument paths "
+        "that differ, old -> new. Works from the snapshot alone. Exit 1 when some output differs.",
+    )
+    parser.add_argument("sets", metavar="SET", nargs="*", help="sets to explain (default: all)")
+    parser.add_argument("--output", metavar="NAME", help="explain this registered output only")
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
+    parser.set_defaults(run=run, trailing="sets")
+
+
+def run(args: argparse.Namespace) -> int:
+    """:param args: parsed command line"""
+    return explain(find_lockfile(), args.sets, output=args.output, as_json=args.json)
+
+
+def explain(path: Path, set_names: Sequence[str], *, output: Optional[str], as_json: bool) -> int:
+    """
+    :param path: the pin.toml
+    :param set_names: sets to explain; empty for all
+    :param output: only this output
+    :param as_json: print JSON instead of text
+    :return: 0 when every output has its recorded id, else 1
+    """
+    lockfile = load_lockfile(path)
+    names = [spec.name for spec in lockfile.select_sets(set_names)]
+    recorded = read_snapshot(snapshot_path(lockfile.path))
+    records = read_records(snapshot_path(lockfile.path))
+    found = output is None
+    report: List[Dict[str, Any]] = []
+    lines: List[str] = []
+    for name in names:
+        graph = load_graph(lockfile, name)
+        old_outputs = recorded.get(name, {})
+        for output_name in sorted(set(old_outputs) | set(graph.outputs)):
+            if output is not None and output_name != output:
+                continue
+            found = True
+            old = old_outputs[output_name].job if output_name in old_outputs else None
+            new = graph.outputs[output_name].job if output_name in graph.outputs else None
+            if old == new:
+                continue
+            explanation = explain_output(output_name, old, new, records.get(name, {}), graph.records)
+            report.append({"set": name, **_as_json(explanation, lockfile, name, graph.records)})
+            lines += explanation_lines(explanation, lockfile, name, graph.records, snapshot_name(lockfile))
+    if not found:
+        raise UnknownNameError(f"no registered output {output!r} in set(s) {', '.join(names)}")
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        for line in lines or [f"every output has the job id recorded in {snapshot_name(lockfile)}"]:
+            print(line)
+    return 1 if report else 0
+
+
+def snapshot_name(lockfile: Lockfile) -> str:
+    """:return: the snapshot file as messages name it"""
+    return display_path(snapshot_path(lockfile.path))
+
+
+def explanation_lines(
+    explanation: Explanation, lockfile: Lockfile, set_name: str, records: Mapping[str, JobRecord], snapshot: str
+) -> List[str]:
+    """
+    :return: the explanation as text: a headline per output, then per root cause the chain and the differences
+    """
+    old, new = explanation.old, explanation.new
+    if old is None:
+        return [f"output/{explanation.output}  (none) -> {new}  (new output: run `pin snapshot` to record it)"]
+    if new is None:
+        return [f"output/{explanation.output}  {old} -> (none)  (no longer registered)"]
+    lines = [f"output/{explanation.output}  {old} -> .{short_id(new).rsplit('.', 1)[-1]}"]
+    for cause in explanation.causes:
+        # the chain below the output's job: each job reached through an argument of the one above it
+        below = [(step_old, step_new) for _, step_old, step_new in cause.via[1:]] + [(cause.old, cause.new)]
+        for (argument, _, _), (step_old, step_new) in zip(cause.via, below):
+            lines.append(f"  via      {argument}: {short_id(step_old)} -> .{short_id(step_new).rsplit('.', 1)[-1]}")
+        moved = pin_moved(cause, lockfile, set_name, records)
+        for difference in cause.differences:
+            note = f"   (pin moved: {moved})" if moved else ""
+            lines.append(f"  because  {difference.path}: {shown(difference.old)} -> {shown(difference.new)}{note}")
+        if cause.reason:
+            lines.append(f"  because  {cause.reason}")
+        if cause.custom_hash:
+            lines.append(
+                f"  note     {short_id(cause.new).rsplit('.', 1)[0]} defines its own hash(): these are its arguments, "
+                "what it hashes may differ"
+            )
+    return lines
+
+
+def _as_json(
+    explanation: Explanation, lockfile: Lockfile, set_name: str, records: Mapping[str, JobRecord]
+) -> Dict[str, Any]:
+    data = asdict(explanation)
+    for cause, record in zip(explanation.causes, data["causes"]):
+        record["pin_moved"] = pin_moved(cause, lockfile, set_name, records)
+    return data

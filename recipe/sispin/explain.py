@@ -1,0 +1,241 @@
+"""
+Why a job id changed (nix-diff for Sisyphus): walk an output's old and new job down through the inputs whose ids
+changed, to the root causes, the deepest jobs whose own hashed arguments differ, and name those arguments with old
+and new values.
+
+A job's record (made by :mod:`sispin.sisyphus_probe`) lists every hashed argument path with a digest of its
+content, its value when short, and for a path the id of the job that creates it. Two records of one job explain a
+change: a path whose creator's id changed is an input that changed (followed down); any other difference is the
+job's own. Records come from a live graph or from pin.snapshot.toml, so a change can be explained in CI, where the
+old configs are gone.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Arg",
+    "JobRecord",
+    "Difference",
+    "Cause",
+    "Explanation",
+    "explain_output",
+    "is_full_sha_repr",
+    "shown",
+    "short_id",
+    "is_commit_only",
+    "pin_moved",
+    "summary",
+]
+
+import re
+from dataclasses import dataclass, field
+from typing import List, Mapping, Optional, Set, Tuple
+
+from sispin.clonejob import CLASS_NAME
+from sispin.lockfile import Lockfile
+
+
+@dataclass(frozen=True)
+class Arg:
+    """
+    One hashed argument leaf of a job.
+
+    :param digest: digest of its content (for a path: the creator's class, the file, the overwrite)
+    :param value: its value as Python shows it, when short enough to keep
+    :param job: for a path, the id of the job that creates it
+    """
+
+    digest: str
+    value: Optional[str] = None
+    job: Optional[str] = None
+
+    def encode(self) -> str:
+        """:return: the one-line form pin.snapshot.toml keeps: ``digest[ @job][ =value]``"""
+        return (
+            self.digest + (f" @{self.job}" if self.job else "") + (f" ={self.value}" if self.value is not None else "")
+        )
+
+    @classmethod
+    def decode(cls, text: str) -> Arg:
+        """:param text: what :meth:`encode` wrote"""
+        digest, _, rest = text.partition(" ")
+        job = None
+        if rest.startswith("@"):
+            job, _, rest = rest[1:].partition(" ")
+        return cls(digest, rest[1:] if rest.startswith("=") else None, job or None)
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """
+    :param args: argument path -> its leaf
+    :param custom_hash: the job's class defines its own ``hash()``, so its arguments may not be what it hashes
+    """
+
+    args: Mapping[str, Arg]
+    custom_hash: bool = False
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One argument path whose leaf differs; old or new is None where the path is absent on that side."""
+
+    path: str
+    old: Optional[Arg]
+    new: Optional[Arg]
+
+
+@dataclass
+class Cause:
+    """
+    A root cause: a job whose own arguments changed.
+
+    :param old: its old id
+    :param new: its new id
+    :param via: the steps from the output's job down to it: (argument path in the user, old id, new id)
+    :param differences: its own differing arguments (empty when they cannot be told: see ``reason``)
+    :param custom_hash: its class defines its own hash(): the arguments differ, what it hashes may differ otherwise
+    :param reason: why nothing finer can be said, if so
+    """
+
+    old: str
+    new: str
+    via: List[Tuple[str, str, str]] = field(default_factory=list)
+    differences: List[Difference] = field(default_factory=list)
+    custom_hash: bool = False
+    reason: Optional[str] = None
+
+
+@dataclass
+class Explanation:
+    """
+    :param output: the registered output's name
+    :param old: its job id in the old graph (None: new output)
+    :param new: its job id now (None: gone)
+    :param causes: the root causes, deepest first along each chain
+    """
+
+    output: str
+    old: Optional[str]
+    new: Optional[str]
+    causes: List[Cause] = field(default_factory=list)
+
+
+def explain_output(
+    output: str,
+    old_id: Optional[str],
+    new_id: Optional[str],
+    old_records: Mapping[str, JobRecord],
+    new_records: Mapping[str, JobRecord],
+) -> Explanation:
+    """
+    :param output: the output's name
+    :param old_id: its old job id
+    :param new_id: its new job id
+    :param old_records: job id -> record, of the old graph (a snapshot's or a live one)
+    :param new_records: job id -> record, of the new graph
+    """
+    explanation = Explanation(output, old_id, new_id)
+    if old_id and new_id and old_id != new_id:
+        _compare(old_id, new_id, [], old_records, new_records, explanation.causes, set())
+    return explanation
+
+
+def _compare(
+    old_id: str,
+    new_id: str,
+    via: List[Tuple[str, str, str]],
+    old_records: Mapping[str, JobRecord],
+    new_records: Mapping[str, JobRecord],
+    causes: List[Cause],
+    seen: Set[Tuple[str, str]],
+) -> None:
+    if (old_id, new_id) in seen:
+        return
+    seen.add((old_id, new_id))
+    old, new = old_records.get(old_id), new_records.get(new_id)
+    if old is None or new is None:
+        missing = "old" if old is None else "new"
+        causes.append(Cause(old_id, new_id, via, reason=f"no record of the {missing} job's arguments"))
+        return
+    own: List[Difference] = []
+    inputs = 0
+    for path in sorted(set(old.args) | set(new.args)):
+        a, b = old.args.get(path), new.args.get(path)
+        if a is not None and b is not None and a.digest == b.digest:
+            if a.job and b.job and a.job != b.job:
+                inputs += 1
+                _compare(a.job, b.job, [*via, (path, old_id, new_id)], old_records, new_records, causes, seen)
+        else:
+            own.append(Difference(path, a, b))
+    if own:
+        causes.append(Cause(old_id, new_id, via, own, new.custom_hash))
+    elif not inputs:
+        causes.append(Cause(old_id, new_id, via, custom_hash=new.custom_hash, reason=_unexplained(old_id, new_id)))
+
+
+def _unexplained(old_id: str, new_id: str) -> str:
+    if old_id.rsplit(".", 1)[0] != new_id.rsplit(".", 1)[0]:
+        return "the job's class or module changed"
+    return "every recorded argument is equal: the difference lies below the recorded cut, or in the job's own hash()"
+
+
+_SHA_REPR_RE = re.compile(r"'[0-9a-f]{40}'")
+
+
+def is_full_sha_repr(value: Optional[str]) -> bool:
+    """:return: whether a recorded value is a quoted full commit SHA"""
+    return bool(value) and bool(_SHA_REPR_RE.fullmatch(value))
+
+
+def shown(arg: Optional[Arg]) -> str:
+    """:return: how a recorded leaf reads in an explanation: its value (a SHA shortened), else its digest"""
+    if arg is None:
+        return "(absent)"
+    if arg.value is None:
+        return f"#{arg.digest}"
+    return arg.value[1:8] if is_full_sha_repr(arg.value) else arg.value
+
+
+def short_id(job: str) -> str:
+    """:return: ``Class.hash`` of a job id ``module/path/Class.hash``"""
+    return job.rsplit("/", 1)[-1]
+
+
+def is_commit_only(cause: Cause) -> bool:
+    """:return: whether a root cause is a CloneGitRepositoryJob whose commit alone changed"""
+    return (
+        short_id(cause.new).startswith(CLASS_NAME + ".")
+        and bool(cause.differences)
+        and all(d.path == "commit" for d in cause.differences)
+    )
+
+
+def pin_moved(cause: Cause, lockfile: Lockfile, set_name: str, records: Mapping[str, JobRecord]) -> Optional[str]:
+    """
+    :return: ``sets.SET.REPO`` when a commit-only cause is the set's pin of a locked repository moving, else None
+    """
+    if not is_commit_only(cause) or set_name not in lockfile.sets:
+        return None
+    args = records[cause.new].args
+    url, commit = args.get("url"), args.get("commit")
+    for name, pin in lockfile.sets[set_name].pins.items():
+        repo = lockfile.repos[name]
+        if url and commit and url.value == repr(repo.url) and commit.value == repr(pin.commit):
+            return f"sets.{set_name}.{name}"
+    return None
+
+
+def summary(explanation: Explanation) -> str:
+    """:return: one phrase naming the root causes, for a line of ``pin check``"""
+    parts = []
+    for cause in explanation.causes:
+        where = "" if not cause.via else f" in {short_id(cause.new)}"
+        if cause.reason:
+            parts.append(f"{short_id(cause.new)}: {cause.reason}")
+        for difference in cause.differences:
+            parts.append(f"{difference.path}: {shown(difference.old)} -> {shown(difference.new)}{where}")
+    if not parts:
+        return ""
+    more = f" (+{len(parts) - 3} more: pin explain)" if len(parts) > 3 else ""
+    return "because " + "; ".join(parts[:3]) + more

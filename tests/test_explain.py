@@ -1,0 +1,230 @@
+"""
+``pin explain``, the explanations in ``pin check`` and the upgrade advisor, on real Sisyphus + i6_core: each change
+is explained by argument path, old -> new, from a live old graph and from pin.snapshot.toml alone.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import git_commit, make_setup, sisyphus_entry
+from sispin.cli.main import main
+from sispin.explain import explain_output
+from sispin.graph import load_graph
+from sispin.lockfile import load_lockfile
+
+CONFIG = """\
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
+from i6_core.text.processing import WriteToTextFileJob
+from sisyphus import Job, Task, tk
+
+from sispin import experiment_set
+
+LEARNING_RATE = 1e-3
+VERBOSE = False
+SIZE = 4
+
+
+class Excluding(Job):
+    # verbose=False is left out of the hash, so that adding the argument kept the ids of existing jobs
+    __sis_hash_exclude__ = {"verbose": False}
+
+    def __init__(self, size, verbose=False):
+        self.size = size
+        self.verbose = verbose
+        self.out = self.output_path("out")
+
+    def tasks(self):
+        yield Task("run")
+
+
+class OwnHash(Job):
+    def __init__(self, size, comment):
+        self.size = size
+        self.comment = comment
+        self.out = self.output_path("out")
+
+    @classmethod
+    def hash(cls, parsed_args):
+        return super().hash({"size": parsed_args["size"]})
+
+    def tasks(self):
+        yield Task("run")
+
+
+def py():
+    exp = experiment_set("exp")
+    root = exp.repo("rc")
+    with exp.imported("rc"):
+        import rc
+
+        network = rc.network()
+    config = WriteReturnnConfigJob(
+        ReturnnConfig({"learning_rate": LEARNING_RATE, "network": network, "rc_root": root}, black_formatting=False)
+    )
+    tk.register_output("exp/config", config.out_returnn_config_file)
+    tk.register_output("exp/copy", WriteToTextFileJob(config.out_returnn_config_file).out_file)
+    tk.register_output("exp/excluding", Excluding(SIZE, verbose=VERBOSE).out)
+    tk.register_output("exp/own_hash", OwnHash(SIZE, "a comment").out)
+"""
+
+
+def network_code(layers: int, note: str = "") -> dict:
+    return {"__init__.py": f"# {note}\ndef network():\n    return {{'layers': {layers}, 'activation': 'relu'}}\n"}
+
+
+class Setup:
+    def __init__(self, root: Path, commits: list):
+        self.root = root
+        self.c = commits
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config" / "exp.py"
+
+    def edit(self, old: str, new: str) -> None:
+        self.config.write_text(self.config.read_text().replace(old, new))
+
+    def graph(self):
+        return load_graph(load_lockfile(self.root / "pin.toml"), "exp")
+
+    def pin(self, commit: str) -> None:
+        lock = self.root / "pin.toml"
+        lock.write_text(lock.read_text().replace(self.c[0], commit))
+
+
+@pytest.fixture
+def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir) -> Setup:
+    remote = make_repo("rc")
+    commits = [
+        git_commit(remote, network_code(1, "first"), "first"),
+        git_commit(remote, network_code(1, "same network, other comment"), "cosmetic"),
+        git_commit(remote, network_code(2, "deeper"), "deeper"),
+    ]
+    lock = (
+        f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\nbranch = "main"\ncheckout = "rc"\n\n'
+        f'[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{commits[0]}"\n\n' + sisyphus_entry(real_sisyphus)
+    )
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"exp.py": CONFIG})
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    return Setup(root, commits)
+
+
+def _lines(explanation) -> list:
+    return [
+        (cause.new.rsplit("/", 1)[-1].split(".")[0], d.path, d.old and d.old.value, d.new and d.new.value)
+        for cause in explanation.causes
+        for d in cause.differences
+    ]
+
+
+CASES = {
+    # name: (edit of the config, output, expected (job class, argument path, old, new))
+    "learning rate": (
+        ("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3"),
+        "exp/config",
+        ("WriteReturnnConfigJob", "returnn_config.config['learning_rate']", "0.001", "0.002"),
+    ),
+    "two jobs deep": (
+        ("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3"),
+        "exp/copy",
+        ("WriteReturnnConfigJob", "returnn_config.config['learning_rate']", "0.001", "0.002"),
+    ),
+    "hash exclude": (("VERBOSE = False", "VERBOSE = True"), "exp/excluding", ("Excluding", "verbose", None, "True")),
+    "own hash": (("SIZE = 4", "SIZE = 5"), "exp/own_hash", ("OwnHash", "size", "4", "5")),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_change_is_explained_from_a_live_graph_and_from_the_snapshot(setup, capsys, case):
+    (old_text, new_text), output, expected = CASES[case]
+    assert main(["snapshot"]) == 0
+    before = setup.graph()
+    setup.edit(old_text, new_text)
+    after = setup.graph()
+    live = explain_output(output, before.outputs[output].job, after.outputs[output].job, before.records, after.records)
+    assert _lines(live) == [expected], case
+
+    capsys.readouterr()
+    assert main(["explain", "--output", output]) == 1
+    out = capsys.readouterr().out.splitlines()
+    old_value = expected[2] if expected[2] is not None else "(absent)"
+    assert f"  because  {expected[1]}: {old_value} -> {expected[3]}" in out, out
+    if case == "two jobs deep":
+        assert any(line.startswith("  via      content: WriteReturnnConfigJob.") for line in out), out
+    if case == "own hash":
+        assert "  note     OwnHash defines its own hash(): these are its arguments, what it hashes may differ" in out
+
+
+def test_a_pin_move_is_named_with_its_set_and_repository(setup, capsys):
+    assert main(["snapshot"]) == 0
+    setup.pin(setup.c[1])
+    capsys.readouterr()
+    assert main(["explain", "--json"]) == 1
+    report = {entry["output"]: entry for entry in json.loads(capsys.readouterr().out)}
+    assert sorted(report) == ["exp/config", "exp/copy"], "the outputs that do not use rc keep their ids"
+    [cause] = report["exp/config"]["causes"]
+    assert cause["pin_moved"] == "sets.exp.rc"
+    assert [(d["path"], d["old"]["value"], d["new"]["value"]) for d in cause["differences"]] == [
+        ("commit", repr(setup.c[0]), repr(setup.c[1]))
+    ]
+    assert main(["check", "--offline"]) == 1
+    out = capsys.readouterr().out
+    assert f"(because commit: {setup.c[0][:7]} -> {setup.c[1][:7]} in CloneGitRepositoryJob." in out
+
+
+def test_advisor_tells_a_commit_only_move_from_a_content_change(setup, capsys):
+    assert main(["snapshot"]) == 0
+    capsys.readouterr()
+    assert main(["upgrade", "exp", "--to", setup.c[1][:10], "rc", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "  exp/config: only the pinned commit changes" in out, out
+    assert main(["upgrade", "exp", "--to", setup.c[1], "rc"]) == 0
+    capsys.readouterr()
+    assert main(["upgrade", "exp", "rc", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "  exp/config: content changes too: returnn_config.config['network']['layers']: 1 -> 2" in out, out
+
+
+def test_upgrade_refuses_to_absorb_an_unrecorded_change(setup, capsys):
+    assert main(["snapshot"]) == 0
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    before = (setup.root / "pin.toml").read_text()
+    capsys.readouterr()
+    assert main(["upgrade", "exp", "--to", setup.c[2], "rc"]) == 8
+    captured = capsys.readouterr()
+    assert "drift: output/exp/config: " in captured.out
+    assert "because returnn_config.config['learning_rate']: 0.001 -> 0.002" in captured.out
+    assert "already differs from pin.snapshot.toml before the move" in captured.err
+    assert (setup.root / "pin.toml").read_text() == before
+    assert main(["upgrade", "exp", "--to", setup.c[2], "rc", "--accept-drift"]) == 0
+    assert main(["check", "--offline"]) == 0, "the accepted difference is in the new snapshot"
+
+
+def test_a_dry_run_of_a_downgrade_shows_the_move_and_the_flag_it_needs(setup, capsys):
+    setup.pin(setup.c[2])
+    assert main(["snapshot"]) == 0
+    capsys.readouterr()
+    assert main(["upgrade", "exp", "--to", setup.c[0], "rc", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "(downgrade: 2 commits back)" in out and "Blast radius: " in out
+    assert "the real move needs --allow-downgrade" in out
+
+
+def test_snapshot_says_unchanged_and_a_new_output_hints_at_snapshot(setup, capsys):
+    assert main(["snapshot"]) == 0
+    capsys.readouterr()
+    assert main(["snapshot"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "pin.snapshot.toml: unchanged"
+    setup.edit(
+        '    tk.register_output("exp/own_hash"',
+        '    tk.register_output("exp/extra", OwnHash(9, "x").out)\n    tk.register_output("exp/own_hash"',
+    )
+    assert main(["check", "--offline"]) == 1
+    assert "output/exp/extra: (none) -> " in capsys.readouterr().out
+    assert main(["explain"]) == 1
+    assert "(new output: run `pin snapshot` to record it)" in capsys.readouterr().out
