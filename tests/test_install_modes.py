@@ -55,10 +55,12 @@ def _run(*command: object, cwd: Path = PROJECT_ROOT, env: dict = None) -> str:
 def venv(real_sisyphus, tmp_path_factory) -> Path:
     """A fresh venv with Sisyphus installed by pip; the other dependencies come from the test environment."""
     root = tmp_path_factory.mktemp("venv") / "v"
-    _run(sys.executable, "-m", "venv", root)
+    # without pip of its own: pip and setuptools>=64 (the test extra) come from the test environment, as a venv's own
+    # may be too old to read pyproject.toml's [project] (Python 3.9's setuptools 58)
+    _run(sys.executable, "-m", "venv", "--without-pip", root)
     python = root / "bin" / "python"
     site = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip()
-    # GitPython, tomlkit, psutil, i6_core's numpy...: visible, without processing this environment's .pth files
+    # pip, GitPython, tomlkit, psutil, i6_core's numpy...: visible, without processing this environment's .pth files
     Path(site, "test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     # from a copy: a build writes build/ into its source, and the shared checkout must stay clean
     source = root.parent / "sisyphus-source"
