@@ -21,7 +21,7 @@ _COMMANDS = (sync, upgrade, new, status, snapshot, check, explain, import_pins, 
 _EPILOG = """\
 exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown or already existing
 set or repository, 5 git failure (unreachable remote, unknown revision), 6 checkout differs from pin.toml,
-7 hash_overwrite on a pinned path, 8 move refused (needs --allow-downgrade/--allow-unrelated),
+7 hash_overwrite on a pinned path, 8 move refused (needs --allow-downgrade, --allow-unrelated or --accept-drift),
 9 job graph unavailable (no Sisyphus, or a config fails to load), 70 internal error, 130 interrupted.
 The lockfile is $PIN_LOCK if set, else the nearest pin.toml in the working directory or above."""
 
