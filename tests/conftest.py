@@ -52,6 +52,15 @@ def git_commit(repo: Path, files: Dict[str, str], message: str = "change") -> st
     return git(repo, "rev-parse", "HEAD")
 
 
+@pytest.fixture(autouse=True)
+def environment_restored() -> Iterator[None]:
+    """sispin.use_store_mirrors() sets its variables in os.environ (for the workers): none may leak into other tests."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 @pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[..., Path]:
     """Factory: an empty git repository (branch main) under tmp_path."""

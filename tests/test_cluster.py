@@ -236,16 +236,6 @@ def test_a_node_without_the_store_the_manager_saw_fails_the_clone(
     assert f"'{mirror}' does not appear to be a git repository" in log, log
 
 
-@pytest.fixture
-def git_config_env() -> Iterator[None]:
-    """Restore git's GIT_CONFIG_* variables of this process, which use_store_mirrors() sets, after the test."""
-    saved = {key: value for key, value in os.environ.items() if key.startswith("GIT_CONFIG_")}
-    yield
-    for key in [key for key in os.environ if key.startswith("GIT_CONFIG_")]:
-        del os.environ[key]
-    os.environ.update(saved)
-
-
 def load_settings(monkeypatch: pytest.MonkeyPatch, engine_choice: str) -> dict:
     """
     Execute this setup's settings.py as Sisyphus does (in its global_settings namespace), in a copy of that namespace
@@ -259,9 +249,7 @@ def load_settings(monkeypatch: pytest.MonkeyPatch, engine_choice: str) -> dict:
     return namespace
 
 
-def test_the_engine_is_chosen_by_an_environment_variable(
-    real_sisyphus, write_lock, store_dir, git_config_env, monkeypatch
-):
+def test_the_engine_is_chosen_by_an_environment_variable(real_sisyphus, write_lock, store_dir, monkeypatch):
     from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
     from i6_core.tools.git import CloneGitRepositoryJob
     from sisyphus.engine import EngineSelector
@@ -302,7 +290,7 @@ def test_an_unknown_engine_stops_sis_with_one_line(real_sisyphus, tmp_path, monk
     )
 
 
-def test_a_store_on_another_filesystem_is_copied_not_hardlinked(history, tmp_path, git_config_env, monkeypatch):
+def test_a_store_on_another_filesystem_is_copied_not_hardlinked(history, tmp_path, monkeypatch):
     other = Path(tempfile.mkdtemp(prefix="sispin-store-", dir="/dev/shm"))
     try:
         assert other.stat().st_dev != tmp_path.stat().st_dev, "/dev/shm is a filesystem of its own (tmpfs)"
