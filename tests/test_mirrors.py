@@ -106,7 +106,8 @@ def test_settings_variables_for_sisyphus(history, store_dir, monkeypatch):
     monkeypatch.delenv("SISPIN_STORE_REDIRECTS")  # a new manager decides anew
     env = use_store_mirrors()
     entries = [(env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"]) for i in range(int(env["GIT_CONFIG_COUNT"]))]
-    assert entries[:2] == [("user.name", "someone"), (f"url.{mirror}.insteadOf", history.url)]
+    assert entries[0] == (f"url.{mirror}.insteadOf", history.url), "before inherited redirects of the same URL"
+    assert entries[-1] == ("user.name", "someone"), "the user's own entries are kept"
     assert (f"url.{history.url}_.insteadOf", f"{history.url}_") in entries, "longer URLs keep their own remote"
     # Sisyphus expands $NAME in DEFAULT_ENVIRONMENT_SET: the returned values write $ as $$
     assert all(os.environ[k] == v.replace("$$", "$") for k, v in env.items())
@@ -212,3 +213,17 @@ def test_a_worker_never_reads_pin_toml(history, store_dir):
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert json.loads(result.stdout)["GIT_CONFIG_KEY_0"] == "url./mirror.insteadOf"
     assert result.stderr == ""
+
+
+def test_the_store_wins_over_an_inherited_redirect_of_the_same_url(history, store_dir, monkeypatch):
+    from sispin.settings_hook import use_store_mirrors
+
+    Store(store_dir).fetch(history.url)
+    # an offline setup (like CI's) already sends the URL to a bundle: the store's local mirror must still win
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "url./somewhere/rc.bundle.insteadOf")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", history.url)
+    monkeypatch.delenv("SISPIN_STORE_REDIRECTS", raising=False)
+    use_store_mirrors()
+    got = subprocess.run(["git", "ls-remote", "--get-url", history.url], capture_output=True, text=True, check=True)
+    assert got.stdout.strip() == str(Store(store_dir).mirror_path(history.url))

@@ -91,7 +91,8 @@ def use_store_mirrors() -> Dict[str, str]:
 
     A URL whose mirror is missing, or lacks a pinned commit, is not redirected. A process below the one that
     decided (marked by ``SISPIN_STORE_REDIRECTS``) keeps what it inherited; the deciding process replaces
-    redirections to the store that it inherited and keeps any other ``GIT_CONFIG_*`` entries.
+    redirections to the store that it inherited and keeps any other ``GIT_CONFIG_*`` entries, after its own. (A
+    redirect of the same URL in a git config file still wins: git reads those before the environment.)
 
     :return: the ``GIT_CONFIG_*`` variables, complete, and the marker; ``$`` written ``$$``, as Sisyphus expands
         ``$NAME`` in ``DEFAULT_ENVIRONMENT_SET`` values
@@ -112,7 +113,9 @@ def use_store_mirrors() -> Dict[str, str]:
             _log.warning("sispin: no store redirect active: %s", exc)
             marker = _NO_LOCKFILE
         else:
-            entries += redirect_entries(store_redirects(lockfile, store))
+            # git takes the first of equally long insteadOf keys: the store's come before inherited ones (an offline
+            # bundle redirect of the same URL, say), so that the local mirror wins
+            entries = redirect_entries(store_redirects(lockfile, store)) + entries
             marker = str(lockfile.path)
         for i in range(len(entries), count):
             os.environ.pop(f"GIT_CONFIG_KEY_{i}", None)
