@@ -151,8 +151,18 @@ def test_check_without_snapshot_or_with_a_broken_config(setup, capsys):
     assert "sets.exp: no snapshot in pin.snapshot.toml (run `pin snapshot exp`)" in capsys.readouterr().out
     setup.config.write_text(CONFIG + "\nraise RuntimeError('broken config')\n")
     assert setup.run("check", "--offline") == 1
-    assert "loading the configs of set 'exp' failed: RuntimeError: broken config" in capsys.readouterr().out
+    # the config's own place and exception, in one line; its whole traceback with --debug, same exit code
+    assert "loading the configs of set 'exp' failed: config/exp.py:19: RuntimeError: broken config" in (
+        capsys.readouterr().out
+    )
     assert setup.run("snapshot") == 9
+    assert capsys.readouterr().err == (
+        "pin: error: loading the configs of set 'exp' failed: config/exp.py:19: RuntimeError: broken config\n"
+    )
+    assert setup.run("--debug", "snapshot") == 9
+    err = capsys.readouterr().err
+    assert 'config/exp.py", line 19, in <module>' in err, err
+    assert err.rstrip().splitlines()[-1].startswith("pin: error: loading the configs of set 'exp' failed:")
 
 
 def test_blast_radius_counts_match_a_hand_count(setup, capsys):

@@ -5,6 +5,8 @@ Every error a user can cause is a :class:`PinError`; the CLI prints its message 
 ``exit_code``, and config code (Sisyphus) sees it as an ordinary exception with the same one-line message.
 """
 
+from typing import Optional
+
 __all__ = [
     "PinError",
     "UsageError",
@@ -26,6 +28,8 @@ class PinError(Exception):
 
     #: process exit code used by the ``pin`` CLI (documented in README.md)
     exit_code = 1
+    #: more than the one line, shown by ``pin --debug`` (e.g. the traceback of a failing Sisyphus config)
+    details: Optional[str] = None
 
 
 class UsageError(PinError):

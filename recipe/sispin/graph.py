@@ -193,8 +193,14 @@ def run_probe(lockfile: Lockfile, arguments: List[str], what: str, lock_text: Op
             )
         except subprocess.TimeoutExpired:
             raise SisyphusError(f"{what} took over {PROBE_TIMEOUT} s") from None
-        if result.returncode != 0 or not report_path.is_file():
+        report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None
+        if isinstance(report, dict) and "error" in report:
+            error = report["error"]
+            failure = SisyphusError(f"{what} failed: {error['where']}: {error['exception']}")
+            failure.details = error["traceback"]
+            raise failure
+        if result.returncode != 0 or report is None:
             lines = [line for line in result.stderr.splitlines() if line.strip()]
             reason = lines[-1].strip() if lines else f"exit code {result.returncode}"
             raise SisyphusError(f"{what} failed: {reason}")
-        return json.loads(report_path.read_text(encoding="utf-8"))
+        return report

@@ -8,17 +8,18 @@ importable without them. What settings.py calls lives in :mod:`sispin.settings_h
 
 from __future__ import annotations
 
-__all__ = ["ExperimentSet", "experiment_set"]
+__all__ = ["ExperimentSet", "experiment_set", "current_set", "shown_overwrite"]
 
 import contextlib
 import functools
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator
 
 from sispin.clonejob import checkout_folder, job_kwargs
-from sispin.errors import GitError, HashOverwriteError
+from sispin.errors import GitError, HashOverwriteError, UnknownNameError
 from sispin.imports import PinnedImport, checkout_names, pinned_import
-from sispin.lockfile import Lockfile, find_lockfile, load_lockfile
+from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 from sispin.store import Store
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
@@ -82,7 +83,8 @@ class ExperimentSet:
         if path.hash_overwrite is not None:
             raise HashOverwriteError(
                 f"experiment set {self.name!r}, repository {repo!r}: the checkout path of commit "
-                f"{self.commit(repo)[:12]} has hash_overwrite={path.hash_overwrite!r}, which removes the commit "
+                f"{self.commit(repo)[:12]} has hash_overwrite={shown_overwrite(path.hash_overwrite)!r}, which removes "
+                "the commit "
                 f"from every dependent job hash; remove the code that sets it"
             )
         return path
@@ -149,3 +151,58 @@ def experiment_set(name: str) -> ExperimentSet:
     :raises UnknownNameError: when it has no such set (the message lists the known ones)
     """
     return _experiment_set(find_lockfile(), name)
+
+
+def current_set() -> ExperimentSet:
+    """
+    The experiment set whose config Sisyphus is loading: for shared recipe code (a ``default_tools.py`` imported by
+    the configs of several sets) that must use the pins of whichever set calls it. Call it inside functions that a
+    config's ``py()`` calls, not at module level: a module runs once per process, for the first set only.
+
+    :raises UnknownNameError: outside a config, or when the running config belongs to no set or to several (then
+        name the set with :func:`experiment_set`)
+    """
+    from sisyphus.loader import config_manager
+
+    config = config_manager.current_config
+    caller = sys._getframe(1).f_code
+    if caller.co_name == "<module>" and config and Path(caller.co_filename).absolute() != Path(config).absolute():
+        # a shared module runs once per process: its module-level value would be the first set's for every set
+        raise UnknownNameError(
+            f"current_set() at module level of {display_path(Path(caller.co_filename))}: a module runs once per "
+            "process, for the first set only; call it inside a function that a config's py() calls"
+        )
+    if not config:
+        raise UnknownNameError(
+            "current_set() is called outside a Sisyphus config (at module level of a shared module, or after loading):"
+            " call it inside a function that a config's py() calls, or use experiment_set(NAME)"
+        )
+    path = find_lockfile()
+    lockfile = _load(path)
+    config_path = Path(config).absolute()
+    owners = [
+        spec.name
+        for spec in lockfile.sets.values()
+        if any((lockfile.root / listed).absolute() == config_path for listed in spec.configs)
+    ]
+    shown = display_path(config_path)
+    if not owners:
+        raise UnknownNameError(
+            f"current_set(): config {shown} belongs to no set of {display_path(path)} (add it to a set's configs)"
+        )
+    if len(owners) > 1:
+        raise UnknownNameError(
+            f"current_set(): config {shown} belongs to several sets ({', '.join(owners)}): use experiment_set(NAME)"
+        )
+    return _experiment_set(path, owners[0])
+
+
+def shown_overwrite(overwrite: Any) -> Any:
+    """
+    :param overwrite: a Sisyphus path's ``hash_overwrite`` (stored as a (creator, path) pair)
+    :return: it as the user wrote it: Sisyphus stores a string s as (None, s)
+    """
+    if overwrite is None:
+        return None
+    creator, path = overwrite
+    return path if creator is None else f"({creator}, {path!r})"

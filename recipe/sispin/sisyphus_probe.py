@@ -24,11 +24,14 @@ import enum
 import hashlib
 import inspect
 import json
+import os
 import sys
 from typing import Any, Dict, Iterator, List, Set, Tuple
 
 #: exit code of a probe that found no (rwth-i6) Sisyphus to import
 NO_SISYPHUS = 3
+#: exit code of a probe whose configs raised; OUT then holds {"error": {"where", "exception", "traceback"}}
+CONFIG_FAILED = 4
 #: a job's argument record lists at most this many leaves; below the cut, containers are single digests
 MAX_LEAVES = 300
 #: and goes at most this deep into nested arguments
@@ -51,6 +54,7 @@ def describe(config_files: List[str]) -> Dict[str, Any]:
     from sisyphus.loader import config_manager
 
     from sispin.clonejob import CLASS_NAME
+    from sispin.sets import shown_overwrite
 
     config_manager.load_configs(config_files)
     outputs = {}
@@ -77,7 +81,7 @@ def describe(config_files: List[str]) -> Dict[str, Any]:
                     "url": job.url,
                     "commit": job.commit,
                     "branch": job.branch,
-                    "hash_overwrite": _shown_overwrite(job.out_repository.hash_overwrite),
+                    "hash_overwrite": shown_overwrite(job.out_repository.hash_overwrite),
                 }
             )
         for argument, path in _hashed_paths(job):
@@ -88,7 +92,7 @@ def describe(config_files: List[str]) -> Dict[str, Any]:
                         "job": job_id,
                         "argument": argument,
                         "clone": creator.job_id(),
-                        "hash_overwrite": _shown_overwrite(path.hash_overwrite),
+                        "hash_overwrite": shown_overwrite(path.hash_overwrite),
                     }
                 )
     for escape in escapes:
@@ -162,9 +166,11 @@ def _leaf(value: Any) -> Tuple[str, Any]:
     """(canonical text of a leaf, id of the job that creates it when it is a path)"""
     from sisyphus.hash import sis_hash_helper
 
+    from sispin.sets import shown_overwrite
+
     if _is_path(value):
         creator = value.creator
-        overwrite = f" hash_overwrite={_shown_overwrite(value.hash_overwrite)!r}" if value.hash_overwrite else ""
+        overwrite = f" hash_overwrite={shown_overwrite(value.hash_overwrite)!r}" if value.hash_overwrite else ""
         if creator is None:
             return f"Path({value.path!r}{overwrite})", None
         return f"Path({type(creator).__name__}, {value.path!r}{overwrite})", creator.job_id()
@@ -183,14 +189,6 @@ def _leaf(value: Any) -> Tuple[str, Any]:
         return "{" + ", ".join(sorted(repr(item) for item in value)) + "}", None
     # anything else (a cut container, bytes, an enum...): Sisyphus's own bytes, shown as a type and digest
     return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>", None
-
-
-def _shown_overwrite(overwrite: Any) -> Any:
-    """A path's hash_overwrite as the user wrote it: Sisyphus stores a string s as (None, s)."""
-    if overwrite is None:
-        return None
-    creator, path = overwrite
-    return path if creator is None else f"({creator}, {path!r})"
 
 
 def _depends_on(job: Any, dependency: str, inputs: Dict[str, Set[str]]) -> bool:
@@ -303,13 +301,46 @@ def main(argv: List[str]) -> int:
     """:param argv: ``graph OUT CONFIG ...``, ``clone-ids OUT REQUEST`` or ``set-clones OUT SET ...``"""
     mode, out, rest = argv[0], argv[1], argv[2:]
     _find_sisyphus()
-    if mode == "graph":
-        report: Any = describe(rest)
-    elif mode == "set-clones":
-        report = set_clones(rest)
-    else:
-        with open(rest[0], encoding="utf-8") as handle:
-            report = clone_ids(json.load(handle))
+    code = 0
+    try:
+        if mode == "graph":
+            report: Any = describe(rest)
+        elif mode == "set-clones":
+            report = set_clones(rest)
+        else:
+            with open(rest[0], encoding="utf-8") as handle:
+                report = clone_ids(json.load(handle))
+    except Exception as exc:  # the configs' own error: reported with its place, for one line and for --debug
+        report, code = {"error": _config_error(exc)}, CONFIG_FAILED
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(report, handle)
-    return 0
+    return code
+
+
+def _config_error(exc: BaseException) -> Dict[str, str]:
+    """
+    :return: {"where": file:line of the deepest frame in the setup's own code (configs, recipes; not Sisyphus or
+        sispin), "exception": "Type: message", "traceback": the whole traceback}
+    """
+    import traceback
+
+    root = os.getcwd() + os.sep
+    ours = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(_module_dir("sisyphus")) + os.sep)
+    frames = traceback.extract_tb(exc.__traceback__)
+    setup_frames = [
+        f
+        for f in frames
+        if os.path.abspath(f.filename).startswith(root) and not os.path.abspath(f.filename).startswith(ours)
+    ]
+    frame = (setup_frames or frames or [None])[-1]
+    where = f"{os.path.relpath(frame.filename)}:{frame.lineno}" if frame else "?"
+    return {
+        "where": where,
+        "exception": f"{type(exc).__name__}: {exc}",
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+    }
+
+
+def _module_dir(name: str) -> str:
+    module = sys.modules.get(name)
+    return os.path.dirname(os.path.abspath(module.__file__)) if module and module.__file__ else "/nonexistent"

@@ -71,7 +71,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return int(args.run(args))
     except PinError as exc:
-        if args.debug:
+        if args.debug and exc.details:
+            print(exc.details.rstrip(), file=sys.stderr)  # e.g. the failing config's own traceback
+        elif args.debug:
             raise
         print(f"pin: error: {exc}", file=sys.stderr)
         return exc.exit_code
