@@ -50,7 +50,9 @@ SUPPORTED_VERSION = 1
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-_SET_RESERVED_KEYS = ("configs",)
+#: keys of a [sets.*] table that are not repository pins: the set's configs, and the clones outside the lock it
+#: accepts by URL although they pin no commit, or hide theirs behind a hash_overwrite
+_SET_RESERVED_KEYS = ("configs", "allow_unpinned", "allow_hash_overwrite")
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,15 @@ class SetSpec:
     :param name: set name
     :param configs: Sisyphus config files (relative to the setup root) that make up the set
     :param pins: repository name -> its pin, in file order
+    :param allow_unpinned: URLs of clones outside the lock the set accepts without a full commit (deliberately)
+    :param allow_hash_overwrite: URLs of clones outside the lock whose output may carry a hash_overwrite
     """
 
     name: str
     configs: Tuple[str, ...]
     pins: Mapping[str, Pin]
+    allow_unpinned: Tuple[str, ...] = ()
+    allow_hash_overwrite: Tuple[str, ...] = ()
 
     def pin(self, repo: str) -> Pin:
         """
@@ -355,11 +361,21 @@ class _Validator:
     def set(self, key: str, name: str, table: Dict[str, Any], repos: Mapping[str, RepoSpec]) -> SetSpec:
         configs: List[str] = []
         pins: Dict[str, Pin] = {}
+        allowed: Dict[str, Tuple[str, ...]] = {}
         for repo, value in table.items():
             if repo == "configs":
                 if not isinstance(value, list) or not all(isinstance(c, str) and c for c in value):
                     raise self.fail(f"{key}.configs", "must be an array of config file paths")
                 configs = [self.relative_path(f"{key}.configs", c, "config path") for c in value]
+            elif repo in _SET_RESERVED_KEYS:
+                if not isinstance(value, list) or not all(isinstance(u, str) and u for u in value):
+                    raise self.fail(f"{key}.{repo}", "must be an array of repository URLs")
+                allowed[repo] = tuple(self.url(f"{key}.{repo}", url) for url in value)
+                locked = [url for url in value if any(spec.url == url for spec in repos.values())]
+                if locked:
+                    raise self.fail(
+                        f"{key}.{repo}", f"{locked[0]!r} is a locked repository: its clones must be the set's pin"
+                    )
             elif repo not in repos:
                 raise self.fail(
                     f"{key}.{repo}",
@@ -367,7 +383,7 @@ class _Validator:
                 )
             else:
                 pins[repo] = self.pin(f"{key}.{repo}", repo, value)
-        return SetSpec(name=name, configs=tuple(configs), pins=pins)
+        return SetSpec(name=name, configs=tuple(configs), pins=pins, **allowed)
 
     def pin(self, key: str, repo: str, value: Any) -> Pin:
         if isinstance(value, str):

@@ -106,18 +106,32 @@ def status(path: Path, set_names: Sequence[str], *, as_json: bool, fetch: bool, 
     """
     lockfile = load_lockfile(path)
     records = collect(lockfile, set_names, fetch=fetch, store=store)
+    # clones outside the lock that a set accepts deliberately: shown, so that nobody forgets them
+    accepted = {
+        spec.name: {
+            "allow_unpinned": list(spec.allow_unpinned),
+            "allow_hash_overwrite": list(spec.allow_hash_overwrite),
+        }
+        for spec in lockfile.select_sets(set_names)
+        if spec.allow_unpinned or spec.allow_hash_overwrite
+    }
     if as_json:
-        print(json.dumps({"lockfile": str(lockfile.path), "store": str(store.directory), "pins": records}, indent=2))
+        report = {"lockfile": str(lockfile.path), "store": str(store.directory), "pins": records, "accepted": accepted}
+        print(json.dumps(report, indent=2))
         return 0
     if not records:
         print(f"{display_path(path)}: no pins" + (f" in {', '.join(set_names)}" if set_names else ""))
-        return 0
-    rows = [_COLUMNS] + [_row(record) for record in records]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
-    for note in _notes(records):
-        print(note)
+    else:
+        rows = [_COLUMNS] + [_row(record) for record in records]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+        for row in rows:
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        for note in _notes(records):
+            print(note)
+    for set_name, lists in accepted.items():
+        for key, urls in lists.items():
+            for url in urls:
+                print(f"sets.{set_name} accepts ({key}): {url}")
     return 0
 
 
