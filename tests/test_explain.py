@@ -174,7 +174,7 @@ def test_a_pin_move_is_named_with_its_set_and_repository(setup, capsys):
     ]
     assert main(["check", "--offline"]) == 1
     out = capsys.readouterr().out
-    assert f"(because commit: {setup.c[0][:7]} -> {setup.c[1][:7]} in CloneGitRepositoryJob." in out
+    assert f"because commit: {setup.c[0][:7]} -> {setup.c[1][:7]} in CloneGitRepositoryJob." in out
 
 
 def test_advisor_tells_a_commit_only_move_from_a_content_change(setup, capsys):
@@ -225,6 +225,6 @@ def test_snapshot_says_unchanged_and_a_new_output_hints_at_snapshot(setup, capsy
         '    tk.register_output("exp/extra", OwnHash(9, "x").out)\n    tk.register_output("exp/own_hash"',
     )
     assert main(["check", "--offline"]) == 1
-    assert "output/exp/extra: (none) -> " in capsys.readouterr().out
+    assert "new outputs not in the snapshot (run `pin snapshot` to record them): exp/extra" in capsys.readouterr().out
     assert main(["explain"]) == 1
     assert "(new output: run `pin snapshot` to record it)" in capsys.readouterr().out

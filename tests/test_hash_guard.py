@@ -105,9 +105,16 @@ def test_semantic_change_fails_the_check_naming_the_outputs(setup, capsys):
     capsys.readouterr()
     assert setup.run("check", "--offline") == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(f"problem: sets.exp: output/exp/config: {old['exp/config'].job} -> i6_core/returnn/")
-    assert out[1].startswith(f"problem: sets.exp: output/exp/copy: {old['exp/copy'].job} -> ")
-    assert out[2:] == ["pin check: 2 problems"], "the independent output is unaffected"
+    assert out == [
+        "summary: sets.exp: 2 outputs changed, 2 jobs renewed (0 finished in work/)",
+        "problem: sets.exp: 2 outputs changed because returnn_config.config['learning_rate']: 0.001 -> 0.002 in "
+        + old["exp/config"].job.rsplit("/", 1)[-1]
+        + ": exp/config, exp/copy",
+        "pin check: 1 problem",
+    ], "one problem per root cause, naming every output it renews; the independent output is unaffected"
+    assert setup.run("check", "--offline", "--verbose") == 1
+    verbose = capsys.readouterr().out
+    assert f"    output/exp/config: {old['exp/config'].job} -> i6_core/returnn/config/WriteReturnnConfigJob." in verbose
 
 
 def test_cosmetic_change_passes_the_check(setup, capsys):
@@ -133,7 +140,7 @@ def test_clone_of_a_locked_repo_at_another_commit_is_caught(setup, capsys):
     out = capsys.readouterr().out
     assert f"clones rc at {setup.c[1][:7]}, the set pins {setup.c[0][:7]}" in out
     assert "hash_overwrite='OTHER_ROOT' hides the commit from every hash" in out
-    assert "output/exp/old: (none) -> i6_core/tools/git/CloneGitRepositoryJob." in out
+    assert "new outputs not in the snapshot (run `pin snapshot` to record them): exp/hidden, exp/old" in out
 
 
 def test_check_verifies_pinned_commits_unless_offline(setup, capsys):

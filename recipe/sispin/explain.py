@@ -25,14 +25,21 @@ __all__ = [
     "is_commit_only",
     "pin_moved",
     "summary",
+    "ChangeGroup",
+    "SetChanges",
+    "compare_set",
 ]
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Mapping, Optional, Set, Tuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Set, Tuple
 
 from sispin.clonejob import CLASS_NAME
 from sispin.lockfile import Lockfile
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only: graph.py imports this module
+    from sispin.graph import Output, SetGraph
 
 
 @dataclass(frozen=True)
@@ -230,7 +237,8 @@ def summary(explanation: Explanation) -> str:
     """:return: one phrase naming the root causes, for a line of ``pin check``"""
     parts = []
     for cause in explanation.causes:
-        where = "" if not cause.via else f" in {short_id(cause.new)}"
+        # the job is always named (by its recorded id), so that outputs renewed by one cause share one phrase
+        where = f" in {short_id(cause.old)}"
         if cause.reason:
             parts.append(f"{short_id(cause.new)}: {cause.reason}")
         for difference in cause.differences:
@@ -239,3 +247,72 @@ def summary(explanation: Explanation) -> str:
         return ""
     more = f" (+{len(parts) - 3} more: pin explain)" if len(parts) > 3 else ""
     return "because " + "; ".join(parts[:3]) + more
+
+
+#: the cause of a change that the snapshot holds no job records for (written before they were kept)
+_NO_RECORDS = "(the snapshot holds no arguments to compare: review with pin explain, record with pin snapshot)"
+
+
+@dataclass
+class ChangeGroup:
+    """
+    :param cause: the root causes the outputs share, as one phrase (``because ...``)
+    :param outputs: (name, old id, new id) of each output, sorted by name
+    """
+
+    cause: str
+    outputs: List[Tuple[str, str, str]]
+
+
+@dataclass
+class SetChanges:
+    """
+    How a set's graph differs from its snapshot.
+
+    :param changed: names of the outputs whose job id changed
+    :param groups: those outputs grouped under their root causes, sorted
+    :param new: outputs the snapshot does not have
+    :param gone: outputs the snapshot has and the graph no longer registers
+    :param moved_paths: (name, old file, new file) of outputs whose job stayed but whose file changed
+    :param renewed: recorded jobs the graph no longer has (their work is orphaned)
+    :param finished: how many of those are finished in work/
+    """
+
+    changed: List[str]
+    groups: List[ChangeGroup]
+    new: List[str]
+    gone: List[str]
+    moved_paths: List[Tuple[str, str, str]]
+    renewed: int
+    finished: int
+
+
+def compare_set(
+    recorded: Mapping[str, Output], records: Mapping[str, JobRecord], graph: SetGraph, work: Path
+) -> SetChanges:
+    """
+    :param recorded: the snapshot's outputs of the set
+    :param records: the snapshot's job records of the set
+    :param graph: the set's graph now
+    :param work: the setup's work directory (to count renewed jobs that had finished)
+    """
+    by_cause: Dict[str, List[Tuple[str, str, str]]] = {}
+    changed, moved = [], []
+    for name in sorted(set(recorded) & set(graph.outputs)):
+        old, new = recorded[name], graph.outputs[name]
+        if old.job != new.job:
+            changed.append(name)
+            cause = summary(explain_output(name, old.job, new.job, records, graph.records)) or _NO_RECORDS
+            by_cause.setdefault(cause, []).append((name, old.job, new.job))
+        elif old.path != new.path:
+            moved.append((name, old.path, new.path))
+    renewed = [job for job in records if job not in graph.jobs]
+    return SetChanges(
+        changed=changed,
+        groups=[ChangeGroup(cause, outputs) for cause, outputs in sorted(by_cause.items())],
+        new=sorted(set(graph.outputs) - set(recorded)),
+        gone=sorted(set(recorded) - set(graph.outputs)),
+        moved_paths=moved,
+        renewed=len(renewed),
+        finished=sum((work / job / "finished").exists() for job in renewed),
+    )

@@ -14,7 +14,7 @@ __all__ = ["SNAPSHOT_NAME", "snapshot_path", "read_snapshot", "read_records", "u
 
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Mapping
+from typing import Any, Collection, Dict, List, Mapping
 
 import tomlkit
 from filelock import FileLock
@@ -104,13 +104,14 @@ def read_records(path: Path) -> Dict[str, Dict[str, JobRecord]]:
     }
 
 
-def update_snapshot(path: Path, graphs: List[SetGraph]) -> bool:
+def update_snapshot(path: Path, graphs: List[SetGraph], sets_in_lock: Collection[str]) -> bool:
     """
-    Record the outputs and job records of the given sets, keeping other sets' entries; atomic and under a file
-    lock, and only when something changed.
+    Record the outputs and job records of the given sets, keeping other sets' entries and dropping those of sets
+    the lockfile no longer has; atomic and under a file lock, and only when something changed.
 
     :param path: the snapshot file
     :param graphs: the sets' freshly built graphs
+    :param sets_in_lock: the names of the lockfile's sets
     :return: whether the file was written
     """
     with FileLock(str(path) + ".lock"):
@@ -121,7 +122,7 @@ def update_snapshot(path: Path, graphs: List[SetGraph]) -> bool:
         document.add("version", 1)
         sets = tomlkit.table(is_super_table=True)
         fresh = {graph.set_name: graph for graph in graphs}
-        for set_name in sorted(set(kept) | set(fresh)):
+        for set_name in sorted((set(kept) & set(sets_in_lock)) | set(fresh)):
             if set_name in fresh:
                 sets[set_name] = _set_table(fresh[set_name])
             else:

@@ -12,13 +12,15 @@ from __future__ import annotations
 __all__ = ["add_parser", "run", "check"]
 
 import argparse
+import json
+from dataclasses import asdict
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from sispin import git
 from sispin.errors import LockfileError, PinError
-from sispin.explain import JobRecord, explain_output, summary
-from sispin.graph import Output, SetGraph, load_graph
+from sispin.explain import SetChanges, compare_set
+from sispin.graph import load_graph
 from sispin.guard import off_lock_problems, overwrite_problems
 from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 from sispin.snapshot import read_records, read_snapshot, snapshot_path
@@ -37,33 +39,47 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("sets", metavar="SET", nargs="*", help="sets to check (default: all)")
     parser.add_argument("--offline", action="store_true", help="do not contact remotes to verify the commits")
+    parser.add_argument("--verbose", action="store_true", help="list every changed output with its old and new id")
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
     parser.set_defaults(run=run, trailing="sets")
 
 
 def run(args: argparse.Namespace) -> int:
     """:param args: parsed command line"""
-    return check(find_lockfile(), args.sets, offline=args.offline, store=Store())
+    return check(
+        find_lockfile(), args.sets, offline=args.offline, store=Store(), verbose=args.verbose, as_json=args.json
+    )
 
 
-def check(path: Path, set_names: Sequence[str], *, offline: bool, store: Store) -> int:
+def check(path: Path, set_names: Sequence[str], *, offline: bool, store: Store, verbose: bool, as_json: bool) -> int:
     """
     :param path: the pin.toml
     :param set_names: sets to check; empty for all
     :param offline: skip verifying that pinned commits exist in their remotes
     :param store: where the mirrors are (fetched unless offline)
+    :param verbose: list every changed output with its ids, not only a few per root cause
+    :param as_json: print JSON instead of text
     :return: 0 when nothing is wrong, else 1 (3 when pin.toml itself is invalid)
     """
     try:
         lockfile = load_lockfile(path)
     except LockfileError as exc:
-        print(f"problem: {exc}")
-        print("pin check: 1 problem")
+        print(json.dumps({"problems": [str(exc)]}) if as_json else f"problem: {exc}\npin check: 1 problem")
         return exc.exit_code
     names = [spec.name for spec in lockfile.select_sets(set_names)]
     problems = [] if offline else _missing_commits(lockfile, names, store)
-    recorded = read_snapshot(snapshot_path(lockfile.path))
-    records = read_records(snapshot_path(lockfile.path))
+    target = snapshot_path(lockfile.path)
+    recorded = read_snapshot(target)
+    records = read_records(target)
+    problems += [
+        f"{display_path(target)}: sets.{name}: no such set in {display_path(lockfile.path)} (stale: `pin snapshot` "
+        "drops it)"
+        for name in sorted(recorded)
+        if name not in lockfile.sets
+    ]
     outputs = 0
+    summaries: List[str] = []
+    report: Dict[str, Any] = {"sets": {}}
     for name in names:
         try:
             graph = load_graph(lockfile, name)
@@ -73,20 +89,54 @@ def check(path: Path, set_names: Sequence[str], *, offline: bool, store: Store) 
         outputs += len(graph.outputs)
         problems += off_lock_problems(lockfile, graph) + overwrite_problems(lockfile, graph)
         if name not in recorded:
-            problems.append(
-                f"sets.{name}: no snapshot in {display_path(snapshot_path(lockfile.path))} (run `pin snapshot {name}`)"
+            problems.append(f"sets.{name}: no snapshot in {display_path(target)} (run `pin snapshot {name}`)")
+            continue
+        changes = compare_set(recorded[name], records.get(name, {}), graph, lockfile.root / "work")
+        report["sets"][name] = asdict(changes)
+        if changes.changed:
+            summaries.append(
+                f"sets.{name}: {_count(len(changes.changed), 'output')} changed, {_count(changes.renewed, 'job')} "
+                f"renewed ({changes.finished} finished in work/)"
             )
-        else:
-            problems += [
-                f"sets.{name}: {line}" for line in _changed_outputs(recorded[name], records.get(name, {}), graph)
-            ]
+        problems += [f"sets.{name}: {line}" for line in _change_lines(changes, verbose)]
+    if as_json:
+        print(json.dumps({**report, "problems": problems}, indent=2))
+        return 1 if problems else 0
+    for line in summaries:
+        print(f"summary: {line}")
     for problem in problems:
         print(f"problem: {problem}")
     if problems:
-        print(f"pin check: {len(problems)} problem{'s' if len(problems) != 1 else ''}")
+        print(f"pin check: {_count(len(problems), 'problem')}")
         return 1
-    print(f"pin check: ok ({len(names)} set{'s' if len(names) != 1 else ''}, {outputs} outputs)")
+    print(f"pin check: ok ({_count(len(names), 'set')}, {outputs} outputs)")
     return 0
+
+
+#: outputs named per root cause before the rest are counted (all of them with --verbose)
+_LISTED_OUTPUTS = 5
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' if number != 1 else ''}"
+
+
+def _change_lines(changes: SetChanges, verbose: bool) -> List[str]:
+    """One problem per root cause with the outputs it renews; new, gone and moved outputs; sorted."""
+    lines = []
+    for group in changes.groups:
+        names = [name for name, _, _ in group.outputs]
+        shown = names if verbose else names[:_LISTED_OUTPUTS]
+        rest = f" and {len(names) - len(shown)} more (--verbose lists them)" if len(names) > len(shown) else ""
+        lines.append(f"{_count(len(names), 'output')} changed {group.cause}: {', '.join(shown)}{rest}")
+        if verbose:
+            lines += [f"    output/{name}: {old} -> {new}" for name, old, new in group.outputs]
+    if changes.new:
+        lines.append(f"new outputs not in the snapshot (run `pin snapshot` to record them): {', '.join(changes.new)}")
+    if changes.gone:
+        lines.append(f"outputs no longer registered: {', '.join(changes.gone)}")
+    lines += [f"output/{name}: same job, other file: {old} -> {new}" for name, old, new in changes.moved_paths]
+    return lines
 
 
 def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> List[str]:
@@ -113,18 +163,3 @@ def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> 
                     f"the store still has it in {mirror}"
                 )
     return problems
-
-
-def _changed_outputs(recorded: Dict[str, Output], records: Dict[str, JobRecord], graph: SetGraph) -> List[str]:
-    """One line per output whose job id differs from the snapshot, with the root causes when they can be told."""
-    lines = []
-    for name in sorted(set(recorded) | set(graph.outputs)):
-        old = recorded[name].job if name in recorded else None
-        new = graph.outputs[name].job if name in graph.outputs else None
-        if old == new:
-            continue
-        hint = summary(explain_output(name, old, new, records, graph.records))
-        if old is None:
-            hint = "new output: run `pin snapshot` to record it"
-        lines.append(f"output/{name}: {old or '(none)'} -> {new or '(none)'}" + (f" ({hint})" if hint else ""))
-    return lines

@@ -58,7 +58,7 @@ def snapshot(path: Path, set_names: Sequence[str]) -> int:
             f"{len(hidden)} clone path{'s' if len(hidden) != 1 else ''} with hash_overwrite in the job graph "
             f"(listed above): remove the overwrite; nothing recorded"
         )
-    written = update_snapshot(target, graphs)
+    written = update_snapshot(target, graphs, lockfile.sets)
     for graph in graphs:
         if graph.set_name in before:
             changed = len(compare_outputs(before[graph.set_name], graph.outputs))

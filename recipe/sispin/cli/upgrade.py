@@ -139,7 +139,7 @@ def upgrade(
     print(f"{display_path(path)}: updated sets.{set_name}")
     if moved_graph is not None:
         # the snapshot moves with the lock, so that `pin check` keeps comparing against the state in force
-        update_snapshot(snapshot_path(path), [moved_graph])
+        update_snapshot(snapshot_path(path), [moved_graph], lockfile.sets)
         print(f"{display_path(snapshot_path(path))}: updated sets.{set_name}")
     return 0
 

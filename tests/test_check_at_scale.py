@@ -1,0 +1,97 @@
+"""
+``pin check`` on a generated graph of 1,000+ jobs: a change that moves 300 outputs gives a short, deterministic report
+(a summary, then one line per root cause); changed output files and stale snapshot sections are reported too.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import git_commit, make_setup, sisyphus_entry
+from sispin.cli.main import main
+from sispin.snapshot import read_snapshot
+
+CONFIG = """\
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
+from i6_core.text.processing import WriteToTextFileJob
+from sisyphus import tk
+
+from sispin import experiment_set
+
+FEATURE_OPTION = 80
+SUFFIX = "txt"
+
+
+def py():
+    root = experiment_set("big").repo("rc")
+    features = WriteToTextFileJob(f"features dim={{FEATURE_OPTION}}")
+    for i in range(300):
+        config = WriteReturnnConfigJob(
+            ReturnnConfig({{"features": features.out_file, "rc": root, "index": i}}, black_formatting=False)
+        )
+        tk.register_output(f"big/model{{i}}", WriteToTextFileJob(config.out_returnn_config_file).out_file)
+    previous = None
+    for i in range({independent}):
+        previous = WriteToTextFileJob([f"step {{i}}", previous.out_file] if previous else f"step {{i}}")
+        tk.register_output(f"big/independent{{i}}", previous.out_file)
+    text = WriteToTextFileJob("x").out_file
+    tk.register_output("big/file", text if SUFFIX == "txt" else text.copy_append(SUFFIX))
+"""
+
+
+@pytest.fixture
+def big(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
+    remote = make_repo("rc")
+    commit = git_commit(remote, {"__init__.py": "X = 1\n"})
+    lock = (
+        f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.big]\nconfigs = ["config/big.py"]\n'
+        f'rc = "{commit}"\n\n' + sisyphus_entry(real_sisyphus)
+    )
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"big.py": CONFIG.format(independent=450)})
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    return root
+
+
+def _check(root) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "sispin", "check", "--offline"], cwd=root, capture_output=True, text=True, check=False
+    )
+
+
+def test_a_change_moving_300_outputs_is_a_short_deterministic_report(big, capsys):
+    assert main(["snapshot"]) == 0
+    assert "big: 751 outputs, 1053 jobs" in capsys.readouterr().out
+    config = big / "config" / "big.py"
+    config.write_text(config.read_text().replace("FEATURE_OPTION = 80", "FEATURE_OPTION = 40"))
+    first, second = _check(big), _check(big)
+    assert first.returncode == 1 and first.stdout == second.stdout, "byte-identical across runs"
+    lines = first.stdout.splitlines()
+    assert len(lines) <= 20, first.stdout
+    assert lines[0] == "summary: sets.big: 300 outputs changed, 601 jobs renewed (0 finished in work/)"
+    assert lines[1].startswith(
+        "problem: sets.big: 300 outputs changed because content: 'features dim=80' -> 'features dim=40' in "
+        "WriteToTextFileJob."
+    )
+    assert lines[1].endswith(
+        ": big/model0, big/model1, big/model10, big/model100, big/model101 and 295 more (--verbose lists them)"
+    )
+    assert lines[2:] == ["pin check: 1 problem"]
+
+
+def test_a_changed_output_file_and_a_stale_section_are_reported(big, capsys):
+    assert main(["snapshot"]) == 0
+    config = big / "config" / "big.py"
+    config.write_text(config.read_text().replace('SUFFIX = "txt"', 'SUFFIX = ".gz"'))
+    snapshot = big / "pin.snapshot.toml"
+    snapshot.write_text(snapshot.read_text() + '\n[sets.gone.outputs]\n"gone/x" = {job = "a/B.c", path = "x"}\n')
+    capsys.readouterr()
+    assert main(["check", "--offline"]) == 1
+    out = capsys.readouterr().out
+    assert "pin.snapshot.toml: sets.gone: no such set in pin.toml (stale: `pin snapshot` drops it)" in out
+    assert "problem: sets.big: output/big/file: same job, other file: file.txt -> file.txt.gz" in out
+    assert main(["snapshot"]) == 0
+    assert "gone" not in read_snapshot(snapshot)
