@@ -137,7 +137,133 @@ CORPUS = {
     "sync of an unknown set": (GOOD, ["sync", "nope"], 4, "no experiment set 'nope'"),
     "import of a missing path": (GOOD, ["import", "nope.py"], 2, "nope.py: no such file or directory"),
     "import --write without --set": (GOOD, ["import", ".", "--write"], 2, "--write needs --set NAME"),
+    # a pattern's "$" also matches before a trailing newline: every check matches the whole value
+    "SHA with a trailing newline": (
+        f'version = 1\n{REPO}[sets.demo]\nrc = "{SHA}\\n"\n',
+        ["status"],
+        3,
+        r'sets.demo.rc: "f7ad63a[0-9a-f]*\\n" is not a full 40-hex commit',
+    ),
+    "pin-table commit with a trailing newline": (
+        f'version = 1\n{REPO}[sets.demo]\nrc = {{ commit = "{SHA}\\n" }}\n',
+        ["status"],
+        3,
+        "sets.demo.rc.commit: .* is not a full 40-hex commit",
+    ),
+    "setup commit with a trailing newline": (
+        f'version = 1\n[setup.s]\nurl = "https://h/s"\ncommit = "{SHA}\\n"\npath = "s"\n',
+        ["sync"],
+        3,
+        "setup.s.commit: .* is not a full 40-hex commit",
+    ),
+    "set name with a trailing newline": (
+        f'version = 1\n{REPO}[sets."demo\\n"]\nrc = "{SHA}"\n',
+        ["status"],
+        3,
+        r"sets.'demo\\n': names may use only",
+    ),
+    "repo name with a trailing newline": (
+        'version = 1\n[repos."rc\\n"]\nurl = "https://h/x"\n',
+        ["status"],
+        3,
+        r"repos.'rc\\n': names may use only",
+    ),
+    "new set name with a trailing newline": (GOOD, ["new", "x\n"], 2, r"'x\\n' is not a valid set name"),
+    "import set name with a trailing newline": (GOOD, ["import", ".", "--set", "x\n"], 2, r"--set 'x\\n': names"),
+    # control characters reach git and the file system, where they mean something else
+    "NUL in checkout": (f'{GOOD}[repos.x]\nurl = "https://h/x"\ncheckout = "a\\u0000b"\n', ["status"], 3, "control"),
+    "newline in checkout": (f'{GOOD}[repos.x]\nurl = "https://h/x"\ncheckout = "a\\nb"\n', ["status"], 3, "control"),
+    "NUL in branch": (f'{GOOD}[repos.x]\nurl = "https://h/x"\nbranch = "main\\u0000"\n', ["status"], 3, "control"),
+    "newline in branch": (f'{GOOD}[repos.x]\nurl = "https://h/x"\nbranch = "main\\n"\n', ["status"], 3, "control"),
+    "NUL in setup path": (
+        f'version = 1\n[setup.s]\nurl = "https://h/s"\ncommit = "{SHA}"\npath = "tools/\\u0000s"\n',
+        ["sync"],
+        3,
+        r"setup.s.path: 'tools/\\x00s' contains a control character",
+    ),
+    "newline in setup path": (
+        f'version = 1\n[setup.s]\nurl = "https://h/s"\ncommit = "{SHA}"\npath = "tools/s\\n"\n',
+        ["sync"],
+        3,
+        "setup.s.path: .* contains a control character",
+    ),
+    "newline in a config path": (
+        f'version = 1\n{REPO}[sets.demo]\nconfigs = ["config/a.py\\n"]\n',
+        ["status"],
+        3,
+        "sets.demo.configs: .* contains a control character",
+    ),
+    "NUL in files_to_checkout": (
+        f'version = 1\n{REPO}[sets.demo]\nrc = {{ commit = "{SHA}", files_to_checkout = ["a\\u0000"] }}\n',
+        ["status"],
+        3,
+        "sets.demo.rc.files_to_checkout: .* contains a control character",
+    ),
+    # "./" names the setup root like "."
+    "checkout ./": (f'{GOOD}[repos.x]\nurl = "https://h/x"\ncheckout = "./"\n', ["status"], 3, "must stay inside"),
+    "setup path ./": (
+        f'version = 1\n[setup.s]\nurl = "https://h/s"\ncommit = "{SHA}"\npath = "./"\n',
+        ["sync"],
+        3,
+        "setup.s.path: path './' must stay inside the setup",
+    ),
+    "setup path a/..": (
+        f'version = 1\n[setup.s]\nurl = "https://h/s"\ncommit = "{SHA}"\npath = "a/.."\n',
+        ["sync"],
+        3,
+        "must stay inside the setup",
+    ),
+    "config path ./": (f'version = 1\n{REPO}[sets.demo]\nconfigs = ["./"]\n', ["status"], 3, "must stay inside"),
+    # revision syntax is not a branch
+    "branch main~2": (f"{GOOD}[repos.x]\nurl = 'https://h/x'\nbranch = 'main~2'\n", ["status"], 3, "not a branch name"),
+    "branch a..b": (f"{GOOD}[repos.x]\nurl = 'https://h/x'\nbranch = 'a..b'\n", ["status"], 3, "not a branch name"),
+    "branch main^": (f"{GOOD}[repos.x]\nurl = 'https://h/x'\nbranch = 'main^'\n", ["status"], 3, "not a branch name"),
+    "branch reflog": (f"{GOOD}[repos.x]\nurl = 'https://h/x'\nbranch = 'main@{{1}}'\n", ["status"], 3, "not a branch"),
+    "branch like an option": (f"{GOOD}[repos.x]\nurl = 'https://h/x'\nbranch = '-f'\n", ["status"], 3, "not a branch"),
+    "branch with a path": (f"{GOOD}[repos.x]\nurl = 'https://h/x'\nbranch = 'main:a'\n", ["status"], 3, "not a branch"),
+    "branch x.lock": (f"{GOOD}[repos.x]\nurl = 'https://h/x'\nbranch = 'x.lock'\n", ["status"], 3, "not a branch"),
+    "pin-table branch main~2": (
+        f"version = 1\n{REPO}[sets.demo]\nrc = {{ commit = '{SHA}', branch = 'main~2' }}\n",
+        ["status"],
+        3,
+        "sets.demo.rc.branch: 'main~2' is not a branch name",
+    ),
+    # one setup checkout inside another: the second clone would land in the first one's tree
+    "nested setup paths": (
+        f"version = 1\n[setup.a]\nurl = 'https://h/a'\ncommit = '{SHA}'\npath = 'recipe/i6_core'\n"
+        f"[setup.b]\nurl = 'https://h/b'\ncommit = '{SHA}'\npath = 'recipe/i6_core/x'\n",
+        ["sync"],
+        3,
+        r"setup.b.path: 'recipe/i6_core/x' nests with the path of setup.a \('recipe/i6_core'\)",
+    ),
+    "nested setup paths, outer second": (
+        f"version = 1\n[setup.a]\nurl = 'https://h/a'\ncommit = '{SHA}'\npath = 'recipe/i6_core/x'\n"
+        f"[setup.b]\nurl = 'https://h/b'\ncommit = '{SHA}'\npath = './recipe/i6_core'\n",
+        ["sync"],
+        3,
+        "setup.b.path: './recipe/i6_core' nests with the path of setup.a",
+    ),
+    "two setup entries, one path": (
+        f"version = 1\n[setup.a]\nurl = 'https://h/a'\ncommit = '{SHA}'\npath = 'tools/s'\n"
+        f"[setup.b]\nurl = 'https://h/b'\ncommit = '{SHA}'\npath = 'tools/s/'\n",
+        ["sync"],
+        3,
+        "setup.b.path: 'tools/s/' is the path of setup.a",
+    ),
 }
+
+
+def assert_refused(argv: list, code: int, message: str, lock: Path, capsys) -> str:
+    """Run pin with argv: exit code, exactly one error line matching message, no traceback, lockfile untouched."""
+    before = lock.read_bytes() if lock.exists() else None
+    actual = main(argv)
+    err = capsys.readouterr().err
+    assert actual == code, err
+    assert err.count("\n") == 1 and err.startswith("pin: error: "), err
+    assert re.search(message, err), err
+    assert "Traceback" not in err and "s3cr3t" not in err
+    assert (lock.read_bytes() if lock.exists() else None) == before, "the lockfile is untouched"
+    return err
 
 
 @pytest.mark.parametrize("content, argv, code, message", CORPUS.values(), ids=list(CORPUS))
@@ -148,14 +274,96 @@ def test_bad_input_gives_one_line_and_a_documented_code(tmp_path, monkeypatch, c
     lock = tmp_path / "pin.toml"
     if content is not None:
         lock.write_bytes(content if isinstance(content, bytes) else content.encode())
-    before = lock.read_bytes() if lock.exists() else None
-    actual = main(argv)
-    err = capsys.readouterr().err
-    assert actual == code, err
-    assert err.count("\n") == 1 and err.startswith("pin: error: "), err
-    assert re.search(message, err), err
-    assert "Traceback" not in err and "s3cr3t" not in err
-    assert (lock.read_bytes() if lock.exists() else None) == before, "the lockfile is untouched"
+    assert_refused(argv, code, message, lock, capsys)
+
+
+SETUP_S = f"version = 1\n[setup.s]\nurl = 'https://h/s'\ncommit = '{SHA}'\npath = 'recipe/s'\n"
+CONFIG_X = f"version = 1\n{REPO}[sets.demo]\nconfigs = ['config/x.py']\nrc = '{SHA}'\n"
+# what a config outside the setup does if anything runs it
+ESCAPED_CONFIG = "open(__file__ + '.ran', 'w').close()\n"
+
+
+def _link(link: Path, target: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target)
+
+
+def _outside_config(root: Path) -> None:
+    (root.parent / "outside" / "x.py").write_text(ESCAPED_CONFIG)
+    _link(root / "config" / "x.py", root.parent / "outside" / "x.py")
+
+
+def _outside_config_dir(root: Path) -> None:
+    (root.parent / "outside" / "x.py").write_text(ESCAPED_CONFIG)
+    _link(root / "config", root.parent / "outside")
+
+
+def _file_as_parent(root: Path) -> None:
+    (root / "recipe").write_text("a file where the checkout's parent directory belongs\n")
+
+
+# the setup on disk as a hostile user leaves it: (pin.toml, what is done to the setup, argv, exit code, error line)
+DISK_CORPUS = {
+    "setup path through a symlink out of the setup": (
+        SETUP_S,
+        lambda root: _link(root / "recipe", root.parent / "outside"),
+        ["sync"],
+        6,
+        r"setup.s: recipe/s leads out of the setup through a symlink \(to .*outside/s\)",
+    ),
+    "setup path through a symlink to the root's parent": (
+        SETUP_S,
+        lambda root: _link(root / "recipe", Path("..")),
+        ["sync"],
+        6,
+        "leads out of the setup through a symlink",
+    ),
+    "setup path that is a dangling symlink": (
+        SETUP_S,
+        lambda root: _link(root / "recipe" / "s", root.parent / "outside" / "gone"),
+        ["sync"],
+        6,
+        r"recipe/s is a symlink to .*outside/gone, which does not exist",
+    ),
+    "setup path whose parent is a file": (
+        SETUP_S,
+        _file_as_parent,
+        ["sync"],
+        10,
+        "recipe/s: cannot create the checkout",
+    ),
+    "config linked out of the setup": (
+        CONFIG_X,
+        _outside_config,
+        ["snapshot", "demo"],
+        9,
+        "sets.demo.configs: config/x.py leads out of the setup through a symlink",
+    ),
+    "config directory linked out of the setup": (
+        CONFIG_X,
+        _outside_config_dir,
+        ["snapshot", "demo"],
+        9,
+        "config/x.py leads out of the setup",
+    ),
+}
+
+
+@pytest.mark.parametrize("content, prepare, argv, code, message", DISK_CORPUS.values(), ids=list(DISK_CORPUS))
+def test_bad_disk_state_gives_one_line_and_a_documented_code(
+    tmp_path, monkeypatch, capsys, content, prepare, argv, code, message
+):
+    root, outside = tmp_path / "setup", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "pin.toml").write_text(content)
+    prepare(root)
+    before = sorted(p.name for p in outside.iterdir())
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    monkeypatch.setenv("PIN_HOME", str(tmp_path / "store"))
+    assert_refused(argv, code, message, root / "pin.toml", capsys)
+    assert sorted(p.name for p in outside.iterdir()) == before, "nothing was written or run outside the setup"
 
 
 # ref corpus against a real remote: (argv, exit code, what the error says)
@@ -169,6 +377,8 @@ REFS = {
     "unknown tag": (["upgrade", "demo", "rc", "--to", "v9"], 5, "no tag, branch or commit 'v9'"),
     "unknown SHA": (["upgrade", "demo", "rc", "--to", "deadbeef"], 5, "no tag, branch or commit 'deadbeef'"),
     "too short SHA": (["upgrade", "demo", "rc", "--to", "abc"], 5, "no tag, branch or commit 'abc'"),
+    "tag with a trailing newline": (["upgrade", "demo", "rc", "--to", "v1\n"], 5, r"'v1\n' is not a tag"),
+    "SHA prefix with a trailing newline": (["upgrade", "demo", "rc", "--to", "abcd\n"], 5, r"'abcd\n' is not a tag"),
 }
 
 

@@ -265,9 +265,9 @@ def _remove_leftovers(dest: Path) -> None:
 #: branch heads and tags are mirrored; pull-request and other refs are not
 _MIRROR_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 # what `pin upgrade --to` accepts: ref-name characters only, so that no revision syntax (a..b, @{...}, :path)
-# and no option can get through
-_REVISION_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")
-_HEX_PREFIX_RE = re.compile(r"^[0-9a-f]{4,40}$")
+# and no option can get through (matched with fullmatch: "$" would also match before a trailing newline)
+_REVISION_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]*")
+_HEX_PREFIX_RE = re.compile(r"[0-9a-f]{4,40}")
 
 
 @dataclass(frozen=True)
@@ -337,14 +337,14 @@ def resolve_revision(path: Path, revision: str) -> str:
     :param revision: tag, branch or hex SHA prefix (at least 4 digits)
     :raises RevisionError: when the revision is malformed, unknown, or names different commits
     """
-    if not _REVISION_RE.match(revision) or ".." in revision:
+    if not _REVISION_RE.fullmatch(revision) or ".." in revision:
         raise RevisionError(f"{revision!r} is not a tag, branch or commit SHA")
     found: List[Tuple[str, str]] = []
     for kind, ref in (("tag", f"refs/tags/{revision}"), ("branch", f"refs/heads/{revision}")):
         sha = _rev_parse(path, ref)
         if sha:
             found.append((kind, sha))
-    if _HEX_PREFIX_RE.match(revision):
+    if _HEX_PREFIX_RE.fullmatch(revision):
         found.extend(("commit", sha) for sha in _commits_with_prefix(path, revision))
     commits = sorted({sha for _, sha in found})
     if not commits:
