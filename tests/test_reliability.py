@@ -5,6 +5,7 @@ lockfile untouched), hostile URLs and refs, hung and vanished remotes, killed ru
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import signal
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -21,6 +23,7 @@ from conftest import PROJECT_ROOT, git, git_commit
 from sispin import git as sispin_git
 from sispin.cli.main import main
 from sispin.lockfile import load_lockfile
+from sispin.store import Store
 
 SHA = "f7ad63a588359543e7882db517a5eb7fd99ec670"
 REPO = '[repos.rc]\nurl = "https://github.com/rwth-i6/returnn_common"\n'
@@ -250,13 +253,54 @@ CORPUS = {
         3,
         "setup.b.path: 'tools/s/' is the path of setup.a",
     ),
+    # nothing a user can write makes pin crash (exit 70): each of these is one line with its documented code
+    "pin.toml nested 3000 deep": (f"version = 1\nx = {'[' * 3000}{']' * 3000}\n", ["status"], 3, "nested too deeply"),
+    "inline tables nested 3000 deep": (
+        f"version = 1\nx = {'{a = ' * 3000}1{'}' * 3000}\n",
+        ["status"],
+        3,
+        "pin.toml: invalid TOML: arrays or tables nested too deeply",
+    ),
+    "configs nested 3000 deep": (
+        f"version = 1\n[sets.demo]\nconfigs = {'[' * 3000}{']' * 3000}\n",
+        ["new", "x"],
+        3,
+        "nested too deeply",
+    ),
+    "version nested 200 deep": (
+        f"version = {'[' * 200}1{']' * 200}\n",
+        ["status"],
+        3,
+        r"pin.toml: version: unsupported version \[+\.\.\.\]+ \(this sispin reads 1\)",
+    ),
+    "checkout name longer than a file name": (
+        f"{GOOD}[repos.x]\nurl = 'https://h/x'\ncheckout = '{'c' * 300}'\n",
+        ["status"],
+        3,
+        "repos.x.checkout: checkout folder 'c+\\.\\.\\.' has a name longer than 255 bytes",
+    ),
+    "URL with a 300-character name, fetched": (
+        f"version = 1\n[repos.rc]\nurl = 'file:///nonexistent/{'r' * 300}'\n[sets.demo]\nrc = '{SHA}'\n",
+        ["status", "--fetch"],
+        5,
+        r"pin: error: rc: cannot fetch file:///nonexistent/r+: .* \(its rows show the store as last fetched\)",
+    ),
+    "--to=--": (GOOD, ["upgrade", "demo", "rc", "--to=--"], 2, "argument --to: expected a value, not '--'"),
+    "--to=-- before the set": (GOOD, ["upgrade", "--to=--", "demo", "rc"], 2, "argument --to: expected a value"),
+    "--from=--": (GOOD, ["new", "x", "--from=--"], 2, "argument --from: expected a value, not '--'"),
+    "--set=--": (GOOD, ["import", ".", "--set=--"], 2, "argument --set: expected a value, not '--'"),
 }
 
 
-def assert_refused(argv: list, code: int, message: str, lock: Path, capsys) -> str:
-    """Run pin with argv: exit code, exactly one error line matching message, no traceback, lockfile untouched."""
+def assert_refused(argv: list, code: int, message: str, lock: Path, capsys, meanwhile: Callable = None) -> str:
+    """
+    Run pin with argv: exit code, exactly one error line matching message, no traceback, lockfile untouched (as
+    meanwhile() says another process left it, when it changes while the command runs).
+    """
     before = lock.read_bytes() if lock.exists() else None
     actual = main(argv)
+    if meanwhile is not None:
+        before = meanwhile()
     err = capsys.readouterr().err
     assert actual == code, err
     assert err.count("\n") == 1 and err.startswith("pin: error: "), err
@@ -302,6 +346,18 @@ def _file_as_parent(root: Path) -> None:
     (root / "recipe").write_text("a file where the checkout's parent directory belongs\n")
 
 
+CHECK = ["check", "--offline"]
+
+
+def _snapshot(content) -> Callable[[Path], None]:
+    data = content if isinstance(content, bytes) else content.encode()
+    return lambda root: (root / "pin.snapshot.toml").write_bytes(data)
+
+
+def _journal(content: str) -> Callable[[Path], None]:
+    return lambda root: (root / ".pin.journal.json").write_text(content)
+
+
 # the setup on disk as a hostile user leaves it: (pin.toml, what is done to the setup, argv, exit code, error line)
 DISK_CORPUS = {
     "setup path through a symlink out of the setup": (
@@ -345,6 +401,68 @@ DISK_CORPUS = {
         ["snapshot", "demo"],
         9,
         "config/x.py leads out of the setup",
+    ),
+    # pin.snapshot.toml, as a hostile user leaves it
+    "snapshot sets = 1": (
+        GOOD,
+        _snapshot("version = 1\nsets = 1\n"),
+        CHECK,
+        3,
+        "pin.snapshot.toml: sets: must be a table",
+    ),
+    "snapshot set = 1": (GOOD, _snapshot("version = 1\n[sets]\ndemo = 1\n"), CHECK, 3, "sets.demo.outputs: missing"),
+    "snapshot output job = 1": (
+        GOOD,
+        _snapshot("version = 1\n[sets.demo.outputs]\nx = { job = 1 }\n"),
+        CHECK,
+        3,
+        "pin.snapshot.toml: sets.demo.outputs.x: needs a 'job' string",
+    ),
+    "snapshot output path = 1": (
+        GOOD,
+        _snapshot("version = 1\n[sets.demo.outputs]\n'demo/x' = { job = 'j', path = 1 }\n"),
+        CHECK,
+        3,
+        "sets.demo.outputs.'demo/x': needs a 'job' string",
+    ),
+    "snapshot version '1'": (GOOD, _snapshot("version = '1'\n"), CHECK, 3, "pin.snapshot.toml: version: unsupported"),
+    "snapshot nested 3000 deep": (
+        GOOD,
+        _snapshot(f"version = 1\nx = {'[' * 3000}{']' * 3000}\n"),
+        CHECK,
+        3,
+        "pin.snapshot.toml: invalid TOML: arrays or tables nested too deeply",
+    ),
+    "snapshot not UTF-8": (
+        GOOD,
+        _snapshot(b"version = 1\n\xff\n"),
+        CHECK,
+        3,
+        "pin.snapshot.toml: cannot read: not UTF-8",
+    ),
+    "snapshot is a directory": (
+        GOOD,
+        lambda root: (root / "pin.snapshot.toml").mkdir(),
+        CHECK,
+        3,
+        "pin.snapshot.toml: cannot read: Is a directory",
+    ),
+    # the journal between pin.toml and its snapshot, as a hostile user leaves it
+    "journal not JSON": (GOOD, _journal("{"), ["status"], 3, r"\.pin\.journal\.json: unreadable \(JSONDecodeError"),
+    "journal without sets": (GOOD, _journal("{}"), ["status"], 3, r"\.pin\.journal\.json: unreadable \(KeyError"),
+    "journal of the wrong shape": (
+        GOOD,
+        _journal('{"sets": {"demo": {"pins": {}, "outputs": {"x": 1}}}}'),
+        ["check", "--offline"],
+        3,
+        r"unreadable \(TypeError.*remove it, then run `pin snapshot`",
+    ),
+    "journal is a directory": (
+        GOOD,
+        lambda root: (root / ".pin.journal.json").mkdir(),
+        ["status"],
+        3,
+        "journal.json: unreadable .*Is a directory",
     ),
 }
 
@@ -586,3 +704,241 @@ def test_git_variables_of_a_caller_do_not_reach_sispins_git(history, make_repo, 
     assert main(["sync", "demo"]) == 0
     assert main(["upgrade", "demo", "--dry-run"]) == 0
     assert f"rc  {history.c[0][:7]} -> {history.c[4][:7]}  (+4 commits)" in capsys.readouterr().out
+
+
+def _during_fetch(monkeypatch, history, change: Callable[[], None]) -> None:
+    """
+    Run change right after the store fetched (the real fetch): what another process does meanwhile. The lockfile
+    it leaves is what the refused command must leave (history.meanwhile).
+    """
+    real = Store.fetch
+    left = []
+
+    def fetch(self, url):
+        mirror = real(self, url)
+        change()
+        left.append(history.lock.read_bytes() if history.lock.exists() else None)
+        return mirror
+
+    monkeypatch.setattr(Store, "fetch", fetch)
+    history.meanwhile = lambda: left[-1]
+
+
+def _read_only_lock(history, monkeypatch):
+    history.lock.chmod(0o444)
+    return ["upgrade", "demo"]
+
+
+def _read_only_lock_new(history, monkeypatch):
+    history.lock.chmod(0o444)
+    return ["new", "fresh"]
+
+
+def _read_only_lock_import(history, monkeypatch):
+    history.lock.chmod(0o444)
+    (history.lock.parent / "a.py").write_text(
+        "from i6_core.tools.git import CloneGitRepositoryJob\n"
+        f"CloneGitRepositoryJob('https://h/x', commit='{SHA}')\n"
+    )
+    return ["import", "a.py", "--set", "fresh", "--write"]
+
+
+def _set_removed_meanwhile(history, monkeypatch):
+    text = history.text()
+    other = text[text.index("# the second set") :]
+    _during_fetch(monkeypatch, history, lambda: history.lock.write_text(text.replace(other, "")))
+    return ["upgrade", "other"]
+
+
+def _pin_moved_meanwhile(history, monkeypatch):
+    _during_fetch(
+        monkeypatch, history, lambda: history.lock.write_text(history.text().replace(history.c[0], history.c[1]))
+    )
+    return ["upgrade", "demo"]
+
+
+def _lock_deleted_meanwhile(history, monkeypatch):
+    _during_fetch(monkeypatch, history, history.lock.unlink)
+    return ["upgrade", "demo"]
+
+
+def _lock_broken_meanwhile(history, monkeypatch):
+    _during_fetch(monkeypatch, history, lambda: history.lock.write_text("version = 1\n[sets\n"))
+    return ["upgrade", "demo"]
+
+
+def _name_taken_meanwhile(history, monkeypatch):
+    _during_fetch(monkeypatch, history, lambda: history.lock.write_text(history.text() + "\n[sets.fresh]\n"))
+    return ["new", "fresh"]
+
+
+def _sha_as_multiline_string_with_an_escape(history, monkeypatch):
+    history.lock.write_text(history.text().replace(f'"{history.c[0]}"', f'"""\\\n    {history.c[0]}"""'))
+    return ["upgrade", "demo"]
+
+
+def _sha_with_a_unicode_escape(history, monkeypatch):
+    history.lock.write_text(
+        history.text().replace(f'"{history.c[0]}"', f'"\\u00{ord(history.c[0][0]):x}{history.c[0][1:]}"')
+    )
+    return ["upgrade", "demo"]
+
+
+def _target_force_pushed_away(history, monkeypatch):
+    assert main(["status", "--fetch"]) == 0  # the store sees c[3] while it is on main
+    git(history.remote, "reset", "-q", "--hard", history.c[1])
+    return ["upgrade", "demo", "rc", "--to", history.c[3][:10]]
+
+
+# against a real remote (the `history` fixture): (what is done first, returning argv; exit code; the error line)
+REMOTE_CORPUS = {
+    "read-only pin.toml, upgrade": (_read_only_lock, 10, r"pin.toml is read-only \(mode 0444\): nothing written"),
+    "read-only pin.toml, new": (_read_only_lock_new, 10, r"pin.toml is read-only \(mode 0444\)"),
+    "read-only pin.toml, import --write": (_read_only_lock_import, 10, r"pin.toml is read-only \(mode 0444\)"),
+    "set removed while upgrading": (
+        _set_removed_meanwhile,
+        11,
+        "pin.toml: sets.other was removed by another process while this upgrade ran; nothing written",
+    ),
+    "pin moved while upgrading": (
+        _pin_moved_meanwhile,
+        11,
+        r"sets.demo.rc changed to [0-9a-f]{7} by another process while this upgrade ran \(it planned .*\); nothing",
+    ),
+    "pin.toml deleted while upgrading": (_lock_deleted_meanwhile, 3, "pin.toml: no such file"),
+    "pin.toml broken while upgrading": (_lock_broken_meanwhile, 3, "pin.toml: invalid TOML"),
+    "set name taken while creating it": (
+        _name_taken_meanwhile,
+        11,
+        "another process added experiment set 'fresh' while this command ran; nothing written",
+    ),
+    "SHA in a multi-line string with a line-ending backslash": (
+        _sha_as_multiline_string_with_an_escape,
+        3,
+        r"pin.toml: line \d+: this change would rewrite existing text there, not only add lines or move a SHA",
+    ),
+    "SHA with a unicode escape": (_sha_with_a_unicode_escape, 3, r"pin.toml: line \d+: this change would rewrite"),
+    "--to a commit force-pushed off the remote": (
+        _target_force_pushed_away,
+        8,
+        r"rc [0-9a-f]{7} is on no branch or tag of the remote \(only the store still has it\).*--allow-unreachable",
+    ),
+}
+
+
+@pytest.mark.parametrize("prepare, code, message", REMOTE_CORPUS.values(), ids=list(REMOTE_CORPUS))
+def test_bad_state_against_a_remote_gives_one_line_and_a_documented_code(
+    history, monkeypatch, capsys, prepare, code, message
+):
+    argv = prepare(history, monkeypatch)
+    capsys.readouterr()
+    mode = history.lock.stat().st_mode
+    assert_refused(argv, code, message, history.lock, capsys, getattr(history, "meanwhile", None))
+    if not hasattr(history, "meanwhile"):
+        assert history.lock.stat().st_mode == mode, "the file keeps its mode"
+    assert not [p.name for p in history.lock.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def _without_root_override() -> None:
+    """
+    In a child process of root: drop the capabilities that let root write and read where file permissions forbid
+    it, so that a read-only directory means to the test what it means to every other user.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2, 3):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+def run_as_a_user(argv: list, cwd: Path) -> subprocess.CompletedProcess:
+    """Run pin in a subprocess that file permissions bind (as a user; root without its override capabilities)."""
+    return subprocess.run(
+        [sys.executable, "-m", "sispin", *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=_without_root_override if os.geteuid() == 0 else None,
+    )
+
+
+def _setup_read_only(history) -> list:
+    history.lock.parent.chmod(0o555)
+    return ["upgrade", "demo"]
+
+
+def _setup_read_only_new(history) -> list:
+    history.lock.parent.chmod(0o555)
+    return ["new", "fresh"]
+
+
+def _setup_read_only_sync(history) -> list:
+    history.lock.write_text(
+        history.text() + f'\n[setup.rc]\nurl = "{history.url}"\ncommit = "{history.c[0]}"\npath = "tools/rc"\n'
+    )
+    history.lock.parent.chmod(0o555)
+    return ["sync"]
+
+
+def _store_read_only(history) -> list:
+    history.lock.parent.parent.joinpath("store").mkdir(mode=0o555)
+    return ["status", "--fetch"]
+
+
+def _store_read_only_upgrade(history) -> list:
+    history.lock.parent.parent.joinpath("store").mkdir(mode=0o555)
+    return ["upgrade", "demo"]
+
+
+def _lock_unreadable(history) -> list:
+    history.lock.chmod(0o000)
+    return ["status"]
+
+
+def _snapshot_unreadable(history) -> list:
+    (history.lock.parent / "pin.snapshot.toml").write_text("version = 1\n")
+    (history.lock.parent / "pin.snapshot.toml").chmod(0o000)
+    return ["check", "--offline"]
+
+
+# file permissions that bind every user but root: run in a child process without root's override capabilities
+USER_CORPUS = {
+    "read-only setup directory, upgrade": (
+        _setup_read_only,
+        10,
+        r"pin: error: pin.toml: cannot take its lock .*pin.toml.lock: Permission denied; nothing written",
+    ),
+    "read-only setup directory, new": (_setup_read_only_new, 10, "pin.toml: cannot take its lock"),
+    "read-only setup directory, sync": (
+        _setup_read_only_sync,
+        10,
+        r"pin: error: .pin-sync: cannot take its lock .*/.pin-sync.lock: Permission denied; nothing written",
+    ),
+    "read-only store, status --fetch": (
+        _store_read_only,
+        10,
+        r"pin: error: the store .*store cannot be written \(.*: Permission denied\); make it writable or set PIN_HOME",
+    ),
+    "read-only store, upgrade": (_store_read_only_upgrade, 10, "the store .* cannot be written"),
+    "unreadable pin.toml": (_lock_unreadable, 3, "pin: error: pin.toml: cannot read: Permission denied"),
+    "unreadable snapshot": (_snapshot_unreadable, 3, "pin.snapshot.toml: cannot read: Permission denied"),
+}
+
+
+@pytest.mark.parametrize("prepare, code, message", USER_CORPUS.values(), ids=list(USER_CORPUS))
+def test_file_permissions_give_one_line_and_a_documented_code(history, prepare, code, message):
+    argv = prepare(history)
+    root = history.lock.parent
+    try:
+        before = history.lock.read_bytes() if history.lock.stat().st_mode & 0o444 else None
+        result = run_as_a_user(argv, root)
+    finally:
+        root.chmod(0o755)
+        history.lock.chmod(0o644)
+        (root.parent / "store").chmod(0o755) if (root.parent / "store").exists() else None
+    assert result.returncode == code, result.stderr
+    assert result.stderr.count("\n") == 1 and re.search(message, result.stderr), result.stderr
+    assert "Traceback" not in result.stderr
+    if before is not None:
+        assert history.lock.read_bytes() == before, "the lockfile is untouched"

@@ -223,11 +223,15 @@ def _clone_beside(url: str, dest: Path, verb: str, *clone_options: str) -> Itera
 NETWORK_TIMEOUT = 900.0
 
 
-def _network(runner: git.Git, url: str, verb: str, command: str, *args: str) -> None:
-    """Run a git command that talks to url's remote, with a time limit; failures become one-line GitErrors."""
+def _network(runner: git.Git, url: str, verb: str, command: str, *args: str) -> str:
+    """
+    Run a git command that talks to url's remote, with a time limit; failures become one-line GitErrors.
+
+    :return: what the command printed
+    """
     start = time.monotonic()
     try:
-        getattr(runner, command)(*args, kill_after_timeout=NETWORK_TIMEOUT)
+        return getattr(runner, command)(*args, kill_after_timeout=NETWORK_TIMEOUT)
     except git.GitCommandError as exc:
         if time.monotonic() - start >= NETWORK_TIMEOUT:
             raise GitError(f"cannot {verb} {url}: no answer within {NETWORK_TIMEOUT:g} s (git was stopped)") from None
@@ -306,6 +310,21 @@ def update_mirror(url: str, path: Path) -> None:
     :raises GitError: when the remote cannot be reached
     """
     _network(_git(path), url, "fetch", "fetch", "--prune", "--quiet", "origin")
+    _follow_remote_head(url, path)
+
+
+def _follow_remote_head(url: str, path: Path) -> None:
+    """
+    Point the mirror's HEAD where the remote's HEAD points now: a fetch leaves it alone, and it names the default
+    branch that `pin upgrade` and `pin new` follow (a renamed default branch must not leave them on the old one, nor
+    fail for good once the old one is deleted). A remote whose HEAD is no branch leaves it as it is.
+    """
+    answer = _network(_git(path), url, "fetch", "ls_remote", "--symref", "origin", "HEAD")
+    for line in answer.splitlines():
+        target, _, name = line.partition("\t")
+        if name == "HEAD" and target.startswith("ref: refs/heads/"):
+            _git(path).symbolic_ref("HEAD", target[len("ref: ") :])
+            return
 
 
 def _rev_parse(path: Path, ref: str) -> Optional[str]:

@@ -21,6 +21,7 @@ __all__ = [
     "Lockfile",
     "find_lockfile",
     "load_lockfile",
+    "read_lockfile_text",
     "parse_lockfile",
     "display_path",
     "is_full_sha",
@@ -199,6 +200,8 @@ def _known(names: Mapping[str, Any]) -> str:
     return ", ".join(sorted(names)) or "none"
 
 
+#: the longest file name (one path component) file systems take, in bytes
+_NAME_MAX = 255
 #: how much of a bad value an error message repeats
 _SHOWN_LIMIT = 80
 _TOML_QUOTE = '"'
@@ -290,13 +293,25 @@ def load_lockfile(path: Path) -> Lockfile:
     :raises LockfileError: naming the file and the offending key
     """
     path = Path(path).absolute()
+    return parse_lockfile(read_lockfile_text(path), path)
+
+
+def read_lockfile_text(path: Path) -> str:
+    """
+    :param path: a lockfile (or its snapshot)
+    :return: its text exactly as stored: line endings are not translated, so a rewrite can keep them
+    :raises LockfileError: when it does not exist or cannot be read as UTF-8
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        return Path(path).read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise LockfileError(f"{display_path(path)}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LockfileError(f"{display_path(path)}: cannot read: {exc}") from None
-    return parse_lockfile(text, path)
+    except OSError as exc:
+        raise LockfileError(f"{display_path(path)}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise LockfileError(
+            f"{display_path(path)}: cannot read: not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
 
 
 def parse_lockfile(text: str, path: Path) -> Lockfile:
@@ -406,6 +421,10 @@ class _Validator:
         # "./" and "a/.." name the setup root itself, like "."
         if ".." in PurePosixPath(value).parts or "\\" in value or not PurePosixPath(value).parts:
             raise self.fail(key, f"{what} {_shown(value)} must stay inside the setup (no '..', '.' or backslash)")
+        if any(len(part.encode("utf-8")) > _NAME_MAX for part in PurePosixPath(value).parts):
+            raise self.fail(
+                key, f"{what} {_shown(value)} has a name longer than {_NAME_MAX} bytes (no file system takes it)"
+            )
         return value
 
     def branch(self, key: str, value: Optional[str]) -> Optional[str]:

@@ -17,11 +17,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from filelock import FileLock
-
 from sispin import git
 from sispin.clonejob import checkout_folder
 from sispin.errors import CheckoutStateError, FileSystemError, GitError, PinError
+from sispin.files import file_lock
 from sispin.lockfile import Lockfile, SetupCheckout, display_path, find_lockfile, inside_setup, load_lockfile
 from sispin.store import Store
 
@@ -82,7 +81,7 @@ def sync(lockfile: Lockfile) -> int:
     path_width = max(len(entry.path) for entry in lockfile.setup.values())
     exit_code = 0
     # one sync at a time per setup, so that concurrent runs neither clone twice nor remove each other's clones
-    with FileLock(str(lockfile.root / ".pin-sync.lock")):
+    with file_lock(lockfile.root / ".pin-sync"):
         for entry in lockfile.setup.values():
             prefix = f"{entry.name:<{name_width}}  {entry.commit[:7]}  {entry.path:<{path_width}}"
             try:
