@@ -233,3 +233,32 @@ def test_concurrent_upgrades_of_different_sets_both_land(history):
     text = history.text()
     assert f'rc = "{history.c[4]}"  # keep this comment' in text
     assert f'rc = {{ commit = "{history.c[4]}", clone_submodules = true }}' in text
+
+
+def test_the_default_branch_is_followed_after_the_remote_renames_it(make_repo, write_lock, store_dir, capsys):
+    remote = make_repo("renamed")
+    git(remote, "checkout", "-q", "-b", "master")
+    first = git_commit(remote, {"a.py": "a = 1\n"}, "first")
+    lock = write_lock(f'version = 1\n[repos.rc]\nurl = "file://{remote}"\n[sets.demo]\nrc = "{first}"\n')
+    assert main(["status", "--fetch"]) == 0, "the store's mirror now knows master as the default branch"
+    git(remote, "branch", "-q", "-m", "master", "main")  # the remote's HEAD follows the rename
+    newer = git_commit(remote, {"a.py": "a = 2\n"}, "on main")
+    assert main(["upgrade", "demo"]) == 0
+    assert f"rc  {first[:7]} -> {newer[:7]}  (+1 commit)" in capsys.readouterr().out
+    assert newer in lock.read_text()
+    assert main(["new", "fresh"]) == 0
+    assert f"rc  {newer[:7]}  (default branch head)" in capsys.readouterr().out
+
+
+def test_a_commit_only_the_store_still_has_needs_a_flag(history, capsys):
+    assert main(["status", "--fetch"]) == 0
+    force_push(history)
+    git(history.remote, "reflog", "expire", "--expire=now", "--all")
+    git(history.remote, "gc", "-q", "--prune=now")
+    capsys.readouterr()
+    assert main(["upgrade", "demo", "rc", "--to", history.c[3]]) == 8
+    captured = capsys.readouterr()
+    assert f"    ! {history.c[3][:7]} is on no branch or tag of {history.url}" in captured.out
+    assert "pass --allow-unreachable to move anyway (nothing written)" in captured.err
+    assert main(["upgrade", "demo", "rc", "--to", history.c[3], "--allow-unreachable"]) == 0
+    assert history.c[3] in history.text()
