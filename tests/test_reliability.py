@@ -58,6 +58,18 @@ CORPUS = {
         3,
         r"repos.rc.url: the URL embeds credentials",
     ),
+    "url with an access token in its path": (
+        'version = 1\n[repos.rc]\nurl = "https://h/ghp_s3cr3tA1b2C3d4E5f6G7h8I9/rc"\n',
+        ["status"],
+        3,
+        "repos.rc.url: the URL embeds credentials",
+    ),
+    "url with a gitlab token as user": (
+        'version = 1\n[repos.rc]\nurl = "https://oauth2:glpat-s3cr3tA1b2C3d4E5f6G7@h/rc"\n',
+        ["status"],
+        3,
+        "repos.rc.url: the URL embeds credentials",
+    ),
     "ext transport": ('version = 1\n[repos.rc]\nurl = "ext::sh"\n', ["status"], 3, r"remote helper"),
     "fd transport": ('version = 1\n[repos.rc]\nurl = "fd::3"\n', ["status"], 3, r"remote helper"),
     "option injection": ('version = 1\n[repos.rc]\nurl = "--upload-pack=id"\n', ["status"], 3, r"starts with '-'"),
@@ -496,6 +508,11 @@ REFS = {
     "unknown tag": (["upgrade", "demo", "rc", "--to", "v9"], 5, "no tag, branch or commit 'v9'"),
     "unknown SHA": (["upgrade", "demo", "rc", "--to", "deadbeef"], 5, "no tag, branch or commit 'deadbeef'"),
     "too short SHA": (["upgrade", "demo", "rc", "--to", "abc"], 5, "no tag, branch or commit 'abc'"),
+    "a token given as a revision": (
+        ["upgrade", "demo", "rc", "--to", "ghp_s3cr3tA1b2C3d4E5f6G7h8"],
+        5,
+        "no tag, branch or commit '***'",
+    ),
     "tag with a trailing newline": (["upgrade", "demo", "rc", "--to", "v1\n"], 5, r"'v1\n' is not a tag"),
     "SHA prefix with a trailing newline": (["upgrade", "demo", "rc", "--to", "abcd\n"], 5, r"'abcd\n' is not a tag"),
 }
@@ -506,7 +523,7 @@ def test_bad_refs(history, capsys, argv, code, message):
     before = history.text()
     assert main(argv) == code
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err and "s3cr3t" not in err
     assert history.text() == before
 
 
