@@ -992,3 +992,27 @@ def test_a_malformed_snapshot_stops_an_upgrade_before_anything_is_written(real_s
         "problem: sets.plain: set 'plain' lists no configs in pin.toml (sets.plain.configs)",
         "pin check: 1 problem",
     ], "only the set without configs, which cannot have a snapshot"
+
+
+def test_ten_concurrent_upgrades_of_one_set_all_succeed(history):
+    env = {**os.environ, "PIN_LOCK": str(history.lock)}
+    expected = history.text().replace(history.c[0], history.c[4])
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sispin", "upgrade", "demo"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(10)
+    ]
+    results = [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in processes]
+    assert [code for code, _, _ in results] == [0] * 10, results
+    assert [err for _, _, err in results] == [""] * 10
+    assert history.text() == expected, "one of them moved the pin; the others found it moved to their target"
+    wrote = [out for _, out, _ in results if "pin.toml: updated sets.demo" in out]
+    assert len(wrote) == 1, results
+    for _, out, _ in results:
+        if out not in wrote:
+            assert "already up to date" in out or "another process moved sets.demo.rc to" in out, out
