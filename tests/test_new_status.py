@@ -252,3 +252,29 @@ def test_new_set_in_every_layout_of_the_sets(history, layout):
     }
     kept = iter(after)
     assert all(char in kept for char in text), "every existing character is kept, in order: only additions"
+
+
+def test_status_fetch_shows_every_row_when_one_remote_fails(history, make_repo, capsys):
+    second = make_repo("second")
+    head = git_commit(second, {"a.py": "a = 1\n"})
+    history.lock.write_text(
+        history.text().replace("[sets.demo]", f'[repos.gone]\nurl = "file://{second}"\n\n[sets.demo]')
+        + f'gone = "{head}"\n'
+    )
+    assert main(["status", "--fetch"]) == 0
+    capsys.readouterr()
+    second.rename(second.with_name("moved-away"))
+    git_commit(history.remote, {"nn.py": "VERSION = 'newer'\n"}, "newer")
+    assert main(["status", "--fetch"]) == 5, "a failed fetch is an error, said after every row"
+    captured = capsys.readouterr()
+    rows = [line.split() for line in captured.out.splitlines()[1:4]]
+    assert rows[0][:2] == ["demo", "rc"] and rows[0][4] == "5", "the reachable remote was fetched"
+    assert rows[1][:2] == ["other", "rc"] and rows[1][4] == "3"
+    assert rows[2][:2] == ["other", "gone"] and rows[2][4:7] == ["0", "(fetch", "failed)"], "from the store"
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith(f"pin: error: gone: cannot fetch file://{second}: ")
+    assert captured.err.endswith("(its rows show the store as last fetched)\n")
+
+    assert main(["status", "--fetch", "--json"]) == 5
+    records = json.loads(capsys.readouterr().out)["pins"]
+    assert [(r["repo"], bool(r["fetch_error"])) for r in records] == [("rc", False), ("rc", False), ("gone", True)]
