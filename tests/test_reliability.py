@@ -470,6 +470,20 @@ DISK_CORPUS = {
         3,
         r"unreadable \(TypeError.*remove it, then run `pin snapshot`",
     ),
+    "journal without pins": (
+        GOOD,
+        _journal('{"sets": {"demo": {"outputs": {}}}}'),
+        ["check", "--offline"],
+        3,
+        r"\.pin\.journal\.json: unreadable \(KeyError: 'pins'\)",
+    ),
+    "journal with a number for a job": (
+        GOOD,
+        _journal('{"sets": {"demo": {"pins": {}, "outputs": {"x": {"job": 1, "path": ""}}}}}'),
+        ["status"],
+        3,
+        "unreadable \\(TypeError: an output's job and path must be strings\\)",
+    ),
     "journal is a directory": (
         GOOD,
         lambda root: (root / ".pin.journal.json").mkdir(),
@@ -891,6 +905,15 @@ def _setup_read_only_new(history) -> list:
     return ["new", "fresh"]
 
 
+def _setup_read_only_import(history) -> list:
+    (history.lock.parent / "a.py").write_text(
+        "from i6_core.tools.git import CloneGitRepositoryJob\n"
+        f"CloneGitRepositoryJob('https://h/x', commit='{SHA}')\n"
+    )
+    history.lock.parent.chmod(0o555)
+    return ["import", "a.py", "--set", "fresh", "--write"]
+
+
 def _setup_read_only_sync(history) -> list:
     history.lock.write_text(
         history.text() + f'\n[setup.rc]\nurl = "{history.url}"\ncommit = "{history.c[0]}"\npath = "tools/rc"\n'
@@ -925,9 +948,14 @@ USER_CORPUS = {
     "read-only setup directory, upgrade": (
         _setup_read_only,
         10,
-        r"pin: error: pin.toml: cannot take its lock .*pin.toml.lock: Permission denied; nothing written",
+        r"pin: error: pin.toml: its directory .*/setup is not writable, so it cannot be replaced safely: nothing",
     ),
-    "read-only setup directory, new": (_setup_read_only_new, 10, "pin.toml: cannot take its lock"),
+    "read-only setup directory, new": (_setup_read_only_new, 10, "pin.toml: its directory .* is not writable"),
+    "read-only setup directory, import --write": (
+        _setup_read_only_import,
+        10,
+        "pin: error: pin.toml: cannot take its lock .*pin.toml.lock: Permission denied; nothing written",
+    ),
     "read-only setup directory, sync": (
         _setup_read_only_sync,
         10,
@@ -1016,3 +1044,15 @@ def test_ten_concurrent_upgrades_of_one_set_all_succeed(history):
     for _, out, _ in results:
         if out not in wrote:
             assert "already up to date" in out or "another process moved sets.demo.rc to" in out, out
+
+
+def test_an_existing_checkout_behind_a_symlink_is_verified_not_refused(make_repo, write_lock, tmp_path, capsys):
+    remote = make_repo("tool")
+    head = git_commit(remote, {"tool.py": "TOOL = 1\n"})
+    outside = tmp_path / "shared-checkouts" / "tool"
+    git(tmp_path, "clone", "-q", str(remote), str(outside))
+    lock = write_lock(f'version = 1\n[setup.tool]\nurl = "file://{remote}"\ncommit = "{head}"\npath = "tools/tool"\n')
+    (lock.parent / "tools").mkdir()
+    (lock.parent / "tools" / "tool").symlink_to(outside)
+    assert main(["sync"]) == 0, "a link to a checkout somebody made is the setup's choice: only read"
+    assert capsys.readouterr().out.split()[-1] == "ok"

@@ -312,3 +312,12 @@ def test_temporary_files_of_a_killed_writer_are_removed(history):
     leftovers[0].write_text("half a lockfile\n")
     assert main(["upgrade", "demo"]) == 0
     assert not leftovers[0].exists()
+
+
+def test_a_read_only_lockfile_is_refused_before_anything_is_fetched(history, store_dir, capsys):
+    history.lock.chmod(0o444)
+    assert main(["upgrade", "demo"]) == 10
+    assert main(["new", "fresh"]) == 10
+    assert capsys.readouterr().out == "", "nothing planned, nothing printed"
+    assert not (store_dir / "mirrors").exists(), "nothing fetched"
+    assert main(["upgrade", "demo", "--dry-run"]) == 0, "a dry run writes nothing, so it may run"

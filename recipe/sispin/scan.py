@@ -285,27 +285,24 @@ def _masked_source(expression: ast.expr) -> str:
     A credential may be spread over several constants (``'https://user:' + token + '@host'``): the constants are
     looked at together, in source order, and each part of one that falls into a secret span becomes ``***``.
     """
-    constants = [
-        node for node in ast.walk(expression) if isinstance(node, ast.Constant) and isinstance(node.value, str)
-    ]
-    constants.sort(key=lambda node: (node.lineno, node.col_offset))
     joined, offsets = "", []
-    for node in constants:
+    for node in _string_constants(expression):
         offsets.append(len(joined))
         joined += node.value
     spans = credential_spans(joined)
     if not spans:
         return ast.unparse(expression)
     masked = copy.deepcopy(expression)
-    masked_constants = [
-        node for node in ast.walk(masked) if isinstance(node, ast.Constant) and isinstance(node.value, str)
-    ]
-    masked_constants.sort(key=lambda node: (node.lineno, node.col_offset))
-    for node, offset in zip(masked_constants, offsets):
+    for node, offset in zip(_string_constants(masked), offsets):
         value, end = node.value, offset + len(node.value)
         for start, stop in reversed(spans):
             if start < end and stop > offset:
-                cut_from, cut_to = max(start, offset) - offset, min(stop, end) - offset
-                value = value[:cut_from] + "***" + value[cut_to:]
+                value = value[: max(start, offset) - offset] + "***" + value[min(stop, end) - offset :]
         node.value = value
     return ast.unparse(masked)
+
+
+def _string_constants(expression: ast.expr) -> List[ast.Constant]:
+    """The string constants of an expression, in source order."""
+    found = [node for node in ast.walk(expression) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    return sorted(found, key=lambda node: (node.lineno, node.col_offset))

@@ -166,11 +166,10 @@ def edit_lock_and_snapshot(
             check_writable(snapshot)
             read_snapshot(snapshot)  # malformed: refuse before anything is written
             journal = {
-                "version": 1,
                 "sets": {
                     name: {"pins": _pins(updated, name), "outputs": {k: vars(v) for k, v in outputs[name].items()}}
                     for name in outputs
-                },
+                }
             }
             write_atomically(journal_path(lock), json.dumps(journal, indent=1) + "\n")
             write_atomically(lock, text)  # the change happens here; the snapshot follows it
@@ -214,8 +213,9 @@ def _complete(path: Path) -> Optional[str]:
     where = display_path(journal)
     try:
         recorded = json.loads(journal.read_text(encoding="utf-8"))["sets"]
+        pins = {name: entry["pins"] for name, entry in recorded.items()}
         outputs = {
-            name: {output: Output(**fields) for output, fields in entry["outputs"].items()}
+            name: {output: _output(**fields) for output, fields in entry["outputs"].items()}
             for name, entry in recorded.items()
         }
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -227,13 +227,23 @@ def _complete(path: Path) -> Optional[str]:
         lockfile = parse_lockfile(read_lockfile_text(path), path)
     except LockfileError:
         return None  # the command that follows reports the lockfile; the journal waits for a valid one
-    done = {name: outputs[name] for name, entry in recorded.items() if _pins(lockfile, name) == entry["pins"]}
+    done = {name: outputs[name] for name in recorded if _pins(lockfile, name) == pins[name]}
     if done:
         _write_outputs(snapshot_path(path), done)
     remove(journal)
     if done:
         return f"completed an interrupted change of {_sets(done)}: {display_path(snapshot_path(path))} updated"
-    return f"dropped the journal of an interrupted change of {_sets(outputs)}: pin.toml never got it"
+    return (
+        f"dropped the journal of an interrupted change of {_sets(outputs)}: pin.toml does not hold its pins (the "
+        f"change never reached it, or it was edited since)"
+    )
+
+
+def _output(job: str, path: str) -> Output:
+    """An output as the journal records it; TypeError when it is not two strings."""
+    if not isinstance(job, str) or not isinstance(path, str):
+        raise TypeError("an output's job and path must be strings")
+    return Output(job=job, path=path)
 
 
 def _sets(names: Mapping[str, Any]) -> str:

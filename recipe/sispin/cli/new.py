@@ -19,6 +19,7 @@ import tomlkit
 from sispin import git
 from sispin.editing import append_table, edit_lockfile, toml_pin
 from sispin.errors import ConcurrentChangeError, NameConflictError, RevisionError, SisyphusError, UsageError
+from sispin.files import check_writable
 from sispin.graph import SetGraph, load_graph
 from sispin.lockfile import Lockfile, Pin, display_path, find_lockfile, parse_lockfile, read_lockfile_text, valid_name
 from sispin.snapshot import edit_lock_and_snapshot, snapshot_path
@@ -62,6 +63,7 @@ def new_set(path: Path, name: str, *, from_set: Optional[str], configs: Sequence
         raise UsageError(f"{name!r} is not a valid set name (letters, digits, '_', '.', '-')")
     if name in lockfile.sets:
         raise NameConflictError(f"{display_path(lockfile.path)}: experiment set {name!r} already exists")
+    check_writable(path)  # say it before fetching, not after
     if from_set is not None:
         template = lockfile.get_set(from_set).pins
         pins: Dict[str, Dict[str, object]] = {repo: dict(pin.job_kwargs) for repo, pin in template.items()}

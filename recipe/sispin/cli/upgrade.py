@@ -19,6 +19,7 @@ import tomlkit
 from sispin import git
 from sispin.editing import edit_lockfile, set_string
 from sispin.errors import ConcurrentChangeError, RefusedMoveError, RevisionError, SisyphusError, UsageError
+from sispin.files import check_writable
 from sispin.graph import SetGraph, load_graph
 from sispin.lockfile import Lockfile, display_path, find_lockfile, parse_lockfile, read_lockfile_text
 from sispin.moves import Move, format_move, plan_move
@@ -104,6 +105,8 @@ def upgrade(
     # one read: the blast radius, the check of what changed meanwhile and the rewrite all start from this text
     text = read_lockfile_text(path)
     lockfile = parse_lockfile(text, path)
+    if not dry_run:
+        check_writable(path)  # say it before fetching and planning, not after
     spec = lockfile.get_set(set_name)
     names = list(dict.fromkeys(repos)) or list(spec.pins)
     if to is not None and len(names) != 1:
