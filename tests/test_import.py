@@ -257,3 +257,42 @@ def test_replacement_job_ids_equal_the_originals(real_sisyphus, tree, write_lock
         assert record["job_id"].startswith("i6_core/tools/git/CloneGitRepositoryJob.")
     main(["import", str(tree / "forms.py"), "--set", "exp"])
     assert "(same job id i6_core/tools/git/CloneGitRepositoryJob." in capsys.readouterr().out
+
+
+TOKEN = "ghp_" + "A1b2C3d4" * 5
+GITLAB = "glpat-" + "x9Y8z7W6v5" * 2
+SECRETS = f"""\
+import os
+from i6_core.tools.git import CloneGitRepositoryJob
+
+USER = "me"
+concatenated = CloneGitRepositoryJob("https://user:" + "{TOKEN}" + "@host/x", commit="{SHA}")
+spread = CloneGitRepositoryJob("https://" + USER + ":" + "s3cr3t" + "@host/y", commit="{SHA}")
+defaulted = CloneGitRepositoryJob(os.environ.get("RC_URL", "https://oauth2:{GITLAB}@host/z"), commit="{SHA}")
+formatted = CloneGitRepositoryJob(f"https://{{USER}}:{TOKEN}@host/w", commit="{SHA}")
+literal = CloneGitRepositoryJob("me:s3cr3t@host:rc.git", commit="{SHA}")
+in_a_path = CloneGitRepositoryJob("https://host/{TOKEN}/rc", commit="{SHA}")
+"""
+
+
+def test_no_secret_found_in_the_code_is_ever_printed_or_written(tmp_path, write_lock, capsys):
+    lock = write_lock("version = 1\n")
+    (tmp_path / "secrets.py").write_text(SECRETS)
+    assert main(["import", str(tmp_path / "secrets.py"), "--set", "exp"]) == 1
+    text = capsys.readouterr().out
+    assert main(["import", str(tmp_path / "secrets.py"), "--set", "exp", "--json"]) == 1
+    report = capsys.readouterr().out
+    for shown in (text, report):
+        for secret in (TOKEN, GITLAB, "s3cr3t"):
+            assert secret not in shown
+    assert "url is not a literal ('https://***' + '***' + '@host/x')" in text
+    assert "url is not a literal (os.environ.get('RC_URL', 'https://***@host/z'))" in text
+    assert "***@host:rc.git" in text and "https://host/***/rc" in text
+    assert len(json.loads(report)["call_sites"]) == 6
+
+    before = lock.read_text()
+    assert main(["import", str(tmp_path / "secrets.py"), "--set", "exp", "--write"]) == 1
+    out = capsys.readouterr().out
+    assert "secrets.py:9: not adopted: the URL embeds credentials" in out
+    assert "secrets.py:10: not adopted: the URL embeds credentials" in out
+    assert lock.read_text() == before + "\n[sets.exp]\nconfigs = []\n\n", "nothing of the URLs, nor a masked one"

@@ -82,7 +82,7 @@ BAD = {
     "missing url": ("version = 1\n[repos.rc]\nbranch = 'main'\n", "pin.toml: repos.rc.url: missing"),
     "empty url": ("version = 1\n[repos.rc]\nurl = ''\n", "pin.toml: repos.rc.url: must be a non-empty string"),
     "url not a URL": ("version = 1\n[repos.rc]\nurl = 'just/a/path'\n", "repos.rc.url: 'just/a/path' is not a URL"),
-    "bad repo name": ("version = 1\n[repos.'r c']\nurl = 'https://h/r'\n", "repos.r c: names may use only"),
+    "bad repo name": ("version = 1\n[repos.'r c']\nurl = 'https://h/r'\n", "repos.'r c': names may use only"),
     "reserved repo name": (
         "version = 1\n[repos.configs]\nurl = 'https://h/r'\n",
         "repos.configs: 'configs' is reserved",

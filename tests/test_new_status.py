@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -11,7 +12,7 @@ import pytest
 
 from conftest import git, git_commit
 from sispin.cli.main import main
-from sispin.lockfile import load_lockfile
+from sispin.lockfile import load_lockfile, parse_lockfile
 from sispin.store import Store, default_store_dir
 
 
@@ -19,7 +20,11 @@ def test_new_set_pins_every_repo_at_its_head(history, capsys):
     before = history.text()
     assert main(["new", "exp2", "--configs", "config/exp2.py"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines() == ["pin.toml: new set 'exp2'", f"rc  {history.c[4][:7]}  (main head)"]
+    assert out.splitlines() == [
+        "pin.toml: new set 'exp2'",
+        f"rc  {history.c[4][:7]}  (main head)",
+        "pin.snapshot.toml: sets.exp2 not recorded (sets.exp2.configs: config/exp2.py does not exist)",
+    ]
     text = history.text()
     assert text.startswith(before), "existing content is kept as it was"
     lock = load_lockfile(history.lock)
@@ -188,3 +193,88 @@ def test_pin_facts_agree_with_git_on_a_history_with_merges(make_repo):
         expected = (sispin_git.count_commits(repo, commit, after), sispin_git.count_commits(repo, after, commit))
         assert (facts[commit].behind, facts[commit].off_branch) == expected, commit
     assert facts[off].off_branch == 1 and facts[base].behind == 7
+
+
+def test_status_of_a_url_with_a_very_long_name(write_lock, store_dir, capsys):
+    url = f"file:///nonexistent/{'r' * 300}"
+    write_lock(f'version = 1\n[repos.rc]\nurl = "{url}"\n[sets.demo]\nrc = "{"a" * 40}"\n')
+    assert main(["status"]) == 0, "the store's file names stay short, whatever the URL"
+    assert f"note: the store has never fetched rc ({url})" in capsys.readouterr().out
+    assert len(Store(store_dir).mirror_path(url).name) < 100
+
+
+def test_a_damaged_mirror_is_replaced_by_the_next_fetch(history, store_dir, capsys):
+    assert main(["status", "--fetch"]) == 0
+    mirror = Store(store_dir).mirror_path(history.url)
+    (mirror / "HEAD").unlink()
+    assert main(["status"]) == 0
+    assert "note: the store has never fetched rc" in capsys.readouterr().out, "a mirror without HEAD is none"
+    assert main(["upgrade", "demo", "--dry-run"]) == 0, "and the next fetch makes a new one"
+    assert "(+4 commits)" in capsys.readouterr().out
+
+    shutil.rmtree(mirror)
+    mirror.write_text("a file where the mirror belongs\n")
+    assert main(["status", "--fetch"]) == 0
+    assert Store(store_dir).mirror(history.url) == mirror
+    assert main(["new", "fresh"]) == 0
+
+
+def test_a_half_made_store_checkout_is_replaced(history, store_dir):
+    store = Store(store_dir)
+    path = store.checkout_path(history.url, history.c[0], "repository")
+    path.mkdir(parents=True)
+    (path / "half.py").write_text("a killed clone's leftover\n")
+    path.chmod(0o555)
+    assert main(["sync", "demo"]) == 0
+    assert git(path, "rev-parse", "HEAD") == history.c[0] and not (path / "half.py").exists()
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "[sets.demo]\nrc = '{c0}'\n\n[repos.rc]\nurl = '{url}'\n\n[sets.other]\nrc = '{c0}'\n# ends the sets\n",
+        "repos = {{ rc = {{ url = '{url}' }} }}\nsets = {{ demo = {{ rc = '{c0}' }} }}\n",
+        "[repos.rc]\nurl = '{url}'\n[sets]\ndemo = {{ rc = '{c0}' }}\n",
+        "repos.rc.url = '{url}'\nsets.demo.rc = '{c0}'\n",
+        "[repos.rc]\nurl = '{url}'\n\n[sets]\n",
+    ],
+    ids=["tables out of order", "inline tables", "inline set in a [sets] table", "dotted keys", "empty [sets]"],
+)
+def test_new_set_in_every_layout_of_the_sets(history, layout):
+    text = "version = 1\n" + layout.format(url=history.url, c0=history.c[0])
+    history.lock.write_text(text)
+    assert main(["new", "fresh"]) == 0
+    after = history.text()
+    lock = load_lockfile(history.lock)
+    assert lock.get_set("fresh").pin("rc").commit == history.c[4]
+    assert {name: spec.pins for name, spec in lock.sets.items() if name != "fresh"} == {
+        name: spec.pins for name, spec in parse_lockfile(text, history.lock).sets.items()
+    }
+    kept = iter(after)
+    assert all(char in kept for char in text), "every existing character is kept, in order: only additions"
+
+
+def test_status_fetch_shows_every_row_when_one_remote_fails(history, make_repo, capsys):
+    second = make_repo("second")
+    head = git_commit(second, {"a.py": "a = 1\n"})
+    history.lock.write_text(
+        history.text().replace("[sets.demo]", f'[repos.gone]\nurl = "file://{second}"\n\n[sets.demo]')
+        + f'gone = "{head}"\n'
+    )
+    assert main(["status", "--fetch"]) == 0
+    capsys.readouterr()
+    second.rename(second.with_name("moved-away"))
+    git_commit(history.remote, {"nn.py": "VERSION = 'newer'\n"}, "newer")
+    assert main(["status", "--fetch"]) == 5, "a failed fetch is an error, said after every row"
+    captured = capsys.readouterr()
+    rows = [line.split() for line in captured.out.splitlines()[1:4]]
+    assert rows[0][:2] == ["demo", "rc"] and rows[0][4] == "5", "the reachable remote was fetched"
+    assert rows[1][:2] == ["other", "rc"] and rows[1][4] == "3"
+    assert rows[2][:2] == ["other", "gone"] and rows[2][4:7] == ["0", "(fetch", "failed)"], "from the store"
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith(f"pin: error: gone: cannot fetch file://{second}: ")
+    assert captured.err.endswith("(its rows show the store as last fetched)\n")
+
+    assert main(["status", "--fetch", "--json"]) == 5
+    records = json.loads(capsys.readouterr().out)["pins"]
+    assert [(r["repo"], bool(r["fetch_error"])) for r in records] == [("rc", False), ("rc", False), ("gone", True)]

@@ -233,3 +233,91 @@ def test_concurrent_upgrades_of_different_sets_both_land(history):
     text = history.text()
     assert f'rc = "{history.c[4]}"  # keep this comment' in text
     assert f'rc = {{ commit = "{history.c[4]}", clone_submodules = true }}' in text
+
+
+def test_the_default_branch_is_followed_after_the_remote_renames_it(make_repo, write_lock, store_dir, capsys):
+    remote = make_repo("renamed")
+    git(remote, "checkout", "-q", "-b", "master")
+    first = git_commit(remote, {"a.py": "a = 1\n"}, "first")
+    lock = write_lock(f'version = 1\n[repos.rc]\nurl = "file://{remote}"\n[sets.demo]\nrc = "{first}"\n')
+    assert main(["status", "--fetch"]) == 0, "the store's mirror now knows master as the default branch"
+    git(remote, "branch", "-q", "-m", "master", "main")  # the remote's HEAD follows the rename
+    newer = git_commit(remote, {"a.py": "a = 2\n"}, "on main")
+    assert main(["upgrade", "demo"]) == 0
+    assert f"rc  {first[:7]} -> {newer[:7]}  (+1 commit)" in capsys.readouterr().out
+    assert newer in lock.read_text()
+    assert main(["new", "fresh"]) == 0
+    assert f"rc  {newer[:7]}  (default branch head)" in capsys.readouterr().out
+
+
+def test_a_commit_only_the_store_still_has_needs_a_flag(history, capsys):
+    assert main(["status", "--fetch"]) == 0
+    force_push(history)
+    git(history.remote, "reflog", "expire", "--expire=now", "--all")
+    git(history.remote, "gc", "-q", "--prune=now")
+    capsys.readouterr()
+    assert main(["upgrade", "demo", "rc", "--to", history.c[3]]) == 8
+    captured = capsys.readouterr()
+    assert f"    ! {history.c[3][:7]} is on no branch or tag of {history.url}" in captured.out
+    assert "pass --allow-unreachable to move anyway (nothing written)" in captured.err
+    assert main(["upgrade", "demo", "rc", "--to", history.c[3], "--allow-unreachable"]) == 0
+    assert history.c[3] in history.text()
+
+
+@pytest.mark.parametrize(
+    "quoted",
+    ["'{}'", '"""{}"""', "'''{}'''", '"{}"'],
+    ids=["literal", "multi-line basic", "multi-line literal", "basic"],
+)
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_a_rewrite_changes_only_the_shas_characters(history, quoted, newline):
+    text = history.text().replace(f'"{history.c[0]}"', quoted.format(history.c[0]))
+    history.lock.write_bytes(text.replace("\n", newline).encode())
+    before = history.lock.read_bytes()
+    assert main(["upgrade", "demo"]) == 0
+    assert history.lock.read_bytes() == before.replace(history.c[0].encode(), history.c[4].encode())
+
+
+def test_lines_a_command_adds_to_a_crlf_file_end_in_crlf(history):
+    history.lock.write_bytes(history.text().replace("\n", "\r\n").encode())
+    before = history.lock.read_bytes()
+    assert main(["new", "fresh"]) == 0
+    after = history.lock.read_bytes()
+    assert after.startswith(before) and b"[sets.fresh]\r\n" in after
+    assert after.count(b"\n") == after.count(b"\r\n"), "no line ends in LF alone"
+
+
+def test_a_symlinked_lockfile_is_written_through_to_its_target(history, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    target = shared / "team-pin.toml"
+    history.lock.rename(target)
+    history.lock.symlink_to(target)
+    expected = target.read_text().replace(history.c[0], history.c[4])
+    assert main(["upgrade", "demo"]) == 0
+    assert history.lock.is_symlink() and os.readlink(history.lock) == str(target), "the link stays a link"
+    assert target.read_text() == expected, "the shared target changed"
+    assert not [p for p in shared.iterdir() if p.name.endswith(".tmp")]
+    assert main(["new", "fresh"]) == 0
+    assert history.lock.is_symlink() and "[sets.fresh]" in target.read_text()
+
+
+def test_temporary_files_of_a_killed_writer_are_removed(history):
+    leftovers = [history.lock.parent / f".pin.toml.{n}k1ll3d.tmp" for n in range(3)]
+    leftovers.append(history.lock.parent / ".pin.snapshot.toml.x.tmp")
+    for leftover in leftovers:
+        leftover.write_text("half a lockfile\n")
+    assert main(["status"]) == 0, "even a command that writes nothing cleans them (under the file lock)"
+    assert not [p.name for p in history.lock.parent.iterdir() if p.name.endswith(".tmp")]
+    leftovers[0].write_text("half a lockfile\n")
+    assert main(["upgrade", "demo"]) == 0
+    assert not leftovers[0].exists()
+
+
+def test_a_read_only_lockfile_is_refused_before_anything_is_fetched(history, store_dir, capsys):
+    history.lock.chmod(0o444)
+    assert main(["upgrade", "demo"]) == 10
+    assert main(["new", "fresh"]) == 10
+    assert capsys.readouterr().out == "", "nothing planned, nothing printed"
+    assert not (store_dir / "mirrors").exists(), "nothing fetched"
+    assert main(["upgrade", "demo", "--dry-run"]) == 0, "a dry run writes nothing, so it may run"

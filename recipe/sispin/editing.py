@@ -1,52 +1,139 @@
 """
-Rewriting pin.toml: comment-, order- and formatting-preserving edits (tomlkit) under a file lock, validated before
-they are written, and written atomically (temporary file in the same directory, fsync, rename).
+Rewriting pin.toml: comment-, order-, quote- and line-ending-preserving edits (tomlkit) under a file lock, validated
+before they are written, checked to change nothing but what they mean to, and written atomically (temporary file in
+the same directory, fsync, rename).
 
-Only the commands that change the lockfile import this module; the config path never does.
+A symlinked pin.toml is written through: its target changes, in the target's directory, and the link stays. A
+read-only pin.toml is refused, never replaced. Only the commands that change the lockfile import this module; the
+config path never does.
 """
 
 from __future__ import annotations
 
-__all__ = ["edit_lockfile", "append_table", "add_value", "toml_pin", "write_atomically"]
+__all__ = ["edit_lockfile", "append_table", "add_value", "set_string", "toml_pin"]
 
+import difflib
 import os
-import stat
-import tempfile
+import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, List, Optional
 
 import tomlkit
-from filelock import FileLock
-from tomlkit.items import Comment, Table, Whitespace
+from tomlkit.items import Comment, InlineTable, Table, Whitespace
 
-from sispin.lockfile import Lockfile, load_lockfile, parse_lockfile
+from sispin.errors import LockfileError
+from sispin.files import check_writable, file_lock, write_atomically
+from sispin.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text
+
+#: what a lockfile starts as when a command creates it
+EMPTY_LOCKFILE = "version = 1\n"
 
 
-def edit_lockfile(path: Path, edit: Callable[[Lockfile, tomlkit.TOMLDocument], None]) -> Lockfile:
+#: writes the new text of pin.toml (and whatever must change with it) while the lockfile's lock is held
+Writer = Callable[[Path, str, Lockfile], None]
+
+
+def edit_lockfile(
+    path: Path,
+    edit: Callable[[Lockfile, tomlkit.TOMLDocument], None],
+    *,
+    create: bool = False,
+    write: Optional[Writer] = None,
+) -> Lockfile:
     """
     Change pin.toml safely: read, edit and write under the lockfile's file lock (so concurrent commands never lose
-    each other's changes), keep comments and formatting (tomlkit), refuse a result that would not validate, and
-    replace the file atomically (temp file in the same directory, fsync, rename).
+    each other's changes), keep comments, quotes, line endings and formatting (tomlkit), refuse a result that would
+    not validate or that would change more of the existing text than new lines and moved SHAs, and replace the
+    file atomically (temp file in the same directory, fsync, rename).
 
     :param path: the pin.toml to change
     :param edit: changes the document in place; gets the validated current content to check preconditions
         against, and may raise a PinError to abort without writing
+    :param create: start from an empty lockfile when there is none
+    :param write: writes the result instead of a plain atomic write (to change other files with it), given the
+        path, the new text and its validated content
     :return: the lockfile as written
+    :raises FileSystemError: when pin.toml is read-only or cannot be written
     """
     path = Path(path).absolute()
-    with FileLock(str(path) + ".lock"):
-        current = load_lockfile(path)
-        document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    with file_lock(path):
+        check_writable(path)
+        text = EMPTY_LOCKFILE if create and not os.path.lexists(path) else read_lockfile_text(path)
+        current = parse_lockfile(text, path)
+        document = tomlkit.parse(text)
         edit(current, document)
-        text = tomlkit.dumps(document)
-        updated = parse_lockfile(text, path)
-        write_atomically(path, text)
+        new_text = _keep_line_endings(text, tomlkit.dumps(document))
+        _check_only_additions_and_shas(text, new_text, display_path(path))
+        updated = parse_lockfile(new_text, path)
+        if new_text == text:
+            return updated  # nothing to change: the file is not touched
+        if write is None:
+            write_atomically(path, new_text)
+        else:
+            write(path, new_text, updated)
     return updated
+
+
+def _keep_line_endings(old: str, new: str) -> str:
+    """A file written with CRLF line endings keeps them, also on the lines an edit adds."""
+    if "\r\n" in old and not re.search(r"(?<!\r)\n", old):
+        return re.sub(r"(?<!\r)\n", "\r\n", new)
+    return new
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _check_only_additions_and_shas(old: str, new: str, where: str) -> None:
+    """
+    The promise of every rewrite: existing text stays byte for byte, except the characters of a SHA that moves;
+    everything else an edit does is new text between it.
+
+    :raises LockfileError: naming the first line that would change otherwise (nothing is written)
+    """
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        before, after = "".join(old_lines[i1:i2]), "".join(new_lines[j1:j2])
+        if tag == "equal" or _only_inserted(before, after) or _only_shas_differ(before, after):
+            continue
+        raise LockfileError(
+            f"{where}: line {i1 + 1}: this change would rewrite existing text there, not only add lines or move a "
+            f'SHA (its layout is one the rewrite cannot keep; write the value as "<sha>" on one line); nothing '
+            f"written"
+        )
+
+
+def _only_inserted(before: str, after: str) -> bool:
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return all(tag in ("equal", "insert") for tag, *_ in matcher.get_opcodes())
+
+
+def _only_shas_differ(before: str, after: str) -> bool:
+    if len(before) != len(after):
+        return False
+    return all(_in_sha(before, i) and _in_sha(after, i) for i, (a, b) in enumerate(zip(before, after)) if a != b)
+
+
+def _in_sha(text: str, index: int) -> bool:
+    """Whether text[index] is part of a run of exactly 40 lowercase hex digits (a full SHA)."""
+    start, end = index, index + 1
+    while start > 0 and text[start - 1] in _HEX:
+        start -= 1
+    while end < len(text) and text[end] in _HEX:
+        end += 1
+    return end - start == 40
+
+
+def _sections(document: tomlkit.TOMLDocument, section: str) -> List[Any]:
+    """Every top-level item that holds a part of section, in file order (tables may be split, or inline)."""
+    return [item for key, item in document.body if key is not None and key.key == section]
 
 
 def append_table(document: tomlkit.TOMLDocument, section: str, name: str, table: Table) -> None:
     """
-    Add ``[section.name]`` after the last table of the section, where a reader expects it.
+    Add ``[section.name]`` after the last table of the section, where a reader expects it; into an inline
+    ``section = {...}`` as an inline entry, the way that file writes it.
 
     Comments and blank lines that end the section's last table introduce, to a reader, whatever follows it; they
     are moved behind the new table so they stay in front of that.
@@ -56,28 +143,48 @@ def append_table(document: tomlkit.TOMLDocument, section: str, name: str, table:
     :param name: the new table's name
     :param table: its content
     """
-    if section not in document:
+    parts = _sections(document, section)
+    if not parts:
         document.add(section, tomlkit.table(is_super_table=True))
-    tables = document[section]
-    trailing = _pop_trailing_trivia(tables[list(tables)[-1]]) if len(tables) else []
+        parts = _sections(document, section)
+    # [sets.a] ... [repos.x] ... [sets.b]: the new set goes after the last part of the section
+    container = parts[-1]
+    if isinstance(container, InlineTable):
+        container[name] = toml_pin(dict(table))
+        return
+    last = container[list(container)[-1]] if len(container) else None
+    trailing = _pop_trailing_trivia(last) if isinstance(last, Table) else []
     # without moved trivia, one blank line keeps the new table apart from what follows
     for item in trailing or [tomlkit.nl()]:
         table.add(item)
-    tables.append(name, table)
+    container.append(name, table)
 
 
-def add_value(table: Table, key: str, value: Any) -> None:
+def add_value(table: Any, key: str, value: Any) -> None:
     """
     Add key = value at the end of table's values, before the comments and blank lines that end it.
 
-    :param table: an existing table of pin.toml
+    :param table: an existing table of pin.toml (or an inline one)
     :param key: the new key
     :param value: its value
     """
-    trailing = _pop_trailing_trivia(table)
+    trailing = _pop_trailing_trivia(table) if isinstance(table, Table) else []
     table[key] = value
     for item in trailing:
         table.add(item)
+
+
+def set_string(table: Any, key: str, value: str) -> None:
+    """
+    Replace the string value of an existing key, written the way the old one was (basic or literal, single- or
+    multi-line), so that only its characters change.
+
+    :param table: a table or inline table of pin.toml
+    :param key: an existing key whose value is a string
+    :param value: the new string
+    """
+    kind = table.item(key).type
+    table[key] = tomlkit.string(value, literal=kind.is_literal(), multiline=kind.is_multiline())
 
 
 def _pop_trailing_trivia(table: Table) -> list:
@@ -86,41 +193,6 @@ def _pop_trailing_trivia(table: Table) -> list:
     while body and body[-1][0] is None and isinstance(body[-1][1], (Comment, Whitespace)):
         trailing.insert(0, body.pop()[1])
     return trailing
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """
-    Replace (or create) a file so that readers and crashes only ever see the old or the new content.
-
-    :param path: the file
-    :param text: its new content
-    """
-    handle, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as tmp:
-            tmp.write(text)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        if path.exists():
-            os.chmod(tmp_name, stat.S_IMODE(path.stat().st_mode))
-        else:
-            os.chmod(tmp_name, 0o666 & ~_umask())
-        os.replace(tmp_name, path)
-    except BaseException:
-        os.unlink(tmp_name)
-        raise
-    # the rename itself must survive a crash too
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def toml_pin(value: Any) -> Any:

@@ -19,6 +19,8 @@ __all__ = [
     "CheckoutStateError",
     "HashOverwriteError",
     "SisyphusError",
+    "FileSystemError",
+    "ConcurrentChangeError",
     "PinnedImportError",
 ]
 
@@ -88,6 +90,21 @@ class SisyphusError(PinError):
     """The job graph cannot be built: no Sisyphus checkout, a set without configs, or a config that fails."""
 
     exit_code = 9
+
+
+class FileSystemError(PinError):
+    """
+    A file or directory sispin must read or write cannot be: no permission, a read-only pin.toml, a file where a
+    directory belongs, a dangling symlink, a name too long, a full disk.
+    """
+
+    exit_code = 10
+
+
+class ConcurrentChangeError(PinError):
+    """Another process changed what this command was about to change; nothing was written."""
+
+    exit_code = 11
 
 
 class PinnedImportError(PinError):

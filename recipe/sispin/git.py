@@ -177,11 +177,15 @@ def _clone_beside(url: str, dest: Path, verb: str, *clone_options: str) -> Itera
 NETWORK_TIMEOUT = 900.0
 
 
-def _network(runner: git.Git, url: str, verb: str, command: str, *args: str) -> None:
-    """Run a git command that talks to url's remote, with a time limit; failures become one-line GitErrors."""
+def _network(runner: git.Git, url: str, verb: str, command: str, *args: str) -> str:
+    """
+    Run a git command that talks to url's remote, with a time limit; failures become one-line GitErrors.
+
+    :return: what the command printed
+    """
     start = time.monotonic()
     try:
-        getattr(runner, command)(*args, kill_after_timeout=NETWORK_TIMEOUT)
+        return getattr(runner, command)(*args, kill_after_timeout=NETWORK_TIMEOUT)
     except git.GitCommandError as exc:
         if time.monotonic() - start >= NETWORK_TIMEOUT:
             raise GitError(f"cannot {verb} {url}: no answer within {NETWORK_TIMEOUT:g} s (git was stopped)") from None
@@ -219,9 +223,9 @@ def _remove_leftovers(dest: Path) -> None:
 #: branch heads and tags are mirrored; pull-request and other refs are not
 _MIRROR_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 # what `pin upgrade --to` accepts: ref-name characters only, so that no revision syntax (a..b, @{...}, :path)
-# and no option can get through
-_REVISION_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")
-_HEX_PREFIX_RE = re.compile(r"^[0-9a-f]{4,40}$")
+# and no option can get through (matched with fullmatch: "$" would also match before a trailing newline)
+_REVISION_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]*")
+_HEX_PREFIX_RE = re.compile(r"[0-9a-f]{4,40}")
 
 
 @dataclass(frozen=True)
@@ -260,6 +264,21 @@ def update_mirror(url: str, path: Path) -> None:
     :raises GitError: when the remote cannot be reached
     """
     _network(_git(path), url, "fetch", "fetch", "--prune", "--quiet", "origin")
+    _follow_remote_head(url, path)
+
+
+def _follow_remote_head(url: str, path: Path) -> None:
+    """
+    Point the mirror's HEAD where the remote's HEAD points now: a fetch leaves it alone, and it names the default
+    branch that `pin upgrade` and `pin new` follow (a renamed default branch must not leave them on the old one, nor
+    fail for good once the old one is deleted). A remote whose HEAD is no branch leaves it as it is.
+    """
+    answer = _network(_git(path), url, "fetch", "ls_remote", "--symref", "origin", "HEAD")
+    for line in answer.splitlines():
+        target, _, name = line.partition("\t")
+        if name == "HEAD" and target.startswith("ref: refs/heads/"):
+            _git(path).symbolic_ref("HEAD", target[len("ref: ") :])
+            return
 
 
 def _rev_parse(path: Path, ref: str) -> Optional[str]:
@@ -291,14 +310,14 @@ def resolve_revision(path: Path, revision: str) -> str:
     :param revision: tag, branch or hex SHA prefix (at least 4 digits)
     :raises RevisionError: when the revision is malformed, unknown, or names different commits
     """
-    if not _REVISION_RE.match(revision) or ".." in revision:
+    if not _REVISION_RE.fullmatch(revision) or ".." in revision:
         raise RevisionError(f"{revision!r} is not a tag, branch or commit SHA")
     found: List[Tuple[str, str]] = []
     for kind, ref in (("tag", f"refs/tags/{revision}"), ("branch", f"refs/heads/{revision}")):
         sha = _rev_parse(path, ref)
         if sha:
             found.append((kind, sha))
-    if _HEX_PREFIX_RE.match(revision):
+    if _HEX_PREFIX_RE.fullmatch(revision):
         found.extend(("commit", sha) for sha in _commits_with_prefix(path, revision))
     commits = sorted({sha for _, sha in found})
     if not commits:

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from sispin.errors import SisyphusError
 from sispin.explain import Arg, JobRecord
-from sispin.lockfile import Lockfile
+from sispin.lockfile import Lockfile, inside_setup
 from sispin.urls import name_from_url
 
 #: loading a set's configs must not take longer than this
@@ -142,6 +142,8 @@ def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = Non
     for config in spec.configs:
         if not (lockfile.root / config).is_file():
             raise SisyphusError(f"sets.{set_name}.configs: {config} does not exist")
+        if not inside_setup(lockfile.root, config):
+            raise SisyphusError(f"sets.{set_name}.configs: {config} leads out of the setup through a symlink")
     report = run_probe(lockfile, ["graph", *spec.configs], f"loading the configs of set {set_name!r}", lock_text)
     return SetGraph(
         set_name=set_name,

@@ -21,14 +21,19 @@ __all__ = [
     "Lockfile",
     "find_lockfile",
     "load_lockfile",
+    "read_lockfile_text",
     "parse_lockfile",
     "display_path",
     "is_full_sha",
     "valid_name",
+    "valid_branch",
+    "inside_setup",
 ]
 
+import json
 import os
 import re
+import reprlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -48,11 +53,15 @@ LOCKFILE_NAME = "pin.toml"
 LOCK_ENV = "PIN_LOCK"
 SUPPORTED_VERSION = 1
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+# matched with fullmatch: "$" would also match before a trailing newline
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_FULL_SHA_RE = re.compile(r"[0-9a-f]{40}")
 #: keys of a [sets.*] table that are not repository pins: the set's configs, and the clones outside the lock it
 #: accepts by URL although they pin no commit, or hide theirs behind a hash_overwrite
 _SET_RESERVED_KEYS = ("configs", "allow_unpinned", "allow_hash_overwrite")
+# git's rules for a branch name (git check-ref-format --branch): no control characters, space or ~^:?*[\, no "..",
+# "@{", "//", no component that starts with "." or ends with ".lock", not "@", no leading "-", no trailing "/" or "."
+_BRANCH_FORBIDDEN_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|(^|/)\.|\.lock(/|$)|^-|^@$|[/.]$")
 
 
 @dataclass(frozen=True)
@@ -197,6 +206,31 @@ def _known(names: Mapping[str, Any]) -> str:
     return ", ".join(sorted(names)) or "none"
 
 
+#: the longest file name (one path component) file systems take, in bytes
+_NAME_MAX = 255
+#: how much of a bad value an error message repeats
+_SHOWN_LIMIT = 80
+_TOML_QUOTE = '"'
+
+
+def _key(name: str) -> str:
+    """A TOML key as a key path in a message: bare when it is a plain name, else quoted like :func:`_shown`."""
+    return name if valid_name(name) else _shown(name)
+
+
+def _shown(value: Any, quote: str = "'") -> str:
+    """
+    A value as an error message repeats it: one line (escapes for control characters), cut when long.
+
+    :param quote: how a string is quoted: ``'`` (Python's repr) or ``"`` (TOML's basic string)
+    """
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False) if quote == '"' else repr(value)
+    else:
+        text = reprlib.repr(value)
+    return text if len(text) <= _SHOWN_LIMIT else f"{text[: _SHOWN_LIMIT - 4]}...{text[-1]}"
+
+
 def display_path(path: Path) -> str:
     """
     :param path: a file path
@@ -210,12 +244,28 @@ def display_path(path: Path) -> str:
 
 def is_full_sha(value: object) -> bool:
     """:return: whether value is a full, lowercase 40-hex commit SHA"""
-    return isinstance(value, str) and bool(_FULL_SHA_RE.match(value))
+    return isinstance(value, str) and bool(_FULL_SHA_RE.fullmatch(value))
 
 
 def valid_name(name: str) -> bool:
     """:return: whether name may name a repository, set or setup entry"""
-    return bool(_NAME_RE.match(name))
+    return bool(_NAME_RE.fullmatch(name))
+
+
+def valid_branch(name: str) -> bool:
+    """:return: whether name is a branch name git accepts (so ``main~2`` or ``a..b`` never pass for a branch)"""
+    return bool(name) and not _BRANCH_FORBIDDEN_RE.search(name)
+
+
+def inside_setup(root: Path, relative: str) -> bool:
+    """
+    :param root: the setup root
+    :param relative: a validated setup-relative path from pin.toml
+    :return: whether the path, with every symlink on the way resolved, stays inside the setup (a symlink must not
+        lead a clone or a config out of it)
+    """
+    real_root = Path(os.path.realpath(root))
+    return Path(os.path.realpath(root / relative)).is_relative_to(real_root)
 
 
 def find_lockfile(start: Optional[Path] = None) -> Path:
@@ -249,13 +299,25 @@ def load_lockfile(path: Path) -> Lockfile:
     :raises LockfileError: naming the file and the offending key
     """
     path = Path(path).absolute()
+    return parse_lockfile(read_lockfile_text(path), path)
+
+
+def read_lockfile_text(path: Path) -> str:
+    """
+    :param path: a lockfile (or its snapshot)
+    :return: its text exactly as stored: line endings are not translated, so a rewrite can keep them
+    :raises LockfileError: when it does not exist or cannot be read as UTF-8
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        return Path(path).read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise LockfileError(f"{display_path(path)}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LockfileError(f"{display_path(path)}: cannot read: {exc}") from None
-    return parse_lockfile(text, path)
+    except OSError as exc:
+        raise LockfileError(f"{display_path(path)}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise LockfileError(
+            f"{display_path(path)}: cannot read: not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
 
 
 def parse_lockfile(text: str, path: Path) -> Lockfile:
@@ -271,6 +333,8 @@ def parse_lockfile(text: str, path: Path) -> Lockfile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise LockfileError(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise LockfileError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
     return _Validator(where).lockfile(data, Path(path).absolute())
 
 
@@ -289,20 +353,38 @@ class _Validator:
             raise self.fail("version", f"missing (this sispin reads version = {SUPPORTED_VERSION})")
         version = data["version"]
         if type(version) is not int or version != SUPPORTED_VERSION:
-            raise self.fail("version", f"unsupported version {version!r} (this sispin reads {SUPPORTED_VERSION})")
+            raise self.fail(
+                "version", f"unsupported version {reprlib.repr(version)} (this sispin reads {SUPPORTED_VERSION})"
+            )
         repos = self.named_tables("repos", data.get("repos", {}), self.repo)
         sets = self.named_tables(
             "sets", data.get("sets", {}), lambda key, name, table: self.set(key, name, table, repos)
         )
         setup = self.named_tables("setup", data.get("setup", {}), self.setup_checkout)
+        self.apart(setup)
         return Lockfile(path=path, repos=repos, sets=sets, setup=setup)
+
+    def apart(self, setup: Mapping[str, SetupCheckout]) -> None:
+        """Setup checkouts may not share or nest their paths: one would clone into the other."""
+        seen: Dict[Tuple[str, ...], str] = {}
+        for name, entry in setup.items():
+            parts = PurePosixPath(entry.path).parts
+            for other_parts, other in seen.items():
+                shorter = min(len(parts), len(other_parts))
+                if parts[:shorter] == other_parts[:shorter]:
+                    relation = "is the path of" if len(parts) == len(other_parts) else "nests with the path of"
+                    raise self.fail(
+                        f"setup.{name}.path",
+                        f"{_shown(entry.path)} {relation} setup.{other} ({_shown(setup[other].path)})",
+                    )
+            seen[parts] = name
 
     def named_tables(self, key: str, value: Any, build: Callable[[str, str, Dict[str, Any]], Any]) -> Dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(key, "must be a table")
         result = {}
         for name, table in value.items():
-            entry_key = f"{key}.{name}"
+            entry_key = f"{key}.{_key(name)}"
             if not valid_name(name):
                 raise self.fail(entry_key, "names may use only letters, digits, '_', '.', '-'")
             if not isinstance(table, dict):
@@ -313,7 +395,7 @@ class _Validator:
     def only_keys(self, key: str, table: Dict[str, Any], allowed: Tuple[str, ...]) -> None:
         for name in table:
             if name not in allowed:
-                full = f"{key}.{name}" if key else name
+                full = f"{key}.{_key(name)}" if key else _key(name)
                 raise self.fail(full, f"unknown key (allowed: {', '.join(allowed)})")
 
     def string(self, key: str, table: Dict[str, Any], name: str, required: bool) -> Optional[str]:
@@ -324,21 +406,36 @@ class _Validator:
         value = table[name]
         if not isinstance(value, str) or not value:
             raise self.fail(f"{key}.{name}", "must be a non-empty string")
+        return self.printable(f"{key}.{name}", value)
+
+    def printable(self, key: str, value: str) -> str:
+        # a NUL or newline in a path or branch reaches git and the file system, where it means something else
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+            raise self.fail(key, f"{_shown(value)} contains a control character (newline, NUL, ...)")
         return value
 
     def commit(self, key: str, value: Any) -> str:
         if not is_full_sha(value):
             hint = " (use lowercase)" if isinstance(value, str) and is_full_sha(value.lower()) else ""
-            shown = f'"{value}"' if isinstance(value, str) else repr(value)
-            raise self.fail(key, f"{shown} is not a full 40-hex commit{hint}")
+            raise self.fail(key, f"{_shown(value, quote=_TOML_QUOTE)} is not a full 40-hex commit{hint}")
         return value
 
     def relative_path(self, key: str, value: str, what: str) -> str:
-        parts = PurePosixPath(value).parts
-        if value.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", value):
-            raise self.fail(key, f"{what} {value!r} must be relative")
-        if ".." in parts or "\\" in value or value in (".", ""):
-            raise self.fail(key, f"{what} {value!r} must stay inside the setup (no '..', '.' or backslash)")
+        self.printable(key, value)
+        if value.startswith(("/", "\\", "~")) or re.match(r"[A-Za-z]:", value):
+            raise self.fail(key, f"{what} {_shown(value)} must be relative")
+        # "./" and "a/.." name the setup root itself, like "."
+        if ".." in PurePosixPath(value).parts or "\\" in value or not PurePosixPath(value).parts:
+            raise self.fail(key, f"{what} {_shown(value)} must stay inside the setup (no '..', '.' or backslash)")
+        if any(len(part.encode("utf-8")) > _NAME_MAX for part in PurePosixPath(value).parts):
+            raise self.fail(
+                key, f"{what} {_shown(value)} has a name longer than {_NAME_MAX} bytes (no file system takes it)"
+            )
+        return value
+
+    def branch(self, key: str, value: Optional[str]) -> Optional[str]:
+        if value is not None and not valid_branch(value):
+            raise self.fail(key, f"{_shown(value)} is not a branch name (git would read it as another revision)")
         return value
 
     def url(self, key: str, value: str) -> str:
@@ -352,7 +449,7 @@ class _Validator:
             raise self.fail(key, f"{name!r} is reserved (it is a key of every [sets.*] table)")
         self.only_keys(key, table, ("url", "branch", "checkout"))
         url = self.url(f"{key}.url", self.string(key, table, "url", required=True))
-        branch = self.string(key, table, "branch", required=False)
+        branch = self.branch(f"{key}.branch", self.string(key, table, "branch", required=False))
         checkout = self.string(key, table, "checkout", required=False)
         if checkout is not None:
             self.relative_path(f"{key}.checkout", checkout, "checkout folder")
@@ -378,8 +475,8 @@ class _Validator:
                     )
             elif repo not in repos:
                 raise self.fail(
-                    f"{key}.{repo}",
-                    f"repository {repo!r} is not declared under [repos] (declared: {_known(repos)})",
+                    f"{key}.{_key(repo)}",
+                    f"repository {_shown(repo)} is not declared under [repos] (declared: {_known(repos)})",
                 )
             else:
                 pins[repo] = self.pin(f"{key}.{repo}", repo, value)
@@ -399,8 +496,8 @@ class _Validator:
                 continue
             if kwarg not in PIN_KWARGS:
                 raise self.fail(
-                    f"{key}.{kwarg}",
-                    f"CloneGitRepositoryJob takes no argument {kwarg!r} here "
+                    f"{key}.{_key(kwarg)}",
+                    f"CloneGitRepositoryJob takes no argument {_shown(kwarg)} here "
                     f"(allowed: commit, {', '.join(PIN_KWARGS)})",
                 )
             job_kwargs[kwarg] = self.kwarg(f"{key}.{kwarg}", kwarg, kwarg_value)
@@ -415,7 +512,9 @@ class _Validator:
         }[expected]
         if not ok:
             raise self.fail(key, f"must be a {expected}")
-        return value
+        for text in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            self.printable(key, text)
+        return self.branch(key, value) if kwarg == "branch" else value
 
     def setup_checkout(self, key: str, name: str, table: Dict[str, Any]) -> SetupCheckout:
         self.only_keys(key, table, ("url", "commit", "path"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = ["CallSite", "scan_source", "scan_paths"]
 
 import ast
+import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sispin.clonejob import CLASS_NAME, PARAMETERS, QUALIFIED_NAMES
 from sispin.lockfile import is_full_sha
-from sispin.urls import check_url, redact_url
+from sispin.urls import check_url, credential_spans
 
 _UNREADABLE = object()
 
@@ -32,8 +33,10 @@ class CallSite:
 
     :param file: the file, as given or found
     :param line: 1-based line of the call
-    :param arguments: parameter name -> literal value, for the arguments given (not the defaults)
-    :param expressions: parameter name -> source text, for arguments that are not literals
+    :param arguments: parameter name -> literal value, for the arguments given (not the defaults), verbatim (a
+        credential in a URL stays: output masks it, and pin.toml refuses such a URL)
+    :param expressions: parameter name -> source text, for arguments that are not literals, with secret-looking
+        parts of its strings masked (it is only ever shown)
     :param risks: what makes the call unsafe for reproducibility, one phrase each
     :param positional: how many arguments were given positionally (to rebuild the call exactly)
     """
@@ -298,15 +301,11 @@ class _Scanner(ast.NodeVisitor):
         for name, expression in given:
             value = self.literal(expression)
             if value is _UNREADABLE:
-                site.expressions[name] = ast.unparse(expression)
+                site.expressions[name] = _masked_source(expression)
             else:
                 site.arguments[name] = value
         url = site.arguments.get("url")
-        if isinstance(url, str) and redact_url(url) != url:
-            # never repeat a credential: the report shows the URL without it, and it cannot go into pin.toml
-            site.arguments["url"] = redact_url(url)
-            site.risks.append("url embeds credentials (shown as ***): it cannot go into pin.toml")
-        elif isinstance(url, str) and check_url(url):
+        if isinstance(url, str) and check_url(url):
             site.risks.append(f"url is refused by pin.toml: {check_url(url)}")
         if "url" in site.expressions:
             site.risks.append(f"url is not a literal ({site.expressions['url']})")
@@ -329,3 +328,33 @@ class _Scanner(ast.NodeVisitor):
             return ast.literal_eval(node)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return _UNREADABLE
+
+
+def _masked_source(expression: ast.expr) -> str:
+    """
+    The source of an expression for display, its string constants masked where they hold something secret-looking.
+
+    A credential may be spread over several constants (``'https://user:' + token + '@host'``): the constants are
+    looked at together, in source order, and each part of one that falls into a secret span becomes ``***``.
+    """
+    joined, offsets = "", []
+    for node in _string_constants(expression):
+        offsets.append(len(joined))
+        joined += node.value
+    spans = credential_spans(joined)
+    if not spans:
+        return ast.unparse(expression)
+    masked = copy.deepcopy(expression)
+    for node, offset in zip(_string_constants(masked), offsets):
+        value, end = node.value, offset + len(node.value)
+        for start, stop in reversed(spans):
+            if start < end and stop > offset:
+                value = value[: max(start, offset) - offset] + "***" + value[min(stop, end) - offset :]
+        node.value = value
+    return ast.unparse(masked)
+
+
+def _string_constants(expression: ast.expr) -> List[ast.Constant]:
+    """The string constants of an expression, in source order."""
+    found = [node for node in ast.walk(expression) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    return sorted(found, key=lambda node: (node.lineno, node.col_offset))

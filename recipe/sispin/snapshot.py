@@ -3,27 +3,42 @@ pin.snapshot.toml: per experiment set, the id of the job behind every registered
 is made of.
 
 It lives beside pin.toml and is reviewed like code: a changed line is work that will be recomputed. ``pin
-snapshot`` writes it, ``pin check`` compares against it, and a real ``pin upgrade`` updates it with the lock. Each
+snapshot`` writes it, ``pin check`` compares against it, and ``pin upgrade`` and ``pin new`` change it together with
+the lock: a journal (``.pin.journal.json``) written before either file records what the snapshot must become once
+the lock has changed, so that a run killed between the two writes is completed by the next ``pin`` command. Each
 job's hashed arguments are kept one line per leaf (a digest, the value when short, the input job of a path), so
 that ``pin check`` and ``pin explain`` can name the argument that moved an id from this file alone.
 """
 
 from __future__ import annotations
 
-__all__ = ["SNAPSHOT_NAME", "snapshot_path", "read_snapshot", "read_records", "update_snapshot", "compare_outputs"]
+__all__ = [
+    "SNAPSHOT_NAME",
+    "JOURNAL_NAME",
+    "snapshot_path",
+    "journal_path",
+    "read_snapshot",
+    "read_records",
+    "update_snapshot",
+    "edit_lock_and_snapshot",
+    "complete_interrupted",
+    "compare_outputs",
+]
 
+import json
+import os
 import sys
 from pathlib import Path
-from typing import Any, Collection, Dict, List, Mapping
+from typing import Any, Callable, Collection, Dict, List, Mapping, Optional
 
 import tomlkit
-from filelock import FileLock
 
-from sispin.editing import write_atomically
+from sispin.editing import edit_lockfile
 from sispin.errors import LockfileError
 from sispin.explain import Arg, JobRecord
+from sispin.files import check_writable, file_lock, leftovers, remove, remove_leftovers, write_atomically
 from sispin.graph import Output, SetGraph
-from sispin.lockfile import display_path
+from sispin.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text, valid_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,15 +46,18 @@ else:  # pragma: no cover - exercised by the Python 3.9 CI run
     import tomli as tomllib
 
 SNAPSHOT_NAME = "pin.snapshot.toml"
+JOURNAL_NAME = ".pin.journal.json"
 _HEADER = (
-    "Written by `pin snapshot` (and `pin upgrade`): the job id behind every registered output of each set, and per\n"
-    "job its hashed arguments (digest, short value, input job). `pin check` fails when a config change gives an\n"
-    "output another id; `pin explain` names the argument. Review changes like code."
+    "Written by `pin snapshot` (and `pin upgrade`, `pin new`): the job id behind every registered output of each set,\n"
+    "and per job its hashed arguments (digest, short value, input job). `pin check` fails when a config change gives\n"
+    "an output another id; `pin explain` names the argument. Review changes like code."
 )
-
-Snapshot = Dict[str, Dict[str, Output]]
 #: a recorded value longer than this is kept as its digest only, so that the file stays reviewable
 MAX_STORED_VALUE = 80
+
+Snapshot = Dict[str, Dict[str, Output]]
+#: one set's part of the snapshot, as plain data: {"outputs": {name: {"job", "path"}}, "jobs": {id: {arg: leaf}}}
+Entry = Dict[str, Any]
 
 
 def snapshot_path(lockfile_path: Path) -> Path:
@@ -47,45 +65,68 @@ def snapshot_path(lockfile_path: Path) -> Path:
     return Path(lockfile_path).with_name(SNAPSHOT_NAME)
 
 
-def _load(path: Path) -> Dict[str, Any]:
-    """The snapshot's sets tables, checked: {set name: {"outputs": {...}, "jobs": {...}}}; empty without a file."""
-    if not path.exists():
+def journal_path(lockfile_path: Path) -> Path:
+    """:return: where a change of the lock and its snapshot is recorded until both are written"""
+    return Path(lockfile_path).with_name(JOURNAL_NAME)
+
+
+def _load(path: Path) -> Dict[str, Entry]:
+    """
+    :return: the snapshot's sets, checked: set name -> entry; empty when the file does not exist
+    :raises LockfileError: when it is malformed or cannot be read (naming file and key)
+    """
+    if not os.path.lexists(path):
         return {}
     where = display_path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(read_lockfile_text(path))
+    except tomllib.TOMLDecodeError as exc:
         raise LockfileError(f"{where}: invalid TOML: {exc}") from None
-    if data.get("version") != 1:
-        raise LockfileError(f"{where}: version: unsupported version {data.get('version')!r} (expected 1)")
+    except RecursionError:
+        raise LockfileError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
+    if data.get("version") != 1 or type(data.get("version")) is not int:
+        raise LockfileError(f"{where}: version: unsupported version {data.get('version')!r:.40} (expected 1)")
     sets = data.get("sets", {})
-    for set_name, table in sets.items():
-        outputs = table.get("outputs") if isinstance(table, dict) else None
-        if not isinstance(outputs, dict):
-            raise LockfileError(f"{where}: sets.{set_name}.outputs: missing or not a table")
-        for name, output in outputs.items():
-            if not (isinstance(output, dict) and isinstance(output.get("job"), str)):
-                raise LockfileError(f"{where}: sets.{set_name}.outputs.{name}: needs a 'job' string")
-        jobs = table.get("jobs", {})
-        if not isinstance(jobs, dict) or not all(
-            isinstance(args, dict) and all(isinstance(leaf, str) for leaf in args.values()) for args in jobs.values()
-        ):
-            raise LockfileError(f"{where}: sets.{set_name}.jobs: each job must be a table of argument strings")
+    if not isinstance(sets, dict):
+        raise LockfileError(f"{where}: sets: must be a table")
+    for set_name, entry in sets.items():
+        _check_entry(where, set_name, entry)
     return sets
+
+
+def _check_entry(where: str, set_name: str, entry: Any) -> None:
+    """:raises LockfileError: when one set's entry (of the snapshot or of the journal) is malformed"""
+    outputs = entry.get("outputs") if isinstance(entry, dict) else None
+    if not isinstance(outputs, dict):
+        raise LockfileError(f"{where}: sets.{_key(set_name)}.outputs: missing or not a table")
+    for name, output in outputs.items():
+        if not (
+            isinstance(output, dict) and isinstance(output.get("job"), str) and isinstance(output.get("path", ""), str)
+        ):
+            raise LockfileError(
+                f"{where}: sets.{_key(set_name)}.outputs.{_key(name)}: needs a 'job' string (and a 'path' string)"
+            )
+    jobs = entry.get("jobs", {})
+    if not isinstance(jobs, dict) or not all(
+        isinstance(args, dict) and all(isinstance(leaf, str) for leaf in args.values()) for args in jobs.values()
+    ):
+        raise LockfileError(f"{where}: sets.{_key(set_name)}.jobs: each job must be a table of argument strings")
+
+
+def _key(name: str) -> str:
+    """A TOML key in a message: as it is when it is plain, quoted (one line, cut) otherwise."""
+    return name if valid_name(name) and len(name) <= 60 else f"{name!r:.60}"
 
 
 def read_snapshot(path: Path) -> Snapshot:
     """
     :param path: the snapshot file
     :return: set name -> output name -> output; empty when the file does not exist
-    :raises LockfileError: when it is malformed (naming file and key)
+    :raises LockfileError: when it is malformed or cannot be read (naming file and key)
     """
     return {
-        set_name: {
-            name: Output(job=output["job"], path=str(output.get("path", "")))
-            for name, output in table["outputs"].items()
-        }
-        for set_name, table in _load(path).items()
+        set_name: {name: Output(job=o["job"], path=o.get("path", "")) for name, o in entry["outputs"].items()}
+        for set_name, entry in _load(path).items()
     }
 
 
@@ -98,10 +139,69 @@ def read_records(path: Path) -> Dict[str, Dict[str, JobRecord]]:
     return {
         set_name: {
             job: JobRecord({arg: Arg.decode(leaf) for arg, leaf in args.items()})
-            for job, args in table.get("jobs", {}).items()
+            for job, args in entry.get("jobs", {}).items()
         }
-        for set_name, table in _load(path).items()
+        for set_name, entry in _load(path).items()
     }
+
+
+def _entry(graph: SetGraph) -> Entry:
+    """A set's snapshot entry from its graph: outputs, and each job's argument leaves (long values as digests)."""
+    return {
+        "outputs": {name: {"job": o.job, "path": o.path} for name, o in graph.outputs.items()},
+        "jobs": {
+            job: {
+                arg: Arg(
+                    leaf.digest, leaf.value if len(leaf.value or "") <= MAX_STORED_VALUE else None, leaf.job
+                ).encode()
+                for arg, leaf in record.args.items()
+            }
+            for job, record in graph.records.items()
+        },
+    }
+
+
+def _render(sets: Mapping[str, Entry]) -> str:
+    document = tomlkit.document()
+    for line in _HEADER.splitlines():
+        document.add(tomlkit.comment(line))
+    document.add("version", 1)
+    tables = tomlkit.table(is_super_table=True)
+    for set_name in sorted(sets):
+        outputs = tomlkit.table()
+        for name, output in sorted(sets[set_name]["outputs"].items()):
+            inline = tomlkit.inline_table()
+            inline.update({"job": output["job"], "path": output.get("path", "")})
+            outputs[name] = inline
+        jobs = tomlkit.table(is_super_table=True)
+        for job, args in sorted(sets[set_name].get("jobs", {}).items()):
+            table = tomlkit.table()
+            for arg, leaf in sorted(args.items()):
+                table[arg] = leaf
+            jobs[job] = table
+        entry = tomlkit.table(is_super_table=True)
+        entry["outputs"] = outputs
+        entry["jobs"] = jobs
+        tables[set_name] = entry
+    document["sets"] = tables
+    return tomlkit.dumps(document)
+
+
+def _write_sets(path: Path, entries: Mapping[str, Entry], sets_in_lock: Collection[str]) -> bool:
+    """
+    Merge sets' entries into the snapshot, drop the sets the lockfile no longer has, and write it when anything
+    changed (the snapshot's lock is held).
+
+    :return: whether the file was written
+    """
+    check_writable(path)
+    sets = {name: entry for name, entry in _load(path).items() if name in sets_in_lock}
+    sets.update(entries)
+    text = _render(sets)
+    if os.path.isfile(path) and read_lockfile_text(path) == text:
+        return False
+    write_atomically(path, text)
+    return True
 
 
 def update_snapshot(path: Path, graphs: List[SetGraph], sets_in_lock: Collection[str]) -> bool:
@@ -114,45 +214,102 @@ def update_snapshot(path: Path, graphs: List[SetGraph], sets_in_lock: Collection
     :param sets_in_lock: the names of the lockfile's sets
     :return: whether the file was written
     """
-    with FileLock(str(path) + ".lock"):
-        kept = _load(path)
-        document = tomlkit.document()
-        for line in _HEADER.splitlines():
-            document.add(tomlkit.comment(line))
-        document.add("version", 1)
-        sets = tomlkit.table(is_super_table=True)
-        fresh = {graph.set_name: graph for graph in graphs}
-        for set_name in sorted((set(kept) & set(sets_in_lock)) | set(fresh)):
-            if set_name in fresh:
-                sets[set_name] = _set_table(fresh[set_name])
-            else:
-                sets[set_name] = kept[set_name]
-        document["sets"] = sets
-        text = tomlkit.dumps(document)
-        if path.exists() and path.read_text(encoding="utf-8") == text:
-            return False
-        write_atomically(path, text)
-        return True
+    with file_lock(path):
+        return _write_sets(path, {graph.set_name: _entry(graph) for graph in graphs}, sets_in_lock)
 
 
-def _set_table(graph: SetGraph) -> Any:
-    outputs = tomlkit.table()
-    for name in sorted(graph.outputs):
-        output = graph.outputs[name]
-        entry = tomlkit.inline_table()
-        entry.update({"job": output.job, "path": output.path})
-        outputs[name] = entry
-    jobs = tomlkit.table(is_super_table=True)
-    for job in sorted(graph.records):
-        args = tomlkit.table()
-        for arg, leaf in sorted(graph.records[job].args.items()):
-            short = leaf.value if leaf.value is not None and len(leaf.value) <= MAX_STORED_VALUE else None
-            args[arg] = Arg(leaf.digest, short, leaf.job).encode()
-        jobs[job] = args
-    table = tomlkit.table(is_super_table=True)
-    table["outputs"] = outputs
-    table["jobs"] = jobs
-    return table
+def edit_lock_and_snapshot(
+    path: Path, edit: Callable[[Lockfile, tomlkit.TOMLDocument], None], graphs: List[SetGraph]
+) -> Lockfile:
+    """
+    Change pin.toml (as :func:`sispin.editing.edit_lockfile` does) and record the given sets in the snapshot, as one
+    change: both files are checked before either is written, and a journal written first lets the next ``pin``
+    command finish the snapshot if this one is killed after the lock was written.
+
+    :param path: the pin.toml
+    :param edit: the change of the lock (see edit_lockfile)
+    :param graphs: the changed sets' graphs at the new pins
+    :return: the lockfile as written
+    :raises LockfileError: when the snapshot is malformed (nothing is written)
+    """
+    snapshot = snapshot_path(path)
+    entries = {graph.set_name: _entry(graph) for graph in graphs}
+
+    def write(lock: Path, text: str, updated: Lockfile) -> None:
+        with file_lock(snapshot):
+            _complete(lock)  # another change's journal first: there is one journal at a time
+            check_writable(snapshot)
+            _load(snapshot)  # malformed: refuse before anything is written
+            journal = {"sets": {name: {"pins": _pins(updated, name), "entry": entries[name]} for name in entries}}
+            write_atomically(journal_path(lock), json.dumps(journal, indent=1) + "\n")
+            write_atomically(lock, text)  # the change happens here; the snapshot follows it
+            _write_sets(snapshot, entries, updated.sets)
+            remove(journal_path(lock))
+
+    return edit_lockfile(path, edit, write=write)
+
+
+def _pins(lockfile: Lockfile, set_name: str) -> Optional[Dict[str, Any]]:
+    spec = lockfile.sets.get(set_name)
+    return None if spec is None else {repo: pin.value for repo, pin in spec.pins.items()}
+
+
+def complete_interrupted(path: Path) -> Optional[str]:
+    """
+    Repair what a killed command left: finish a change of the lock and its snapshot that it left half done, and
+    remove its temporary files. When the lock holds the journal's pins, the snapshot gets the journal's entries;
+    otherwise the change never reached the lock (or the lock was edited by hand since), and the journal is dropped.
+    Every ``pin`` command calls this first; it costs a directory listing when there is nothing to do.
+
+    :param path: the pin.toml
+    :return: what was done to the pair, for the user; None when that was nothing
+    :raises LockfileError: when the journal is unreadable
+    """
+    files = (path, snapshot_path(path), journal_path(path))
+    if not journal_path(path).exists() and not any(leftovers(file) for file in files):
+        return None
+    with file_lock(path), file_lock(snapshot_path(path)):
+        done = _complete(path)
+        for file in files:
+            remove_leftovers(file)
+    return done
+
+
+def _complete(path: Path) -> Optional[str]:
+    """:func:`complete_interrupted`, with both locks held."""
+    journal = journal_path(path)
+    if not journal.exists():
+        return None
+    where = display_path(journal)
+    try:
+        recorded = json.loads(journal.read_text(encoding="utf-8"))["sets"]
+        pins = {name: item["pins"] for name, item in recorded.items()}
+        entries = {name: item["entry"] for name, item in recorded.items()}
+        for name, entry in entries.items():
+            _check_entry(where, name, entry)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, LockfileError) as exc:
+        raise LockfileError(
+            f"{where}: unreadable ({type(exc).__name__}: {exc}); it records an interrupted `pin upgrade`/`pin new`: "
+            f"remove it, then run `pin snapshot` for the sets it names"
+        ) from None
+    try:
+        lockfile = parse_lockfile(read_lockfile_text(path), path)
+    except LockfileError:
+        return None  # the command that follows reports the lockfile; the journal waits for a valid one
+    done = {name: entries[name] for name in recorded if _pins(lockfile, name) == pins[name]}
+    if done:
+        _write_sets(snapshot_path(path), done, lockfile.sets)
+    remove(journal)
+    if done:
+        return f"completed an interrupted change of {_sets(done)}: {display_path(snapshot_path(path))} updated"
+    return (
+        f"dropped the journal of an interrupted change of {_sets(entries)}: pin.toml does not hold its pins (the "
+        f"change never reached it, or it was edited since)"
+    )
+
+
+def _sets(names: Mapping[str, Any]) -> str:
+    return ", ".join(f"sets.{name}" for name in sorted(names))
 
 
 def compare_outputs(recorded: Mapping[str, Output], current: Mapping[str, Output]) -> List[str]:

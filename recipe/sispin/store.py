@@ -16,10 +16,11 @@ __all__ = ["PIN_HOME_ENV", "Store", "default_store_dir"]
 import datetime
 import hashlib
 import os
+import shutil
 from pathlib import Path
 from typing import Dict, Optional
 
-from sispin.errors import GitError
+from sispin.errors import FileSystemError, GitError
 from sispin.urls import name_from_url
 
 PIN_HOME_ENV = "PIN_HOME"
@@ -52,7 +53,8 @@ class Store:
         :return: where its mirror lives (readable name + hash of the exact URL)
         """
         digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
-        return self.directory / "mirrors" / f"{name_from_url(url)}-{digest}.git"
+        # the digest tells URLs apart; the name is for people, and must leave the file name short enough
+        return self.directory / "mirrors" / f"{name_from_url(url)[:_NAME_LIMIT]}-{digest}.git"
 
     def mirror(self, url: str) -> Optional[Path]:
         """
@@ -60,15 +62,17 @@ class Store:
         :return: the mirror if the store has one (it may be stale), else None; never touches the network
         """
         path = self.mirror_path(url)
-        return path if (path / "HEAD").is_file() else None
+        return path if _is_mirror(path) else None
 
     def fetch(self, url: str) -> Path:
         """
-        Bring the mirror of url up to date with the remote, creating it when absent.
+        Bring the mirror of url up to date with the remote, creating it when absent. Whatever else is in its place
+        (a mirror whose HEAD or objects are gone, a file) is removed first: the store owns its directory.
 
         :param url: repository URL
         :return: the mirror
         :raises GitError: when the remote cannot be reached
+        :raises FileSystemError: when the store cannot be written
         """
         from filelock import FileLock
 
@@ -77,14 +81,24 @@ class Store:
         if url in self._fetched:
             return self._fetched[url]
         path = self.mirror_path(url)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(path) + ".lock"):
-            if self.mirror(url) is None:
-                git.create_mirror(url, path)
-            else:
-                git.update_mirror(url, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(path) + ".lock"):
+                if self.mirror(url) is None:
+                    _clear(path)
+                    git.create_mirror(url, path)
+                else:
+                    git.update_mirror(url, path)
+        except OSError as exc:
+            raise FileSystemError(self._cannot_write(exc)) from None
         self._fetched[url] = path
         return path
+
+    def _cannot_write(self, exc: OSError) -> str:
+        return (
+            f"the store {self.directory} cannot be written ({exc.filename}: {exc.strerror}); make it writable or set "
+            f"{PIN_HOME_ENV} to another directory"
+        )
 
     def last_fetched(self, url: str) -> Optional[datetime.datetime]:
         """:return: when the mirror of url was last created or fetched, or None when the store has none"""
@@ -113,21 +127,44 @@ class Store:
         path = self.checkout_path(url, commit, folder)
         if (path / ".git").is_dir():
             return path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(path.parent) + ".lock"):
-            if not (path / ".git").is_dir():
-                mirror = self.mirror(url)
-                if mirror is None or git.missing_commits(mirror, [commit]):
-                    mirror = self.fetch(url)
-                    if git.missing_commits(mirror, [commit]):
-                        raise GitError(f"commit {commit} does not exist in {url} (nor in the store)")
-                git.clone_at_commit(str(mirror), commit, path)
-                _make_read_only(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(path.parent) + ".lock"):
+                if not (path / ".git").is_dir():
+                    mirror = self.mirror(url)
+                    if mirror is None or git.missing_commits(mirror, [commit]):
+                        mirror = self.fetch(url)
+                        if git.missing_commits(mirror, [commit]):
+                            raise GitError(f"commit {commit} does not exist in {url} (nor in the store)")
+                    _clear(path)
+                    git.clone_at_commit(str(mirror), commit, path)
+                    _make_read_only(path)
+        except OSError as exc:
+            raise FileSystemError(self._cannot_write(exc)) from None
         return path
 
     def checkout_path(self, url: str, commit: str, folder: str) -> Path:
         """:return: where :meth:`checkout` puts that checkout"""
         return self.directory / "checkouts" / self.mirror_path(url).stem / commit / folder
+
+
+#: characters of the readable name in a mirror's directory name
+_NAME_LIMIT = 64
+
+
+def _is_mirror(path: Path) -> bool:
+    return (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
+
+
+def _clear(path: Path) -> None:
+    """Remove what stands where a mirror or checkout is about to be made (the caller holds its lock)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        # a store checkout is read-only: its directories get their write bits back before they can be emptied
+        for directory, _, _ in os.walk(path):
+            os.chmod(directory, os.stat(directory).st_mode | 0o700)
+        shutil.rmtree(path)
 
 
 def _make_read_only(checkout: Path) -> None:

@@ -8,16 +8,25 @@ used; these functions only decide, display, compare and name.
 
 from __future__ import annotations
 
-__all__ = ["ALLOWED_SCHEMES", "check_url", "redact_url", "same_repository", "name_from_url"]
+__all__ = ["ALLOWED_SCHEMES", "check_url", "credential_spans", "redact_text", "same_repository", "name_from_url"]
 
 import re
-from typing import Optional
+from typing import List, Optional, Tuple
 from urllib.parse import urlsplit
 
 ALLOWED_SCHEMES = ("https", "ssh", "git", "file")
 # git's scp-like syntax: [user@]host:path, where no slash comes before the first colon
-_SCP_LIKE_RE = re.compile(r"^(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:]+):(?P<path>.+)$")
-_SCP_CREDENTIALS_RE = re.compile(r"^[^/@]*:[^/@]*@")
+_SCP_LIKE_RE = re.compile(r"(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:]+):(?P<path>.+)")
+_SCP_CREDENTIALS_RE = re.compile(r"[^/@]*:[^/@]*@")
+# access tokens of the common forges and clouds, by their documented prefixes: secret wherever they appear
+_TOKEN_RE = re.compile(
+    r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+    r"|gl(?:pat|dt|rt|ptt|ft|imt|agent|cbt|oas|soat)-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}"
+    r"|AKIA[0-9A-Z]{16}|hf_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_-]{20,})"
+)
+# the userinfo of a URL anywhere in a text (scheme://USERINFO@), and of git's scp-like form (USER:PASSWORD@host:)
+_USERINFO_RE = re.compile(r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<userinfo>[^\s/@'\"]*)@")
+_SCP_USERINFO_RE = re.compile(r"(?<![^\s'\"(=,])(?P<userinfo>[^\s/@:'\"]+:[^\s/@'\"]*)@(?=[^\s/@:'\"]+:)")
 # characters a name taken from a URL may keep: those of a pin.toml name
 _NAME_UNSAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -26,19 +35,41 @@ def _has_credentials(url: str) -> bool:
     scheme, sep, rest = url.partition("://")
     if sep:
         userinfo, at, _ = rest.split("/", 1)[0].rpartition("@")
-        return bool(at) and (":" in userinfo or scheme.lower() != "ssh")
-    return bool(_SCP_CREDENTIALS_RE.match(url))
+        if at and (":" in userinfo or scheme.lower() != "ssh"):
+            return True
+    elif _SCP_CREDENTIALS_RE.match(url):
+        return True
+    return bool(_TOKEN_RE.search(url))
 
 
-def redact_url(url: str) -> str:
-    """:return: url with any embedded user and password replaced by ``***``, safe to print"""
-    if not _has_credentials(url):
-        return url
-    scheme, sep, rest = url.partition("://")
-    if sep:
-        host, slash, path = rest.partition("/")
-        return f"{scheme}://***@{host.rpartition('@')[2]}{slash}{path}"
-    return "***@" + url.split("@", 1)[1]
+def credential_spans(text: str) -> List[Tuple[int, int]]:
+    """
+    Where a text holds something secret-looking: the user:password (or token) part of a URL, in ``scheme://`` or
+    scp-like form (an ssh user without password is not secret), and access tokens of the common forges and clouds
+    (``ghp_...``, ``glpat-...``, ...) wherever they appear.
+
+    :param text: any text that may reach output
+    :return: (start, end) of each secret part, sorted, overlaps merged
+    """
+    spans = [match.span() for match in _TOKEN_RE.finditer(text)]
+    for match in _USERINFO_RE.finditer(text):
+        if ":" in match.group("userinfo") or match.group("scheme").lower() != "ssh":
+            spans.append(match.span("userinfo"))
+    spans += [match.span("userinfo") for match in _SCP_USERINFO_RE.finditer(text)]
+    merged: List[Tuple[int, int]] = []
+    for start, end in sorted(span for span in spans if span[0] < span[1]):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def redact_text(text: str) -> str:
+    """:return: text with every part :func:`credential_spans` finds replaced by ``***``, safe to print"""
+    for start, end in reversed(credential_spans(text)):
+        text = text[:start] + "***" + text[end:]
+    return text
 
 
 def check_url(url: str) -> Optional[str]:
@@ -47,14 +78,18 @@ def check_url(url: str) -> Optional[str]:
 
     Allowed are the https, ssh, git and file transports and git's scp-like ``user@host:path``; refused are git's
     ``transport::address`` helpers (``ext::`` runs commands), anything git could read as an option, and
-    credentials embedded in the URL (they would be hashed into job ids and printed in logs). A URL with
-    credentials is refused before anything else, and no message repeats it.
+    credentials embedded in the URL, a user:password or an access token anywhere in it (they would be hashed into
+    job ids and printed in logs). A URL with credentials is refused before anything else, and no message repeats
+    it.
 
     :param url: the URL as written in pin.toml
     :return: None when acceptable, else the problem (one phrase)
     """
     if _has_credentials(url):
-        return "the URL embeds credentials (user:token@); use a git credential helper or ssh keys instead"
+        return (
+            "the URL embeds credentials (user:password@, or an access token); use a git credential helper or ssh "
+            "keys instead"
+        )
     if url.startswith("-"):
         return f"{url!r} starts with '-' (git would read it as an option)"
     if any(ch.isspace() or ord(ch) < 32 for ch in url):
@@ -75,7 +110,7 @@ def check_url(url: str) -> Optional[str]:
         elif not hostname:
             return f"{url!r} has no host"
         return None
-    if _SCP_LIKE_RE.match(url):
+    if _SCP_LIKE_RE.fullmatch(url):
         return None
     return f"{url!r} is not a URL (use https://, ssh://, git://, file:///abs/path or user@host:path)"
 

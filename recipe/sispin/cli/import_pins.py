@@ -23,8 +23,10 @@ from sispin.adopt import Adoption, add_to_document, adopt
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
 from sispin.editing import edit_lockfile
 from sispin.errors import LockfileError, SisyphusError, UsageError
+from sispin.files import check_writable
 from sispin.lockfile import LOCK_ENV, LOCKFILE_NAME, display_path, find_lockfile, load_lockfile, valid_name
 from sispin.scan import CallSite, scan_paths
+from sispin.urls import redact_text
 
 #: the arguments a report shows beside url and commit, in the job's parameter order
 _SHOWN_ARGUMENTS = tuple(name for name, _ in PARAMETERS if name not in ("url", "commit"))
@@ -74,22 +76,25 @@ def import_pins(paths: Sequence[Path], *, set_name: Optional[str], write: bool, 
     except LockfileError:
         lock_path = None  # no pin.toml yet: --write makes one
     lockfile = load_lockfile(lock_path) if lock_path else None
+    if write and lockfile is not None:
+        check_writable(lockfile.path)  # say it before the costly part, not after
     shown_set = set_name or "SET"
     adoption = adopt(sites, lockfile, shown_set)
     proposal = adoption.proposal
 
+    # what is shown never repeats a secret-looking string found in the code; what is written is checked by pin.toml's
+    # rules, which refuse a URL with credentials
     if as_json:
-        print(json.dumps(_json_report(sites, warnings, adoption), indent=2))
+        print(json.dumps(_masked(_json_report(sites, warnings, adoption)), indent=2))
     else:
-        _print_report(sites, warnings, adoption, shown_set)
+        for line in _report_lines(sites, warnings, adoption, shown_set):
+            print(redact_text(line))
     if adoption.ids_note:
         # the promise is the same job id for every replacement: unconfirmed, nothing is adopted
-        raise SisyphusError(f"{adoption.ids_note}{' (nothing written)' if write else ''}")
+        raise SisyphusError(redact_text(f"{adoption.ids_note}{' (nothing written)' if write else ''}"))
     if write:
         path = lockfile.path if lockfile else Path(os.environ.get(LOCK_ENV) or LOCKFILE_NAME).absolute()
-        if lockfile is None:
-            path.write_text("version = 1\n", encoding="utf-8")
-        edit_lockfile(path, lambda current, document: add_to_document(document, proposal, set_name))
+        edit_lockfile(path, lambda current, document: add_to_document(document, proposal, set_name), create=True)
         added = f"{len(proposal.repos)} repositories and {len(proposal.pins)} pins of set {set_name!r}"
         print(f"{display_path(path)}: added {added}")
     return 1 if adoption.problems else 0
@@ -132,32 +137,44 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'s' if number != 1 else ''}"
 
 
-def _print_report(sites: List[CallSite], warnings: List[str], adoption: Adoption, set_name: str) -> None:
+def _masked(value: Any) -> Any:
+    """A JSON-able value with every string (keys too) passed through :func:`redact_text`."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {_masked(key): _masked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_masked(item) for item in value]
+    return value
+
+
+def _report_lines(sites: List[CallSite], warnings: List[str], adoption: Adoption, set_name: str) -> List[str]:
     proposal, ids = adoption.proposal, adoption.ids
     files = len({site.file for site in sites})
-    print(f"found {_count(len(sites), 'CloneGitRepositoryJob call')} in {_count(files, 'file')}")
+    lines = [f"found {_count(len(sites), 'CloneGitRepositoryJob call')} in {_count(files, 'file')}"]
     for index, site in enumerate(sites):
         described = [site.url or f"url={site.expressions.get('url')}"]
         described.append(f"commit {site.commit}" if site.commit else "no commit")
         for key in _SHOWN_ARGUMENTS:
             if site.arguments.get(key) is not None:
                 described.append(f"{key}={site.arguments[key]!r}")
-        print(f"\n{site.where}  {'  '.join(described)}")
+        lines.append(f"\n{site.where}  {'  '.join(described)}")
         for risk in site.risks:
-            print(f"    risk: {risk}")
+            lines.append(f"    risk: {risk}")
         repo = proposal.repo_of_site.get(index)
         if repo:
             verdict = ""
             if index in ids:
                 old, new = ids[index]
                 verdict = f"  (same job id {old})" if old == new else f"  (JOB ID DIFFERS: {old} -> {new})"
-            print(f'    replace with: experiment_set("{set_name}").repo("{repo}"){verdict}')
+            lines.append(f'    replace with: experiment_set("{set_name}").repo("{repo}"){verdict}')
     if proposal.repos or proposal.pins:
         document = tomlkit.document()
         add_to_document(document, proposal, set_name)
-        print("\nproposed for pin.toml:\n")
-        print(tomlkit.dumps(document).strip())
+        lines.append("\nproposed for pin.toml:\n")
+        lines.append(tomlkit.dumps(document).strip())
     for warning in warnings:
-        print(f"warning: {warning}")
+        lines.append(f"warning: {warning}")
     for problem in adoption.problems:
-        print(f"problem: {problem}")
+        lines.append(f"problem: {problem}")
+    return lines

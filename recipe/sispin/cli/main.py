@@ -14,15 +14,20 @@ from typing import Optional, Sequence
 
 from sispin import __version__
 from sispin.cli import check, explain, import_pins, new, snapshot, status, sync, upgrade, verify
-from sispin.errors import PinError
+from sispin.errors import FileSystemError, LockfileError, PinError
+from sispin.lockfile import find_lockfile
+from sispin.snapshot import complete_interrupted
+from sispin.urls import redact_text
 
 _COMMANDS = (sync, upgrade, new, status, snapshot, check, explain, import_pins, verify)
 
 _EPILOG = """\
 exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown or already existing
 set or repository, 5 git failure (unreachable remote, unknown revision), 6 checkout differs from pin.toml,
-7 hash_overwrite on a pinned path, 8 move refused (needs --allow-downgrade, --allow-unrelated or --accept-drift),
-9 job graph unavailable (no Sisyphus, or a config fails to load), 70 internal error, 130 interrupted.
+7 hash_overwrite on a pinned path, 8 move refused (needs --allow-downgrade, --allow-unrelated, --allow-unreachable
+or --accept-drift), 9 job graph unavailable (no Sisyphus, or a config fails to load), 10 a file or directory cannot
+be read or written, 11 another process changed the same pins meanwhile (nothing written), 70 internal error,
+130 interrupted.
 The lockfile is $PIN_LOCK if set, else the nearest pin.toml in the working directory or above."""
 
 
@@ -57,7 +62,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     :return: the process exit code
     """
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        for word in argv:
+            # argparse turns `--to=--` into an empty list instead of the value "--" or an error
+            option, equals, value = word.partition("=")
+            if option.startswith("--") and equals and value == "--":
+                parser.error(f"argument {option}: expected a value, not '--'")
         args, extras = parser.parse_known_args(argv)
         # argparse gives a trailing "REPO ..." positional nothing once an option came between (`upgrade demo
         # --to v1 rc`); commands that take such a list name it in `trailing`, and the words after options join it
@@ -69,19 +80,47 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as exc:  # --help, --version and command-line errors (already printed)
         return int(exc.code or 0)
     try:
+        _repair_after_a_kill()
         return int(args.run(args))
     except PinError as exc:
         if args.debug and exc.details:
             print(exc.details.rstrip(), file=sys.stderr)  # e.g. the failing config's own traceback
         elif args.debug:
             raise
-        print(f"pin: error: {exc}", file=sys.stderr)
+        print(f"pin: error: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:
+        # the file system refused (permissions, a file where a directory belongs, a full disk): the environment's
+        # fault, not sispin's; commands turn the cases they can explain into FileSystemErrors, this catches the rest
+        if args.debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"pin: error: {_one_line(where + (exc.strerror or str(exc)))}", file=sys.stderr)
+        return FileSystemError.exit_code
     except KeyboardInterrupt:
         print("pin: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug or an unforeseen fault: still one line, the traceback on request
         if args.debug:
             raise
-        print(f"pin: internal error: {type(exc).__name__}: {exc} (pin --debug shows the traceback)", file=sys.stderr)
+        print(
+            f"pin: internal error: {type(exc).__name__}: {_one_line(str(exc))} (pin --debug shows the traceback)",
+            file=sys.stderr,
+        )
         return 70
+
+
+def _repair_after_a_kill() -> None:
+    """Before any command: finish what a killed command left half done beside the lockfile (when there is one)."""
+    try:
+        path = find_lockfile()
+    except LockfileError:
+        return  # the command says so, if it needs one
+    note = complete_interrupted(path)
+    if note:
+        print(f"pin: note: {note}", file=sys.stderr)
+
+
+def _one_line(message: str) -> str:
+    """An error message as one line, with anything that looks like a credential masked."""
+    return redact_text(" ".join(message.splitlines()))

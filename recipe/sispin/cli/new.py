@@ -2,7 +2,8 @@
 ``pin new SET [--from OTHER] [--configs PATH ...]``: start an experiment set from the newest commits.
 
 Without ``--from`` the set pins every repository of ``[repos]``; with it, the repositories OTHER pins (keeping
-OTHER's extra CloneGitRepositoryJob arguments), each moved to the head of its branch. Existing sets never move.
+OTHER's extra CloneGitRepositoryJob arguments), each moved to the head of its branch. Existing sets never move. When
+the set's graph can be built (Sisyphus, configs), its outputs go into pin.snapshot.toml together with the lock.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ __all__ = ["add_parser", "run", "new_set"]
 
 import argparse
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import tomlkit
 
 from sispin import git
 from sispin.editing import append_table, edit_lockfile, toml_pin
-from sispin.errors import NameConflictError, RevisionError, UsageError
-from sispin.lockfile import Lockfile, Pin, display_path, find_lockfile, load_lockfile, valid_name
+from sispin.errors import ConcurrentChangeError, NameConflictError, RevisionError, SisyphusError, UsageError
+from sispin.files import check_writable
+from sispin.graph import SetGraph, load_graph
+from sispin.lockfile import Lockfile, Pin, display_path, find_lockfile, parse_lockfile, read_lockfile_text, valid_name
+from sispin.snapshot import edit_lock_and_snapshot, snapshot_path
 from sispin.store import Store
 
 
@@ -51,11 +55,15 @@ def new_set(path: Path, name: str, *, from_set: Optional[str], configs: Sequence
     :param configs: the new set's config files
     :param store: the mirrors to resolve branch heads in (fetched first)
     :return: exit code
+    :raises ConcurrentChangeError: when another process added a set of that name meanwhile
     """
-    lockfile = load_lockfile(path)
+    text = read_lockfile_text(path)
+    lockfile = parse_lockfile(text, path)
     if not valid_name(name):
         raise UsageError(f"{name!r} is not a valid set name (letters, digits, '_', '.', '-')")
-    _refuse_existing(lockfile, name)
+    if name in lockfile.sets:
+        raise NameConflictError(f"{display_path(lockfile.path)}: experiment set {name!r} already exists")
+    check_writable(path)  # say it before fetching, not after
     if from_set is not None:
         template = lockfile.get_set(from_set).pins
         pins: Dict[str, Dict[str, object]] = {repo: dict(pin.job_kwargs) for repo, pin in template.items()}
@@ -71,22 +79,47 @@ def new_set(path: Path, name: str, *, from_set: Optional[str], configs: Sequence
             raise RevisionError(f"repos.{repo} ({spec.url}): {exc}") from None
 
     def add(current: Lockfile, document: tomlkit.TOMLDocument) -> None:
-        _refuse_existing(current, name)  # another process may have added it meanwhile
+        if name in current.sets:
+            raise ConcurrentChangeError(
+                f"{display_path(current.path)}: another process added experiment set {name!r} while this command "
+                f"ran; nothing written"
+            )
         table = tomlkit.table()
         table["configs"] = list(configs)
         for repo, kwargs in pins.items():
             table[repo] = toml_pin(Pin(repo, heads[repo], kwargs).value)
         append_table(document, "sets", name, table)
 
-    edit_lockfile(path, add)
+    graph, not_recorded = _new_graph(lockfile, text, name, add)
+    if graph is None:
+        edit_lockfile(path, add)
+    else:
+        edit_lock_and_snapshot(path, add, [graph])
     width = max((len(repo) for repo in heads), default=0)
     print(f"{display_path(path)}: new set {name!r}" + (f" from {from_set!r}" if from_set else ""))
     for repo, sha in heads.items():
         branch = lockfile.get_repo(repo).branch or "default branch"
         print(f"{repo:<{width}}  {sha[:7]}  ({branch} head)")
+    if graph is not None:
+        print(f"{display_path(snapshot_path(path))}: recorded sets.{name} ({len(graph.outputs)} outputs)")
+    else:
+        print(f"{display_path(snapshot_path(path))}: sets.{name} not recorded ({not_recorded})")
     return 0
 
 
-def _refuse_existing(lockfile: Lockfile, name: str) -> None:
-    if name in lockfile.sets:
-        raise NameConflictError(f"{display_path(lockfile.path)}: experiment set {name!r} already exists")
+def _new_graph(
+    lockfile: Lockfile, text: str, name: str, add: Callable[[Lockfile, tomlkit.TOMLDocument], None]
+) -> Tuple[Optional[SetGraph], str]:
+    """
+    The new set's job graph, built from the lock as it will be, so that its snapshot is written with it and `pin
+    check` passes right away.
+
+    :return: the graph, or None and why it cannot be built (e.g. no Sisyphus, or its configs do not exist yet)
+    """
+    document = tomlkit.parse(text)
+    add(lockfile, document)
+    candidate_text = tomlkit.dumps(document)
+    try:
+        return load_graph(parse_lockfile(candidate_text, lockfile.path), name, lock_text=candidate_text), ""
+    except SisyphusError as exc:
+        return None, str(exc)

@@ -12,11 +12,12 @@ __all__ = ["add_parser", "run", "status", "collect"]
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sispin import git
-from sispin.errors import RevisionError
+from sispin.errors import GitError, RevisionError
 from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 from sispin.store import Store
 
@@ -58,9 +59,17 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
     # ask each mirror once about all the commits pinned from it
     facts: Dict[str, Dict[str, git.PinFacts]] = {}
     mirrors: Dict[str, Optional[Path]] = {}
+    failed: Dict[str, str] = {}
     for repo in lockfile.repos.values():
         if repo.url in pinned and repo.url not in mirrors:
-            mirror = store.fetch(repo.url) if fetch else store.mirror(repo.url)
+            mirror = None
+            if fetch:
+                try:
+                    mirror = store.fetch(repo.url)
+                except GitError as exc:
+                    # one unreachable remote must not hide the others: its rows show the store as last fetched
+                    failed[repo.url] = str(exc)
+            mirror = mirror or store.mirror(repo.url)
             mirrors[repo.url] = mirror
             facts[repo.url] = (
                 git.pin_facts(mirror, _branch_head(mirror, repo.branch), pinned[repo.url]) if mirror else {}
@@ -83,6 +92,7 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
                     "off_branch": known.off_branch if known else None,
                     "in_store": mirrors[repo.url] is not None,
                     "fetched_at": fetched.isoformat(timespec="seconds") if fetched else None,
+                    "fetch_error": failed.get(repo.url),
                 }
             )
     return records
@@ -102,7 +112,7 @@ def status(path: Path, set_names: Sequence[str], *, as_json: bool, fetch: bool, 
     :param as_json: print JSON instead of a table
     :param fetch: update the mirrors first
     :param store: where the mirrors are
-    :return: exit code (0)
+    :return: exit code: 0, or that of a git failure (5) when a remote could not be fetched (after every row)
     """
     lockfile = load_lockfile(path)
     records = collect(lockfile, set_names, fetch=fetch, store=store)
@@ -118,8 +128,7 @@ def status(path: Path, set_names: Sequence[str], *, as_json: bool, fetch: bool, 
     if as_json:
         report = {"lockfile": str(lockfile.path), "store": str(store.directory), "pins": records, "accepted": accepted}
         print(json.dumps(report, indent=2))
-        return 0
-    if not records:
+    elif not records:
         print(f"{display_path(path)}: no pins" + (f" in {', '.join(set_names)}" if set_names else ""))
     else:
         rows = [_COLUMNS] + [_row(record) for record in records]
@@ -128,17 +137,23 @@ def status(path: Path, set_names: Sequence[str], *, as_json: bool, fetch: bool, 
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
         for note in _notes(records):
             print(note)
-    for set_name, lists in accepted.items():
-        for key, urls in lists.items():
-            for url in urls:
-                print(f"sets.{set_name} accepts ({key}): {url}")
-    return 0
+    if not as_json:
+        for set_name, lists in accepted.items():
+            for key, urls in lists.items():
+                for url in urls:
+                    print(f"sets.{set_name} accepts ({key}): {url}")
+    failures = {record["repo"]: record["fetch_error"] for record in records if record["fetch_error"]}
+    for repo, error in failures.items():
+        print(f"pin: error: {repo}: {error} (its rows show the store as last fetched)", file=sys.stderr)
+    return GitError.exit_code if failures else 0
 
 
 def _row(record: Dict[str, Any]) -> Tuple[str, ...]:
     behind = "?" if record["behind"] is None else str(record["behind"])
     if record["off_branch"]:
         behind += f" (+{record['off_branch']} off branch)"
+    if record["fetch_error"]:
+        behind += " (fetch failed)"
     date = record["date"][:10] if record["date"] else "?"
     return (record["set"], record["repo"], record["commit"][:7], date, behind, record["branch"] or "(default)")
 
@@ -147,6 +162,8 @@ def _notes(records: List[Dict[str, Any]]) -> List[str]:
     notes: List[str] = []
     seen = set()
     for record in records:
+        if record["fetch_error"]:
+            continue  # said on stderr, with the reason
         if not record["in_store"] and record["url"] not in seen:
             seen.add(record["url"])
             notes.append(

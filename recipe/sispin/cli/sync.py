@@ -12,16 +12,16 @@ from __future__ import annotations
 __all__ = ["add_parser", "run", "sync", "sync_sets"]
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
 
-from filelock import FileLock
-
 from sispin import git
 from sispin.clonejob import checkout_folder
-from sispin.errors import CheckoutStateError, GitError, PinError
-from sispin.lockfile import Lockfile, SetupCheckout, display_path, find_lockfile, load_lockfile
+from sispin.errors import CheckoutStateError, FileSystemError, GitError, PinError
+from sispin.files import file_lock
+from sispin.lockfile import Lockfile, SetupCheckout, display_path, find_lockfile, inside_setup, load_lockfile
 from sispin.store import Store
 
 
@@ -81,7 +81,7 @@ def sync(lockfile: Lockfile) -> int:
     path_width = max(len(entry.path) for entry in lockfile.setup.values())
     exit_code = 0
     # one sync at a time per setup, so that concurrent runs neither clone twice nor remove each other's clones
-    with FileLock(str(lockfile.root / ".pin-sync.lock")):
+    with file_lock(lockfile.root / ".pin-sync"):
         for entry in lockfile.setup.values():
             prefix = f"{entry.name:<{name_width}}  {entry.commit[:7]}  {entry.path:<{path_width}}"
             try:
@@ -98,7 +98,22 @@ def sync(lockfile: Lockfile) -> int:
 def _sync_one(root: Path, entry: SetupCheckout) -> str:
     target = root / entry.path
     if not target.exists():
-        git.clone_at_commit(entry.url, entry.commit, target)
+        where = entry.path  # as pin.toml names it: display_path would resolve the very symlinks that matter here
+        if target.is_symlink():
+            raise CheckoutStateError(
+                f"{where} is a symlink to {os.readlink(target)}, which does not exist; fix or remove the link and rerun"
+            )
+        if not inside_setup(root, entry.path):
+            # an existing checkout reached through a symlink is only read (verified); a clone is only ever written
+            # inside the setup
+            raise CheckoutStateError(
+                f"{where} leads out of the setup through a symlink (to {os.path.realpath(target)}); pin sync clones "
+                f"only inside the setup: remove the link or clone there yourself"
+            )
+        try:
+            git.clone_at_commit(entry.url, entry.commit, target)
+        except OSError as exc:
+            raise FileSystemError(f"{where}: cannot create the checkout: {exc.strerror} ({exc.filename})") from None
         return "cloned"
     where = display_path(target)
     try:

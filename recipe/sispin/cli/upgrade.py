@@ -12,18 +12,19 @@ __all__ = ["add_parser", "run", "upgrade"]
 
 import argparse
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import tomlkit
 
 from sispin import git
-from sispin.editing import edit_lockfile
-from sispin.errors import LockfileError, RefusedMoveError, RevisionError, SisyphusError, UsageError
+from sispin.editing import edit_lockfile, set_string
+from sispin.errors import ConcurrentChangeError, RefusedMoveError, RevisionError, SisyphusError, UsageError
 from sispin.explain import explain_output, is_commit_only, shown, summary
+from sispin.files import check_writable
 from sispin.graph import SetGraph, load_graph
-from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.lockfile import Lockfile, display_path, find_lockfile, parse_lockfile, read_lockfile_text
 from sispin.moves import Move, format_move, plan_move
-from sispin.snapshot import read_records, read_snapshot, snapshot_path, update_snapshot
+from sispin.snapshot import edit_lock_and_snapshot, read_records, read_snapshot, snapshot_path
 from sispin.store import Store
 
 
@@ -47,16 +48,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--allow-downgrade", action="store_true", help="allow moving to an ancestor of the pinned commit"
     )
     parser.add_argument(
+        "--allow-unrelated",
+        action="store_true",
+        help="allow moving to a commit that is neither ancestor nor descendant of the pinned one (e.g. after a "
+        "force-push, or to another branch)",
+    )
+    parser.add_argument(
         "--accept-drift",
         action="store_true",
         help="move even though the set's graph already differs from pin.snapshot.toml (the new snapshot takes the "
         "difference in)",
     )
     parser.add_argument(
-        "--allow-unrelated",
+        "--allow-unreachable",
         action="store_true",
-        help="allow moving to a commit that is neither ancestor nor descendant of the pinned one (e.g. after a "
-        "force-push, or to another branch)",
+        help="allow a target that no branch or tag of the remote contains (it exists only in the store, e.g. after "
+        "a force-push); a CloneGitRepositoryJob cannot check such a commit out",
     )
     parser.set_defaults(run=run, trailing="repos")
 
@@ -71,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         allow_downgrade=args.allow_downgrade,
         allow_unrelated=args.allow_unrelated,
+        allow_unreachable=args.allow_unreachable,
         accept_drift=args.accept_drift,
         store=Store(),
     )
@@ -85,6 +93,7 @@ def upgrade(
     dry_run: bool,
     allow_downgrade: bool,
     allow_unrelated: bool,
+    allow_unreachable: bool,
     accept_drift: bool,
     store: Store,
 ) -> int:
@@ -96,13 +105,18 @@ def upgrade(
     :param dry_run: print only
     :param allow_downgrade: permit moves to an ancestor
     :param allow_unrelated: permit moves to unrelated history
+    :param allow_unreachable: permit a target that no branch or tag of the remote contains any more
     :param accept_drift: move although the set's graph differs from its snapshot already
     :param store: the mirrors to resolve in (fetched first)
     :return: exit code
-    :raises RefusedMoveError: when a move needs a flag that was not given (nothing is written; a dry run shows the
-        move and its blast radius first)
+    :raises RefusedMoveError: when a move needs a flag that was not given (nothing is written)
+    :raises ConcurrentChangeError: when another process moved or removed one of the pins meanwhile
     """
-    lockfile = load_lockfile(path)
+    # one read: the blast radius, the check of what changed meanwhile and the rewrite all start from this text
+    text = read_lockfile_text(path)
+    lockfile = parse_lockfile(text, path)
+    if not dry_run:
+        check_writable(path)  # say it before fetching and planning, not after
     spec = lockfile.get_set(set_name)
     names = list(dict.fromkeys(repos)) or list(spec.pins)
     if to is not None and len(names) != 1:
@@ -110,17 +124,27 @@ def upgrade(
     if not names:
         print(f"experiment set {set_name!r} pins no repositories: nothing to upgrade")
         return 0
-    moves = [_plan(lockfile, set_name, name, to, store) for name in names]
+    planned = [_plan(lockfile, set_name, name, to, store) for name in names]
+    moves = [move for move, _ in planned]
 
     width = max(len(name) for name in names)
-    for move in moves:
+    for move, on_remote in planned:
         print("\n".join(format_move(move, width)))
+        if not on_remote:
+            print(f"    ! {move.new[:7]} is on no branch or tag of {lockfile.get_repo(move.repo).url}")
     refused = [m for m in moves if (m.kind == "downgrade" and not allow_downgrade)]
     refused += [m for m in moves if (m.kind == "unrelated" and not allow_unrelated)]
-    if refused:
+    unreachable = [m for m, on_remote in planned if not on_remote and not allow_unreachable]
+    if refused or unreachable:
         flags = sorted({"--allow-downgrade" if m.kind == "downgrade" else "--allow-unrelated" for m in refused})
-        what = "; ".join(f"{m.repo} {m.old[:7]} -> {m.new[:7]} is a {_kind_name(m)}" for m in refused)
-        refusal = f"{what}: pass {' '.join(flags)} to move anyway (nothing written)"
+        flags += ["--allow-unreachable"] if unreachable else []
+        what = [f"{m.repo} {m.old[:7]} -> {m.new[:7]} is a {_kind_name(m)}" for m in refused]
+        what += [
+            f"{m.repo} {m.new[:7]} is on no branch or tag of the remote (only the store still has it): a clone job "
+            f"could not check it out"
+            for m in unreachable
+        ]
+        refusal = f"{'; '.join(what)}: pass {' '.join(flags)} to move anyway (nothing written)"
         if not dry_run:
             raise RefusedMoveError(refusal)
     moving = [m for m in moves if m.kind != "none"]
@@ -129,37 +153,50 @@ def upgrade(
 
     moved = ", ".join(m.repo for m in moving)
     print(f"Every job of set {set_name!r} that depends on {moved} will get a new id.")
-    moved_graph = _report_blast_radius(lockfile, set_name, moving, refuse_drift=not accept_drift)
+    moved_graph = _report_blast_radius(lockfile, text, set_name, moving, refuse_drift=not accept_drift)
     if dry_run:
-        if refused:
+        if refused or unreachable:
             print(f"the real move needs {' '.join(flags)}")
         print(f"dry run: {display_path(path)} not changed")
         return 0
-    edit_lockfile(path, lambda current, document: _apply(current, document, set_name, moving))
+    already: List[Move] = []
+
+    def apply(current: Lockfile, document: tomlkit.TOMLDocument) -> None:
+        already.extend(_apply(current, document, set_name, moving))
+
+    if moved_graph is None:
+        edit_lockfile(path, apply)
+    else:
+        # the snapshot moves with the lock, so that `pin check` keeps comparing against the state in force
+        edit_lock_and_snapshot(path, apply, [moved_graph])
+    for move in already:
+        print(f"{move.repo}: another process moved sets.{set_name}.{move.repo} to {move.new[:7]} meanwhile")
+    if len(already) == len(moving):
+        print(f"{display_path(path)}: not changed (already as planned)")
+        return 0
     print(f"{display_path(path)}: updated sets.{set_name}")
     if moved_graph is not None:
-        # the snapshot moves with the lock, so that `pin check` keeps comparing against the state in force
-        update_snapshot(snapshot_path(path), [moved_graph], lockfile.sets)
         print(f"{display_path(snapshot_path(path))}: updated sets.{set_name}")
     return 0
 
 
 def _report_blast_radius(
-    lockfile: Lockfile, set_name: str, moving: List[Move], *, refuse_drift: bool
+    lockfile: Lockfile, text: str, set_name: str, moving: List[Move], *, refuse_drift: bool
 ) -> Optional[SetGraph]:
     """
     Print how much of the set's job graph the move renews, what would run, what finished work it leaves unused,
     and per output whether only the pinned commit changes or content built from the pinned code too.
 
+    :param text: the lockfile's text the moves were planned on
     :param refuse_drift: refuse when the graph at the current pins already differs from the snapshot (the move
         would silently record that difference)
     :return: the graph after the move, or None when it cannot be built (no Sisyphus, no configs)
     :raises RefusedMoveError: on drift, when refused
     """
-    document = tomlkit.parse(lockfile.path.read_text(encoding="utf-8"))
+    document = tomlkit.parse(text)
     _apply(lockfile, document, set_name, moving)
     try:
-        before = load_graph(lockfile, set_name)
+        before = load_graph(lockfile, set_name, lock_text=text)
         after = load_graph(lockfile, set_name, lock_text=tomlkit.dumps(document))
     except SisyphusError as exc:
         print(f"Blast radius: not computed ({exc})")
@@ -222,7 +259,8 @@ def _refuse_drift(lockfile: Lockfile, current: SetGraph) -> None:
     )
 
 
-def _plan(lockfile: Lockfile, set_name: str, name: str, to: Optional[str], store: Store) -> Move:
+def _plan(lockfile: Lockfile, set_name: str, name: str, to: Optional[str], store: Store) -> Tuple[Move, bool]:
+    """:return: the move, and whether its target is on a branch or tag of the remote (as just fetched)"""
     pin = lockfile.get_set(set_name).pin(name)
     repo = lockfile.get_repo(name)
     mirror = store.fetch(repo.url)
@@ -230,24 +268,45 @@ def _plan(lockfile: Lockfile, set_name: str, name: str, to: Optional[str], store
         target = git.resolve_revision(mirror, to) if to is not None else git.branch_commit(mirror, repo.branch)
     except RevisionError as exc:
         raise RevisionError(f"repos.{name} ({repo.url}): {exc}") from None
-    return plan_move(mirror, name, pin.commit, target)
+    # the mirror keeps objects the remote dropped (force-pushes): a SHA can resolve there and be gone from the remote
+    on_remote = to is None or git.on_a_ref(mirror, target)
+    return plan_move(mirror, name, pin.commit, target), on_remote
 
 
 def _kind_name(move: Move) -> str:
     return "downgrade" if move.kind == "downgrade" else "move to unrelated history"
 
 
-def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, moves: List[Move]) -> None:
+def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, moves: List[Move]) -> List[Move]:
+    """
+    Write the moves into the document.
+
+    :param current: the lockfile as it is now (another process may have changed it since the moves were planned)
+    :return: the moves another process already made (left as they are)
+    :raises ConcurrentChangeError: when another process removed the set or a pin, or moved a pin elsewhere
+    """
+    where = display_path(current.path)
+    if set_name not in current.sets:
+        raise ConcurrentChangeError(
+            f"{where}: sets.{set_name} was removed by another process while this upgrade ran; nothing written"
+        )
+    already = []
     for move in moves:
-        # another process may have changed the lock since we planned: never overwrite its decision silently
-        now = current.get_set(set_name).pin(move.repo).commit
+        pins = current.sets[set_name].pins
+        now = pins[move.repo].commit if move.repo in pins else None
+        if now == move.new:
+            already.append(move)
+            continue
         if now != move.old:
-            raise LockfileError(
-                f"{display_path(current.path)}: sets.{set_name}.{move.repo} changed to {now[:7]} while upgrading; "
-                f"rerun the upgrade"
+            # never overwrite another process's decision silently
+            became = f"changed to {now[:7]}" if now else "was removed"
+            raise ConcurrentChangeError(
+                f"{where}: sets.{set_name}.{move.repo} {became} by another process while this upgrade ran (it "
+                f"planned {move.old[:7]} -> {move.new[:7]}); nothing written: rerun to see the move from there"
             )
         table = document["sets"][set_name]
-        if isinstance(table[move.repo], str):
-            table[move.repo] = move.new
+        if isinstance(current.sets[set_name].pins[move.repo].value, str):
+            set_string(table, move.repo, move.new)
         else:
-            table[move.repo]["commit"] = move.new
+            set_string(table[move.repo], "commit", move.new)
+    return already

@@ -1,0 +1,140 @@
+"""
+Replacing the files sispin owns in a setup (pin.toml, pin.snapshot.toml, the journal between them): under a file
+lock, atomically (temporary file in the same directory, fsync, rename), through a symlink to its target, never over
+a read-only file, and with the temporary files of a killed writer removed.
+"""
+
+from __future__ import annotations
+
+__all__ = ["file_lock", "check_writable", "write_atomically", "leftovers", "remove_leftovers", "remove"]
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Iterator, List
+
+from filelock import FileLock
+
+from sispin.errors import FileSystemError
+from sispin.lockfile import display_path
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """
+    Hold the lock that serialises the rewrites of a file: beside the real file, so two links to one file share it.
+
+    :param path: a file sispin rewrites (pin.toml, pin.snapshot.toml), possibly a symlink
+    :raises FileSystemError: when the lock file cannot be made (e.g. a read-only directory)
+    """
+    lock = FileLock(os.path.realpath(path) + ".lock")
+    try:
+        lock.acquire()
+    except OSError as exc:
+        raise FileSystemError(
+            f"{display_path(path)}: cannot take its lock {lock.lock_file}: {exc.strerror}; nothing written"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def check_writable(path: Path) -> None:
+    """
+    :param path: a file sispin is about to rewrite
+    :raises FileSystemError: when it is read-only (no write bit: refused even for root, who could write it), or
+        its directory (the real file's, for a symlink) does not let the replacement be made
+    """
+    target = os.path.realpath(path)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and (not mode & 0o222 or not os.access(target, os.W_OK)):
+        raise FileSystemError(
+            f"{display_path(path)} is read-only (mode {stat.S_IMODE(mode):04o}): nothing written; make it writable "
+            f"to change it"
+        )
+    directory = os.path.dirname(target)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise FileSystemError(
+            f"{display_path(path)}: its directory {directory} is not writable, so it cannot be replaced safely: "
+            f"nothing written"
+        )
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """
+    Replace (or create) a file so that readers and crashes only ever see the old or the new content. A symlink is
+    written through (its target is replaced, in the target's directory). Callers hold the file's lock
+    (:func:`file_lock`), so temporary files found beside it are a killed writer's: they are removed.
+
+    :param path: the file
+    :param text: its new content (written as is: no newline translation)
+    :raises FileSystemError: when the file is read-only or its directory not writable
+    """
+    check_writable(path)
+    target = Path(os.path.realpath(path))
+    remove_leftovers(path)
+    handle, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as tmp:
+            tmp.write(text)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        if target.exists():
+            os.chmod(tmp_name, stat.S_IMODE(target.stat().st_mode))
+        else:
+            os.chmod(tmp_name, 0o666 & ~_umask())
+        os.replace(tmp_name, target)
+    except BaseException:
+        os.unlink(tmp_name)
+        raise
+    # the rename itself must survive a crash too
+    _sync_directory(target.parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def leftovers(path: Path) -> List[Path]:
+    """
+    :param path: a file sispin rewrites
+    :return: the temporary files that writers killed before their rename left beside it (beside the real file)
+    """
+    target = Path(os.path.realpath(path))
+    return sorted(target.parent.glob(f".{target.name}.*.tmp"))
+
+
+def remove_leftovers(path: Path) -> None:
+    """
+    Delete :func:`leftovers`. The caller holds the file's lock, so none of them is a live writer's.
+
+    :param path: a file sispin rewrites
+    """
+    for leftover in leftovers(path):
+        leftover.unlink()
+
+
+def remove(path: Path) -> None:
+    """
+    Delete a file, and make the deletion survive a crash.
+
+    :param path: the file (it must exist)
+    """
+    os.unlink(path)
+    _sync_directory(Path(path).parent)
+
+
+def _sync_directory(directory: Path) -> None:
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
