@@ -18,6 +18,7 @@ __all__ = [
     "HashOverwriteError",
     "SisyphusError",
     "PinnedImportError",
+    "StoreError",
 ]
 
 
@@ -88,3 +89,9 @@ class SisyphusError(PinError):
 
 class PinnedImportError(PinError):
     """Importing from a pinned checkout cannot be done without mixing two copies of a module."""
+
+
+class StoreError(PinError):
+    """The store cannot be changed: a lockfile cannot be recorded as its user, or a checkout cannot be removed."""
+
+    exit_code = 10

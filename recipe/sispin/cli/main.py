@@ -13,16 +13,17 @@ import sys
 from typing import Optional, Sequence
 
 from sispin import __version__
-from sispin.cli import check, import_pins, new, snapshot, status, sync, upgrade, verify
+from sispin.cli import check, gc, import_pins, new, snapshot, status, sync, upgrade, verify, why
 from sispin.errors import PinError
 
-_COMMANDS = (sync, upgrade, new, status, snapshot, check, import_pins, verify)
+_COMMANDS = (sync, upgrade, new, status, snapshot, check, import_pins, verify, why, gc)
 
 _EPILOG = """\
 exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown or already existing
 set or repository, 5 git failure (unreachable remote, unknown revision), 6 checkout differs from pin.toml,
 7 hash_overwrite on a pinned path, 8 move refused (needs --allow-downgrade/--allow-unrelated),
-9 job graph unavailable (no Sisyphus, or a config fails to load), 70 internal error, 130 interrupted.
+9 job graph unavailable (no Sisyphus, or a config fails to load), 10 the store cannot be changed,
+70 internal error, 130 interrupted.
 The lockfile is $PIN_LOCK if set, else the nearest pin.toml in the working directory or above."""
 
 
