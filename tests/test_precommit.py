@@ -122,3 +122,14 @@ def test_the_hooks_guard_commits_of_a_setup(real_sisyphus, make_repo, tmp_path, 
     assert broken.returncode == 1, broken.stdout
     assert f'problem: pin.toml: sets.exp.rc: "{pinned[:7]}" is not a full 40-hex commit' in broken.stdout
     assert git(root, "rev-list", "--count", "HEAD") == "1"
+    (root / "pin.toml").write_text(lock)
+
+    # without the setup's Sisyphus the graphs cannot be checked: that refuses the commit too
+    (root / "tools" / "sisyphus").unlink()
+    config.write_text(CONFIG + "# a comment\n")
+    unchecked = commit(root, env, "no sisyphus")
+    assert unchecked.returncode == 1, unchecked.stdout
+    assert (
+        "problem: sets.exp: setup.sisyphus: no Sisyphus checkout at tools/sisyphus (run `pin sync`)" in unchecked.stdout
+    )
+    assert git(root, "rev-list", "--count", "HEAD") == "1"

@@ -90,8 +90,8 @@ def test_gc_never_removes_what_another_lockfile_pins(shared, monkeypatch, capsys
     assert pin(monkeypatch, capsys, shared.a.parent, "sync", "a")[0] == 0
     code, out = pin(monkeypatch, capsys, shared.a.parent, "gc")
     assert code == 0, out
-    assert out.splitlines()[-1] == "pin gc: freed 0 B (0 bytes) in 0 checkouts; kept 3 pinned by 2 lockfiles"
-    assert f"kept     rc  {shared.c[0][:7]}  {shared.checkout(shared.c[0])}  ({shared.b}: sets.b.rc)" in out
+    assert out.splitlines()[-1] == "pin gc: freed 0 B (0 bytes) in 0 checkouts; kept 3 checkouts pinned by 2 lockfiles"
+    assert f"kept  rc  {shared.c[0][:7]}  {shared.checkout(shared.c[0])}  ({shared.b}: sets.b.rc)" in out
     for commit in shared.c:
         assert (shared.checkout(commit) / ".git").is_dir()
 
@@ -111,7 +111,7 @@ def test_gc_forgets_a_removed_setup_and_frees_what_only_it_pinned(shared, monkey
     assert lines[0] == f"would forget  {shared.b.resolve()}  (no longer exists)"
     assert lines[-1] == (
         f"pin gc: dry run: would free {only_in_c2 / 1024:.1f} KiB ({only_in_c2} bytes) in 1 checkout; "
-        "kept 1 pinned by 1 lockfile; nothing changed"
+        "kept 1 checkout pinned by 1 lockfile; nothing changed"
     )
     assert (shared.checkout(shared.c[2]) / ".git").is_dir(), "a dry run removes nothing"
     assert shared.b.resolve() in registered_lockfiles(shared.store), "and forgets nothing"
@@ -121,6 +121,7 @@ def test_gc_forgets_a_removed_setup_and_frees_what_only_it_pinned(shared, monkey
     assert f"removed  rc  {shared.c[2][:7]}  {shared.checkout(shared.c[2])}  " in result.stdout
     assert f"pin gc: freed {only_in_c2 / 1024:.1f} KiB ({only_in_c2} bytes) in 1 checkout" in result.stdout
     assert not shared.checkout(shared.c[2]).parent.exists()
+    assert Path(f"{shared.checkout(shared.c[2]).parent}.lock").is_file(), "lock files stay"
     assert (shared.checkout(shared.c[0]) / ".git").is_dir(), "A's pin stays"
     assert registered_lockfiles(shared.store) == [shared.a.resolve()]
     assert mirror.is_dir(), "mirrors are kept"
@@ -138,9 +139,7 @@ def test_gc_reports_a_checkout_it_cannot_remove(shared, monkeypatch, capsys):
         os.chmod(locked, 0o755)
     assert result.returncode == 10, result.stdout + result.stderr
     failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
-    assert len(failed) == 1 and failed[0].startswith(
-        f"FAILED   rc  {shared.c[2][:7]}  {shared.checkout(shared.c[2])}  "
-    )
+    assert len(failed) == 1 and failed[0].startswith(f"FAILED  rc  {shared.c[2][:7]}  {shared.checkout(shared.c[2])}  ")
     assert failed[0].endswith(": Permission denied")
     assert result.stderr.splitlines() == [f"pin: error: 1 checkout in {shared.store} could not be removed (see above)"]
     assert f"removed  rc  {shared.c[0][:7]}" in result.stdout, "the others are removed all the same"
@@ -150,14 +149,17 @@ def test_gc_reports_a_checkout_it_cannot_remove(shared, monkeypatch, capsys):
 def test_gc_holds_the_lock_store_checkout_takes_and_decides_under_it(shared, tmp_path, monkeypatch):
     monkeypatch.chdir(shared.a.parent)
     shutil.rmtree(shared.b.parent)
+    url = f"file://{shared.remote}"
+    # c[2] now holds B's old checkout "repository" and a checkout "x" nobody pins yet
+    Store(shared.store).checkout(url, shared.c[2], "x")
     commit_dir = shared.checkout(shared.c[2]).parent
     lock = FileLock(str(commit_dir) + ".lock")
     lock.acquire()
     try:
         # Store.checkout makes a checkout under this very lock: it waits ...
-        made = threading.Thread(target=Store(shared.store).checkout, args=(f"file://{shared.remote}", shared.c[2], "x"))
+        made = threading.Thread(target=Store(shared.store).checkout, args=(url, shared.c[2], "y"))
         made.start()
-        # ... and so does gc, which has only c[2] left to decide on
+        # ... and so does gc, before it decides on c[2]
         swept: list = []
         gc = threading.Thread(
             target=lambda: swept.append(sweep(Store(shared.store), load_lockfile(shared.a), dry_run=False))
@@ -166,19 +168,20 @@ def test_gc_holds_the_lock_store_checkout_takes_and_decides_under_it(shared, tmp
         gc.join(1.5)
         made.join(0.1)
         assert gc.is_alive() and made.is_alive(), "both wait for the lock"
-        assert (shared.checkout(shared.c[2]) / ".git").is_dir()
-        # meanwhile another setup that pins c[2] records itself
+        # meanwhile A pins c[2] too, and another setup that pins it as "x" records itself
+        shared.a.write_text(lock_text(url, [("a", shared.c[0]), ("a2", shared.c[2])]))
         late = tmp_path / "late" / "pin.toml"
         late.parent.mkdir()
-        late.write_text(lock_text(f"file://{shared.remote}", [("late", shared.c[2])]))
+        late.write_text(lock_text(url, [("late", shared.c[2])]).replace('branch = "main"', 'checkout = "x"'))
         register_lockfile(shared.store, late)
     finally:
         lock.release()
     gc.join(30)
     made.join(30)
-    assert (shared.checkout(shared.c[2]) / ".git").is_dir(), "gc decided under the lock, with the late setup counted"
+    assert (shared.checkout(shared.c[2]) / ".git").is_dir(), "A's new pin counted: gc decided under the lock"
+    assert (commit_dir / "x" / ".git").is_dir(), "the setup recorded meanwhile counted"
     # only the checkout nobody pins may have gone, if Store.checkout made it before gc looked
-    assert {removal.path.name for removal in swept[0].removed} <= {"x"}
+    assert {removal.path.name for removal in swept[0].removed} <= {"y"}
 
 
 def test_gc_with_a_broken_recorded_lockfile_removes_nothing(shared, monkeypatch, capsys):
@@ -192,6 +195,8 @@ def test_gc_with_a_broken_recorded_lockfile_removes_nothing(shared, monkeypatch,
     ]
     for commit in (shared.c[0], shared.c[2]):
         assert (shared.checkout(commit) / ".git").is_dir()
+    code, out = pin(monkeypatch, capsys, shared.a.parent, "why", "rc")
+    assert code == 3 and out.startswith(f"pin: error: {shared.b}: sets.b2.rc: ")
 
 
 def test_a_store_that_cannot_be_written_is_one_line_and_exit_10(history, tmp_path, monkeypatch, capsys):
@@ -235,6 +240,18 @@ def test_why_answers_from_every_lockfile_of_the_store_and_its_checkouts(shared, 
         0,
         f"nothing uses {shared.c[1]}: no pin in pin.toml, no finished clone job in work/, no store checkout\n",
     )
+
+
+def test_why_names_what_in_work_it_could_not_read(shared):
+    hidden = shared.a.parent / "work" / "i6_core"
+    hidden.mkdir(parents=True)
+    os.chmod(hidden, 0)
+    try:
+        result = run_without_root_powers([sys.executable, "-m", "sispin", "why", "rc"], shared.a.parent)
+    finally:
+        os.chmod(hidden, 0o755)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "note: work/i6_core cannot be read: jobs below it are not counted"
 
 
 @pytest.mark.parametrize(

@@ -48,30 +48,31 @@ def gc(path: Path, store: Store, *, dry_run: bool) -> int:
         print(f"{'would forget' if dry_run else 'forgot'}  {gone}  (no longer exists)")
     for checkout, pins in result.kept.items():
         repository, commit = checkout.parent.parent.name, checkout.parent.name
-        print(f"kept     {_name(result.names, repository)}  {commit[:7]}  {checkout}  ({'; '.join(pins)})")
+        print(f"kept  {_name(result.names, repository)}  {commit[:7]}  {checkout}  ({'; '.join(pins)})")
     freed = failed = 0
     for removal in result.removed:
-        verb = "remove" if dry_run else "removed" if removal.error is None else "FAILED"
+        verb = "would remove" if dry_run else "removed" if removal.error is None else "FAILED"
         size = _size(removal.freed) + (f" (+{_size(removal.shared)} shared)" if removal.shared else "")
-        line = f"{verb:<8} {_name(result.names, removal.repository)}  {removal.commit[:7]}  {removal.path}  {size}"
+        line = f"{verb}  {_name(result.names, removal.repository)}  {removal.commit[:7]}  {removal.path}  {size}"
         print(line + (f": {removal.error}" if removal.error else ""))
         if removal.error is None:
             freed += removal.freed
         else:
             failed += 1
     done = len(result.removed) - failed
-    summary = f"{_size(freed)} ({freed} bytes) in {done} checkout{'' if done == 1 else 's'}"
-    users = len(result.users)
-    kept = f"kept {len(result.kept)} pinned by {users} lockfile{'' if users == 1 else 's'}"
+    summary = f"{_size(freed)} ({freed} bytes) in {_count(done, 'checkout')}"
+    kept = f"kept {_count(len(result.kept), 'checkout')} pinned by {_count(len(result.users), 'lockfile')}"
     if dry_run:
         print(f"pin gc: dry run: would free {summary}; {kept}; nothing changed")
     else:
         print(f"pin gc: freed {summary}; {kept}")
     if failed:
-        raise StoreError(
-            f"{failed} checkout{'' if failed == 1 else 's'} in {store.directory} could not be removed (see above)"
-        )
+        raise StoreError(f"{_count(failed, 'checkout')} in {store.directory} could not be removed (see above)")
     return 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _name(names: dict, repository: str) -> str:
