@@ -149,13 +149,11 @@ class CloneRun:
     A finished CloneGitRepositoryJob in work/.
 
     :param job: its job id
-    :param checkout: its output checkout
     :param url: the checkout's ``origin``: the job's url
     :param commit: the checkout's HEAD
     """
 
     job: str
-    checkout: Path
     url: str
     commit: str
 
@@ -213,7 +211,7 @@ class WorkDir:
                 except CheckoutStateError:
                     continue  # not a checkout after all
                 if commit and url:
-                    yield CloneRun(job, checkout, url, commit)
+                    yield CloneRun(job, url, commit)
 
     def built_on(self, job: str) -> Set[str]:
         """:return: the finished jobs in work/ that use the job's outputs, directly or through other jobs"""
