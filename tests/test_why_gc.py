@@ -240,6 +240,20 @@ def test_why_answers_from_every_lockfile_of_the_store_and_its_checkouts(shared, 
         0,
         f"nothing uses {shared.c[1]}: no pin in pin.toml, no finished clone job in work/, no store checkout\n",
     )
+    # a [setup.*] entry is a pin too, and its name a repository name
+    setup = f'\n[setup.tool]\nurl = "{url}"\ncommit = "{shared.c[1]}"\npath = "tools/rc"\n'
+    shared.a.write_text(shared.a.read_text() + setup)
+    code, out = pin(monkeypatch, capsys, shared.a.parent, "why", "tool")
+    assert out.splitlines() == [
+        f"rc {shared.c[0]}  {url}",
+        "  pinned by  sets.a.rc  (pin.toml)",
+        f"  store      {shared.checkout(shared.c[0])}",
+        f"tool {shared.c[1]}  {url}",
+        "  pinned by  setup.tool  (pin.toml)",
+        f"rc {shared.c[2]}  {url}",
+        "  pinned by  no set  (`pin gc` removes its store checkout)",
+        f"  store      {shared.checkout(shared.c[2])}",
+    ]
 
 
 def test_why_names_what_in_work_it_could_not_read(shared):
