@@ -22,6 +22,7 @@ __all__ = [
     "FileSystemError",
     "ConcurrentChangeError",
     "PinnedImportError",
+    "StoreError",
 ]
 
 
@@ -109,3 +110,7 @@ class ConcurrentChangeError(PinError):
 
 class PinnedImportError(PinError):
     """Importing from a pinned checkout cannot be done without mixing two copies of a module."""
+
+
+class StoreError(FileSystemError):
+    """The store cannot be changed: a lockfile cannot be recorded as its user, or a checkout cannot be removed."""

@@ -9,6 +9,7 @@ __all__ = [
     "PinFacts",
     "clone_at_commit",
     "verify_checkout",
+    "checkout_origin",
     "create_mirror",
     "update_mirror",
     "has_commit",
@@ -125,6 +126,24 @@ def verify_checkout(path: Path, commit: str, where: str) -> None:
 
 
 _CHANGE_NAMES = {"M": "modified", "A": "added", "D": "deleted", "R": "renamed", "?": "untracked", "U": "conflict"}
+
+
+def checkout_origin(path: Path) -> Tuple[Optional[str], Optional[str]]:
+    """
+    :param path: a checkout, e.g. the output of a finished CloneGitRepositoryJob
+    :return: its HEAD commit and the URL of its ``origin`` remote, each None when it has none
+    :raises CheckoutStateError: when path is not a git checkout
+    """
+    repo = _open(path)
+    try:
+        head: Optional[str] = repo.head.commit.hexsha
+    except ValueError:
+        head = None
+    try:
+        url: Optional[str] = repo.remotes.origin.url
+    except (AttributeError, ValueError):
+        url = None
+    return head, url
 
 
 def clone_at_commit(url: str, commit: str, dest: Path) -> None:

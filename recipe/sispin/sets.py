@@ -20,6 +20,7 @@ from sispin.clonejob import checkout_folder, job_kwargs
 from sispin.errors import GitError, HashOverwriteError, UnknownNameError
 from sispin.imports import PinnedImport, checkout_names, pinned_import
 from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.registry import register_lockfile
 from sispin.store import Store
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
@@ -97,10 +98,13 @@ class ExperimentSet:
         :param repo: repository name
         :return: the checkout directory, named like the clone job's output (the repo's ``checkout``)
         :raises GitError: when the commit cannot be had
+        :raises StoreError: when the store cannot record this lockfile as one of its users
         """
         spec = self.lockfile.get_repo(repo)
+        store = Store()
+        register_lockfile(store.directory, self.lockfile.path)  # first: `pin gc` keeps what a recorded lockfile pins
         try:
-            return Store().checkout(spec.url, self.commit(repo), checkout_folder(spec.checkout))
+            return store.checkout(spec.url, self.commit(repo), checkout_folder(spec.checkout))
         except GitError as exc:
             raise GitError(f"experiment set {self.name!r}, repository {repo!r}: {exc}") from None
 

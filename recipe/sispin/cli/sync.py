@@ -22,6 +22,7 @@ from sispin.clonejob import checkout_folder
 from sispin.errors import CheckoutStateError, FileSystemError, GitError, PinError
 from sispin.files import file_lock
 from sispin.lockfile import Lockfile, SetupCheckout, display_path, find_lockfile, inside_setup, load_lockfile
+from sispin.registry import register_lockfile
 from sispin.store import Store
 
 
@@ -55,6 +56,7 @@ def sync_sets(lockfile: Lockfile, set_names: Sequence[str], store: Store) -> int
     :return: exit code
     """
     specs = lockfile.select_sets(set_names)
+    register_lockfile(store.directory, lockfile.path)  # first: `pin gc` keeps what a recorded lockfile pins
     rows = [(spec.name, repo, pin.commit) for spec in specs for repo, pin in spec.pins.items()]
     width = max((len(f"{set_name}/{repo}") for set_name, repo, _ in rows), default=0)
     for set_name, repo, commit in rows:
