@@ -23,7 +23,13 @@ def py():
     exp = experiment_set("nn_demo")
     # all of returnn_common's and RETURNN's work happens inside the blocks: what leaves them is plain data
     with exp.imported("returnn"), exp.imported("returnn_common"):
-        prolog, config = canonical_config(build_conformer())
+        try:
+            prolog, config = canonical_config(build_conformer())
+        except Exception as exc:
+            # one line that names the pins and RETURNN's own reason (its message spans a page), so that `pin upgrade`
+            # and `pin snapshot` show why the model cannot be built at these commits
+            pins = f"returnn_common {exp.commit('returnn_common')[:7]} with RETURNN {exp.commit('returnn')[:7]}"
+            raise RuntimeError(f"set nn_demo: {pins} cannot build the Conformer: {_reason(exc)}") from exc
 
     write_config = WriteReturnnConfigJob(ReturnnConfig(config, python_prolog=prolog, black_formatting=False))
     tk.register_output("nn_demo/returnn.config", write_config.out_returnn_config_file)
@@ -89,6 +95,13 @@ def canonical_config(built: Tuple[Any, Any]) -> Tuple[str, Dict[str, Any]]:
     config = proxy.collect_dim_tags_and_transform_config(raw)
     config = {"use_tensorflow": True, **{key: _plain(value) for key, value in config.items()}}
     return ReturnnConfigSerializer.ImportPyCodeStr + proxy.py_code_str(), config
+
+
+def _reason(exc: Exception) -> str:
+    """The exception's type and the last line of its message that says something (not RETURNN's "See above")."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("(See above")]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
 
 
 class _OrderedSet(set):

@@ -28,6 +28,8 @@ from sispin.snapshot import read_snapshot
 SHIPPED = "ce19c45bc67d98cfd34ab5753c75089c50cfab62"  # the shipped pin of [sets.nn_demo]
 DOC_FIX = "fc6b41cd7a27e9ab33b514e4470ef820442c0ed8"  # "fix doc": nothing in the net changes
 DROPOUT_FIX = "80395b3a9dbe47c9c28a9b641909a3d0ff6c42d1"  # "some cleanup of Tensor.feature_dim": dropout axes
+RETURNN_SHIPPED = "88cdc20baf9ecc51eec63d96f452bc8d0ff429d8"
+RETURNN_HEAD = "b46ff5f0f337266809082d2e88c33218940bc13b"  # 2026-08: outside the window returnn_common works with
 
 #: what each build reports: output -> job id, the config dict (CodeWrapper as {"code": ...}), prolog, written text
 _DUMP = r"""
@@ -155,16 +157,15 @@ def nn_setup(real_sisyphus, tmp_path_factory) -> Tuple[Path, Dict[str, str]]:
     return root, env
 
 
-def _lock_at(root: Path, returnn_common: str) -> Path:
-    """A copy of the setup whose [sets.nn_demo] pins returnn_common at another commit; its root."""
-    other = root.parent / f"setup-{returnn_common[:7]}"
-    if not other.exists():
-        other.mkdir()
-        for entry in root.iterdir():
-            if entry.name not in ("pin.toml", "work", "output"):
-                (other / entry.name).symlink_to(entry)
-        (other / "work").mkdir()
-        (other / "pin.toml").write_text((root / "pin.toml").read_text().replace(SHIPPED, returnn_common))
+def _lock_at(root: Path, old: str, new: str) -> Path:
+    """A copy of the setup whose [sets.nn_demo] pins commit new instead of old; its root."""
+    other = root.parent / f"setup-{new[:7]}"
+    other.mkdir()
+    for entry in root.iterdir():
+        if entry.name not in ("pin.toml", "work"):
+            (other / entry.name).symlink_to(entry)
+    (other / "work").mkdir()
+    (other / "pin.toml").write_text((root / "pin.toml").read_text().replace(old, new))
     return other
 
 
@@ -172,14 +173,16 @@ def _lock_at(root: Path, returnn_common: str) -> Path:
 def builds(nn_setup) -> Dict[str, Any]:
     """
     The set built in fresh processes, all at once: twice at the shipped pins (other string-hash seeds and memory
-    layouts), once after the doc-fix move, once after the dropout-fix move; and a real ``sis manager`` run of it.
+    layouts), once after the doc-fix move, once after the dropout-fix move, once with RETURNN at its head (the
+    last line it writes to stderr when it fails); and a real ``sis manager`` run of it.
     """
     root, env = nn_setup
     runs = {
         "shipped": (root, "1", 0),
         "shipped again": (root, "7", 7000),
-        "doc fix": (_lock_at(root, DOC_FIX), "random", 3000),
-        "dropout fix": (_lock_at(root, DROPOUT_FIX), "random", 0),
+        "doc fix": (_lock_at(root, SHIPPED, DOC_FIX), "random", 3000),
+        "dropout fix": (_lock_at(root, SHIPPED, DROPOUT_FIX), "random", 0),
+        "returnn head": (_lock_at(root, RETURNN_SHIPPED, RETURNN_HEAD), "random", 0),
     }
     # the store's checkouts first, in one process, so that the builds only read them
     sync = subprocess.run([sys.executable, "-m", "sispin", "sync", "nn_demo"], cwd=root, env=env, capture_output=True)
@@ -195,6 +198,8 @@ def builds(nn_setup) -> Dict[str, Any]:
         stdout, stderr = process.communicate(timeout=600)
         if name == "manager":
             reports[name] = stdout + stderr
+        elif process.returncode != 0 and name == "returnn head":
+            reports[name] = [line for line in stderr.splitlines() if line.strip()][-1]
         else:
             assert process.returncode == 0, f"{name}: {stderr[-3000:]}"
             reports[name] = json.loads((root.parent / f"{name}.json").read_text())
@@ -251,6 +256,15 @@ def test_a_move_that_changes_the_net_dict_renews_the_config_and_names_the_paths(
     assert before["prolog"] == after["prolog"], "the same dims"
     assert after["ids"]["nn_demo/returnn.config"] != before["ids"]["nn_demo/returnn.config"]
     assert after["ids"]["nn_demo/returnn"] == before["ids"]["nn_demo/returnn"]
+
+
+def test_a_move_the_model_cannot_be_built_at_fails_with_one_line_from_the_config(builds):
+    # that line is what `pin upgrade` and `pin snapshot` show: "loading the configs of set 'nn_demo' failed: ..."
+    assert builds["returnn head"].startswith(
+        "RuntimeError: set nn_demo: returnn_common ce19c45 with RETURNN b46ff5f cannot build the Conformer: "
+        "ReturnnConstructTemplateException: Exception Tensor{"
+    )
+    assert builds["returnn head"].endswith("get_axis_from_description(Dim{F'model'(64)}) not found")
 
 
 def test_sis_manager_writes_the_net_dict_built_at_the_pinned_commits(nn_setup, builds):
