@@ -3,11 +3,12 @@ The set nn_demo end to end: a Conformer built with returnn_common's nn in the ma
 returnn_common commits the set pins (their real histories: the network, or ../shared/mirrors bundles), with real
 Sisyphus, i6_core and TensorFlow. Each build runs in its own fresh process, as a manager would.
 
-The real commits used (RETURNN 88cdc20b, 2023-04-26, throughout):
+The real commits used (RETURNN 88cdc20b, 2023-04-26, unless it is moved to its head, where the model fails):
 
 - returnn_common ce19c45 -> fc6b41c (a doc fix): the net dict and the whole config are identical;
 - returnn_common fc6b41c -> 80395b3 ("some cleanup of Tensor.feature_dim"): the dropout inside each Conformer
-  feed-forward module now drops along ff instead of model, 4 leaves of the network differ.
+  feed-forward module now drops along ff instead of model, 4 leaves of the network differ;
+- returnn_common 80395b3 -> f7ad63a (the head, 2025-10): the same network, but the dims are defined the newer way.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sispin.snapshot import read_snapshot
 SHIPPED = "ce19c45bc67d98cfd34ab5753c75089c50cfab62"  # the shipped pin of [sets.nn_demo]
 DOC_FIX = "fc6b41cd7a27e9ab33b514e4470ef820442c0ed8"  # "fix doc": nothing in the net changes
 DROPOUT_FIX = "80395b3a9dbe47c9c28a9b641909a3d0ff6c42d1"  # "some cleanup of Tensor.feature_dim": dropout axes
+HEAD = "f7ad63a588359543e7882db517a5eb7fd99ec670"  # 2025-10: the same network, dims written the newer way
 RETURNN_SHIPPED = "88cdc20baf9ecc51eec63d96f452bc8d0ff429d8"
 RETURNN_HEAD = "b46ff5f0f337266809082d2e88c33218940bc13b"  # 2026-08: outside the window returnn_common works with
 
@@ -173,7 +175,7 @@ def _lock_at(root: Path, old: str, new: str) -> Path:
 def builds(nn_setup) -> Dict[str, Any]:
     """
     The set built in fresh processes, all at once: twice at the shipped pins (other string-hash seeds and memory
-    layouts), once after the doc-fix move, once after the dropout-fix move, once with RETURNN at its head (the
+    layouts), after the doc-fix move, the dropout-fix move and the move to the head, once with RETURNN at its head (the
     last line it writes to stderr when it fails); and a real ``sis manager`` run of it.
     """
     root, env = nn_setup
@@ -182,6 +184,7 @@ def builds(nn_setup) -> Dict[str, Any]:
         "shipped again": (root, "7", 7000),
         "doc fix": (_lock_at(root, SHIPPED, DOC_FIX), "random", 3000),
         "dropout fix": (_lock_at(root, SHIPPED, DROPOUT_FIX), "random", 0),
+        "head": (_lock_at(root, SHIPPED, HEAD), "random", 0),
         "returnn head": (_lock_at(root, RETURNN_SHIPPED, RETURNN_HEAD), "random", 0),
     }
     # the store's checkouts first, in one process, so that the builds only read them
@@ -256,6 +259,14 @@ def test_a_move_that_changes_the_net_dict_renews_the_config_and_names_the_paths(
     assert before["prolog"] == after["prolog"], "the same dims"
     assert after["ids"]["nn_demo/returnn.config"] != before["ids"]["nn_demo/returnn.config"]
     assert after["ids"]["nn_demo/returnn"] == before["ids"]["nn_demo/returnn"]
+
+
+def test_a_move_that_only_writes_the_dims_differently_renews_the_config(builds):
+    before, after = builds["dropout fix"], builds["head"]
+    assert differing_leaves(before["config"], after["config"]) == [], "the same network up to returnn_common's head"
+    assert "model_dim = FeatureDim('model', 64)\n" in before["prolog"]
+    assert "model_dim = Dim(description='model', dimension=64, kind=Dim.Types.Feature)\n" in after["prolog"]
+    assert after["ids"]["nn_demo/returnn.config"] != before["ids"]["nn_demo/returnn.config"], "the text is hashed"
 
 
 def test_a_move_the_model_cannot_be_built_at_fails_with_one_line_from_the_config(builds):
