@@ -10,6 +10,7 @@ same pins give the same text, so the same job id, in every process (see :func:`c
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any, Dict, Tuple
 
 from i6_core.returnn.config import CodeWrapper, ReturnnConfig, WriteReturnnConfigJob
@@ -20,6 +21,8 @@ from sispin import experiment_set
 
 def py():
     """Sisyphus entry point: build the net dict from the pinned code, write it as a RETURNN config."""
+    if importlib.util.find_spec("tensorflow") is None:
+        raise ModuleNotFoundError('set nn_demo builds its network with TensorFlow: pip install -e ".[nn]"')
     exp = experiment_set("nn_demo")
     # all of returnn_common's and RETURNN's work happens inside the blocks: what leaves them is plain data
     with exp.imported("returnn"), exp.imported("returnn_common"):
@@ -45,10 +48,7 @@ def build_conformer() -> Tuple[Any, Any]:
     :return: the root module and the returnn_common config serializer that holds its net
     """
     import importlib.abc  # noqa: F401  returnn_common before 2023-03-13 uses importlib.abc without importing it
-    import importlib.util
 
-    if importlib.util.find_spec("tensorflow") is None:
-        raise ModuleNotFoundError('set nn_demo builds its network with TensorFlow: pip install -e ".[nn]"')
     from returnn_common import nn
 
     nn.reset_default_root_name_ctx()
