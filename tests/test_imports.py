@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
@@ -160,3 +161,34 @@ def test_sync_sets_and_verify_catch_tampering(two_sets, capsys, store_dir):
     out = capsys.readouterr().out
     assert "pinpkg has local changes: sub.py (modified), extra.py (untracked)" in out
     assert "pin verify: 1 problem in 1 checkouts" in out
+
+
+def test_a_repository_holding_the_package_of_its_name_gives_that_package(make_repo, write_lock, store_dir, monkeypatch):
+    # RETURNN's layout: the repository root has an __init__.py that only forwards (and changes sys.path), and the
+    # package itself is returnn/ inside; beside it modules and test packages that must not be claimed
+    remote = make_repo("rtlike")
+    commit = git_commit(
+        remote,
+        {
+            "__init__.py": "import sys\nsys.path.insert(0, 'x')\nraise ImportError('the root is not the package')\n",
+            "rtlike/__init__.py": "VALUE = 'inner'\n",
+            "rtlike/sub.py": "SUB = 'inner sub'\n",
+            "rnn.py": "",
+            "tests/__init__.py": "",
+        },
+    )
+    repos = f'[repos.rt]\nurl = "file://{remote}"\ncheckout = "rtlike"\n'
+    lock = write_lock(f'version = 1\n\n{repos}\n[sets.s]\nrt = "{commit}"\n')
+    monkeypatch.setenv("PIN_LOCK", str(lock))
+    path_before = list(sys.path)
+    try:
+        with experiment_set("s").imported("rt") as checkout:
+            import rtlike.sub
+
+            assert rtlike.VALUE == "inner" and rtlike.sub.SUB == "inner sub"
+            assert rtlike.__file__ == str(checkout / "rtlike" / "__init__.py")
+            assert importlib.util.find_spec("rnn") is None, "only the package of the checkout's name is provided"
+        assert sys.path == path_before
+    finally:
+        for name in [k for k in sys.modules if k.split(".")[0] == "rtlike"]:
+            del sys.modules[name]

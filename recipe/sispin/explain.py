@@ -75,12 +75,14 @@ class Arg:
 @dataclass(frozen=True)
 class JobRecord:
     """
-    :param args: argument path -> its leaf
+    :param args: argument path -> its leaf, cut at the size pin.snapshot.toml keeps
     :param custom_hash: the job's class defines its own ``hash()``, so its arguments may not be what it hashes
+    :param detail: of a live graph, the leaves below that cut too, when there are more (None: args is complete)
     """
 
     args: Mapping[str, Arg]
     custom_hash: bool = False
+    detail: Optional[Mapping[str, Arg]] = None
 
 
 @dataclass(frozen=True)
@@ -165,10 +167,14 @@ def _compare(
         missing = "old" if old is None else "new"
         causes.append(Cause(old_id, new_id, via, reason=f"no record of the {missing} job's arguments"))
         return
+    # two live records compare in detail (a network dict leaf by leaf); a recorded one at the snapshot's cut
+    old_args, new_args = old.args, new.args
+    if old.detail is not None and new.detail is not None:
+        old_args, new_args = old.detail, new.detail
     own: List[Difference] = []
     inputs = 0
-    for path in sorted(set(old.args) | set(new.args)):
-        a, b = old.args.get(path), new.args.get(path)
+    for path in sorted(set(old_args) | set(new_args)):
+        a, b = old_args.get(path), new_args.get(path)
         if a is not None and b is not None and a.digest == b.digest:
             if a.job and b.job and a.job != b.job:
                 inputs += 1

@@ -155,7 +155,11 @@ def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = Non
             for e in report["escapes"]
         ),
         records={
-            job: JobRecord({path: Arg(*leaf) for path, leaf in record["args"].items()}, record["custom_hash"])
+            job: JobRecord(
+                {path: Arg(*leaf) for path, leaf in record["args"].items()},
+                record["custom_hash"],
+                {path: Arg(*leaf) for path, leaf in record["detail"].items()} if record["detail"] else None,
+            )
             for job, record in report["records"].items()
         },
     )

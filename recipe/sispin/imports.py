@@ -155,9 +155,14 @@ def checkout_names(checkout: Path) -> Tuple[str, Tuple[str, ...]]:
     What a checkout provides to ``import``.
 
     :param checkout: the checkout directory
-    :return: the directory to resolve names in, and the top-level names: the checkout itself when it is a package
-        (returnn_common's layout: resolved in its parent), else the packages and modules at its top
+    :return: the directory to resolve names in, and the top-level names: the package of the checkout's own name
+        inside it (RETURNN's layout), else the checkout itself when it is a package (returnn_common's layout:
+        resolved in its parent), else the packages and modules at its top
     """
+    if (checkout / checkout.name / "__init__.py").is_file():
+        # RETURNN's root __init__.py only forwards to the package returnn/ inside (for old flat imports): with the
+        # checkout on sys.path, as RETURNN is used, `import returnn` gives that inner package, and only it is meant
+        return str(checkout), (checkout.name,)
     if (checkout / "__init__.py").is_file():
         if not checkout.name.isidentifier():
             raise PinnedImportError(

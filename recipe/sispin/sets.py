@@ -116,7 +116,7 @@ class ExperimentSet:
         after the block; the pinned modules are kept for the next block, so repeated imports are stable.
 
         :param repo: repository name; its checkout is the package itself (returnn_common's layout: name it with
-            ``checkout``) or holds packages at its top
+            ``checkout``), holds the package of its own name (RETURNN's layout) or holds packages at its top
         :return: (as the block's value) the checkout directory
         :raises PinnedImportError: when the modules cannot be kept apart (see :mod:`sispin.imports`)
         """

@@ -32,8 +32,12 @@ from typing import Any, Dict, Iterator, List, Set, Tuple
 NO_SISYPHUS = 3
 #: exit code of a probe whose configs raised; OUT then holds {"error": {"where", "exception", "traceback"}}
 CONFIG_FAILED = 4
-#: a job's argument record lists at most this many leaves; below the cut, containers are single digests
+#: a job's argument record lists at most this many leaves; below the cut, containers are single digests (what
+#: pin.snapshot.toml keeps)
 MAX_LEAVES = 300
+#: the same for the detailed record of a live graph, which explains a change between two graphs built now (a
+#: network dict of thousands of leaves, in the upgrade advisor)
+MAX_DETAIL_LEAVES = 20_000
 #: and goes at most this deep into nested arguments
 MAX_DEPTH = 12
 #: values whose repr is longer are recorded by digest only
@@ -116,15 +120,23 @@ def _record(job: Any) -> Dict[str, Any]:
     hashed = {k: v for k, v in job._sis_kwargs.items() if not (k in excluded and excluded[k] == v)}
     if type(job).__sis_version__ is not None:
         hashed["__sis_version__"] = type(job).__sis_version__
-    leaves: Dict[str, List[Any]] = {}
-    for name, value in sorted(hashed.items()):
-        _walk(value, name, 1, leaves)
-    return {"args": leaves, "custom_hash": getattr(type(job).hash, "__func__", None) is not Job.hash.__func__}
+    records = []
+    for budget in (MAX_LEAVES, MAX_DETAIL_LEAVES):
+        leaves: Dict[str, List[Any]] = {}
+        for name, value in sorted(hashed.items()):
+            _walk(value, name, 1, leaves, budget)
+        records.append(leaves)
+    args, detail = records
+    return {
+        "args": args,
+        "detail": detail if detail != args else None,
+        "custom_hash": getattr(type(job).hash, "__func__", None) is not Job.hash.__func__,
+    }
 
 
-def _walk(value: Any, where: str, depth: int, leaves: Dict[str, List[Any]]) -> None:
+def _walk(value: Any, where: str, depth: int, leaves: Dict[str, List[Any]], budget: int) -> None:
     """Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper."""
-    children = _children(value) if depth < MAX_DEPTH and len(leaves) < MAX_LEAVES else None
+    children = _children(value) if depth < MAX_DEPTH and len(leaves) < budget else None
     if children is None:
         text, job = _leaf(value)
         digest = hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:8]
@@ -132,7 +144,7 @@ def _walk(value: Any, where: str, depth: int, leaves: Dict[str, List[Any]]) -> N
         leaves[where] = [digest, shown, job]
         return
     for suffix, child in children:
-        _walk(child, f"{where}{suffix}", depth + 1, leaves)
+        _walk(child, f"{where}{suffix}", depth + 1, leaves, budget)
 
 
 def _children(value: Any) -> Any:
