@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Optional
+from typing import Callable, Dict, Iterator, Optional, Sequence
 
 import pytest
 
@@ -235,12 +235,11 @@ def make_setup(root: Path, lock: str, sisyphus: Path, configs: Optional[Dict[str
     return root
 
 
-def run_manager(setup: Path, config: str) -> str:
-    """Run the real ``sis manager -r config`` in setup to its end; return what it logged."""
-    env = {k: v for k, v in os.environ.items() if k != "PIN_LOCK"}
-    result = subprocess.run(
-        [sys.executable, str(setup / "tools" / "sisyphus" / "sis"), "manager", "-r", config],
-        cwd=setup,
+def run(command: Sequence[object], cwd: Path, env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+    """Run a command to its end (no input, output captured, at most 300 s) and return what it did."""
+    return subprocess.run(
+        [str(part) for part in command],
+        cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -248,4 +247,10 @@ def run_manager(setup: Path, config: str) -> str:
         timeout=300,
         check=False,
     )
+
+
+def run_manager(setup: Path, config: str, env: Optional[Dict[str, str]] = None) -> str:
+    """Run the real ``sis manager -r config`` in setup to its end; return what it logged."""
+    env = env or {k: v for k, v in os.environ.items() if k != "PIN_LOCK"}
+    result = run([sys.executable, setup / "tools" / "sisyphus" / "sis", "manager", "-r", config], setup, env)
     return result.stdout + result.stderr

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import sysconfig
 from pathlib import Path
 
 import pytest
 
-from conftest import PROJECT_ROOT, git_commit, make_setup
+from conftest import PROJECT_ROOT, git_commit, make_setup, run
 from sispin.snapshot import read_snapshot
 
 CONFIG = """\
@@ -37,16 +36,7 @@ def py():
 
 
 def _run(*command: object, cwd: Path = PROJECT_ROOT, env: dict = None) -> str:
-    result = subprocess.run(
-        [str(c) for c in command],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = run(command, cwd, env)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import git, git_commit, make_setup, run_manager
+from conftest import git, git_commit, make_setup, run, run_manager
 from sispin.cli.main import main
 from sispin.lockfile import load_lockfile
 from sispin.sets import ExperimentSet
@@ -187,16 +187,7 @@ def test_sisyphus_starts_outside_a_setup_and_says_no_redirect_is_active(real_sis
     (root / "pin.toml").unlink()
     env = {**os.environ, "PIN_LOCK": str(tmp_path / "missing.toml")}
     env.pop("SISPIN_STORE_REDIRECTS", None)
-    result = subprocess.run(
-        [sys.executable, str(root / "tools" / "sisyphus" / "sis"), "manager", "-r", "config/plain.py"],
-        cwd=root,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run([sys.executable, root / "tools" / "sisyphus" / "sis", "manager", "-r", "config/plain.py"], root, env)
     log = result.stdout + result.stderr
     assert result.returncode == 0, log
     lines = [line for line in log.splitlines() if "sispin" in line]
