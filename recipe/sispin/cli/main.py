@@ -12,11 +12,14 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from sispin import __version__
+from sispin import __version__, git
 from sispin.cli import check, import_pins, new, snapshot, status, sync, upgrade, verify
+from sispin.cli.progress import TerminalProgress
 from sispin.errors import PinError
 
 _COMMANDS = (sync, upgrade, new, status, snapshot, check, import_pins, verify)
+#: the commands that clone or fetch, and so show git's progress on a terminal unless told --quiet
+_TRANSFERRING = ("sync", "upgrade", "new", "status", "check")
 
 _EPILOG = """\
 exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown or already existing
@@ -46,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in _COMMANDS:
         command.add_parser(subparsers)
+    for name in _TRANSFERRING:
+        subparsers.choices[name].add_argument(
+            "--quiet", action="store_true", help="do not show the progress of clones and fetches on a terminal"
+        )
     return parser
 
 
@@ -68,8 +75,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extras)}")
     except SystemExit as exc:  # --help, --version and command-line errors (already printed)
         return int(exc.code or 0)
+    # progress only where somebody watches it: not in a pipe, a log file or CI
+    shown = not getattr(args, "quiet", True) and sys.stderr.isatty()
     try:
-        return int(args.run(args))
+        with git.progress_to(TerminalProgress(sys.stderr) if shown else None):
+            return int(args.run(args))
     except PinError as exc:
         if args.debug:
             raise
