@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sispin import sets
+from sispin import lockcache, sets
 from sispin.errors import HashOverwriteError, UnknownNameError
 from sispin.lockfile import load_lockfile, parse_lockfile
 from sispin.sets import ExperimentSet, experiment_set
@@ -117,7 +117,8 @@ def test_experiment_set_reads_the_lockfile_once_per_process(tmp_path, monkeypatc
     sets._load.cache_clear()
     sets._experiment_set.cache_clear()
     calls = []
-    monkeypatch.setattr(sets, "load_lockfile", lambda path: calls.append(path) or load_lockfile(path))
+    load = lockcache.load_cached
+    monkeypatch.setattr(lockcache, "load_cached", lambda path: calls.append(path) or load(path))
 
     first = experiment_set("demo")
     lock.write_text(f'version = 1\n[repos.rc]\nurl = "{URL}"\n[sets.demo]\nrc = "{SHA_B}"\n')

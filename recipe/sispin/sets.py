@@ -4,6 +4,11 @@ The config-facing API: an experiment set's pinned repositories as Sisyphus paths
 With :mod:`sispin.sisyphus_probe` (which the core runs in a subprocess), this is the only module that touches
 Sisyphus and i6_core, and only inside the methods that build jobs, so the lockfile, git and CLI code stay
 importable without them. What settings.py calls lives in :mod:`sispin.settings_hook`.
+
+This is the config path, which every Sisyphus manager runs (and every worker imports): the lockfile is loaded only
+when a set is asked for (validated once, then from :mod:`sispin.lockcache` while its bytes stay the same), and
+GitPython, filelock and the import machinery only when :meth:`ExperimentSet.checkout` or
+:meth:`ExperimentSet.imported` needs them.
 """
 
 from __future__ import annotations
@@ -12,18 +17,20 @@ __all__ = ["ExperimentSet", "experiment_set"]
 
 import contextlib
 import functools
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator
+import os
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple
 
 from sispin.clonejob import checkout_folder, job_kwargs
 from sispin.errors import GitError, HashOverwriteError
-from sispin.imports import PinnedImport, checkout_names, pinned_import
-from sispin.lockfile import Lockfile, find_lockfile, load_lockfile
-from sispin.store import Store
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
+    from pathlib import Path
+
     from i6_core.tools.git import CloneGitRepositoryJob
     from sisyphus import tk
+
+    from sispin.imports import PinnedImport
+    from sispin.lockfile import Lockfile
 
 
 class ExperimentSet:
@@ -96,6 +103,8 @@ class ExperimentSet:
         :return: the checkout directory, named like the clone job's output (the repo's ``checkout``)
         :raises GitError: when the commit cannot be had
         """
+        from sispin.store import Store  # GitPython and filelock: only for code that asks for a checkout
+
         spec = self.lockfile.get_repo(repo)
         try:
             return Store().checkout(spec.url, self.commit(repo), checkout_folder(spec.checkout))
@@ -114,6 +123,8 @@ class ExperimentSet:
         :return: (as the block's value) the checkout directory
         :raises PinnedImportError: when the modules cannot be kept apart (see :mod:`sispin.imports`)
         """
+        from sispin.imports import PinnedImport, checkout_names, pinned_import
+
         path = self.checkout(repo)
         pinned = _PINNED_IMPORTS.get(path)
         if pinned is None:
@@ -130,13 +141,19 @@ _PINNED_IMPORTS: Dict[Path, PinnedImport] = {}
 
 @functools.cache
 def _load(path: Path) -> Lockfile:
+    from sispin.lockcache import load_cached
+
     # once per process: a manager builds its whole graph from one consistent view of the lockfile
-    return load_lockfile(path)
+    return load_cached(path)
 
 
 @functools.cache
 def _experiment_set(path: Path, name: str) -> ExperimentSet:
     return ExperimentSet(_load(path), name)
+
+
+#: where experiment_set() found the lockfile, by ($PIN_LOCK, working directory)
+_LOCATIONS: Dict[Tuple[Optional[str], str], Path] = {}
 
 
 def experiment_set(name: str) -> ExperimentSet:
@@ -148,4 +165,13 @@ def experiment_set(name: str) -> ExperimentSet:
     :raises LockfileError: when the lockfile is missing or invalid
     :raises UnknownNameError: when it has no such set (the message lists the known ones)
     """
-    return _experiment_set(find_lockfile(), name)
+    # not imported with sispin: Sisyphus workers import it (settings.py) and never read the lockfile
+    from sispin.lockfile import LOCK_ENV, find_lockfile
+
+    # a manager calls this once per job it builds: the lockfile's place depends only on $PIN_LOCK and the working
+    # directory, so it is searched again (a stat per parent directory) only when one of them changed
+    where = (os.environ.get(LOCK_ENV), os.getcwd())
+    path = _LOCATIONS.get(where)
+    if path is None:
+        path = _LOCATIONS[where] = find_lockfile()
+    return _experiment_set(path, name)
