@@ -52,6 +52,15 @@ def git_commit(repo: Path, files: Dict[str, str], message: str = "change") -> st
     return git(repo, "rev-parse", "HEAD")
 
 
+@pytest.fixture(autouse=True)
+def one_setup_per_test() -> Iterator[None]:
+    """experiment_set() finds and reads pin.toml once per process: here every test may have a setup of its own."""
+    yield
+    from sispin import sets
+
+    sets._forget()
+
+
 @pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[..., Path]:
     """Factory: an empty git repository (branch main) under tmp_path."""

@@ -17,8 +17,7 @@ __all__ = ["ExperimentSet", "experiment_set"]
 
 import contextlib
 import functools
-import os
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Type
 
 from sispin.clonejob import checkout_folder, job_kwargs
 from sispin.errors import GitError, HashOverwriteError
@@ -42,9 +41,14 @@ class ExperimentSet:
     :raises UnknownNameError: when the lockfile has no such set
     """
 
+    # a manager makes one per experiment set and calls repo() once per job: the lookups on that path read the
+    # lockfile's dicts directly, and fall back to the methods that name what is missing
+
+    __slots__ = ("lockfile", "spec", "name")
+
     def __init__(self, lockfile: Lockfile, name: str):
         self.lockfile = lockfile
-        self.spec = lockfile.get_set(name)
+        self.spec = lockfile.sets.get(name) or lockfile.get_set(name)
         self.name = name
 
     def __repr__(self) -> str:
@@ -63,8 +67,8 @@ class ExperimentSet:
         :param repo: repository name
         :return: the keyword arguments of the CloneGitRepositoryJob for it, exactly as a person would write them
         """
-        pin = self.spec.pin(repo)
-        spec = self.lockfile.get_repo(repo)
+        pin = self.spec.pins.get(repo) or self.spec.pin(repo)
+        spec = self.lockfile.repos.get(repo) or self.lockfile.get_repo(repo)
         return job_kwargs(spec.url, pin.commit, spec.checkout, pin.job_kwargs)
 
     def clone_job(self, repo: str) -> CloneGitRepositoryJob:
@@ -72,11 +76,9 @@ class ExperimentSet:
         :param repo: repository name
         :return: i6_core's CloneGitRepositoryJob of the pinned commit; its id equals the hand-written job's
         """
-        from i6_core.tools.git import CloneGitRepositoryJob
-
         # built anew each call, like a hand-written call: Sisyphus returns its one job per id and also records
         # the job in any active tk.block
-        return CloneGitRepositoryJob(**self.clone_kwargs(repo))
+        return _clone_job_class()(**self.clone_kwargs(repo))
 
     def repo(self, repo: str) -> tk.Path:
         """
@@ -85,7 +87,7 @@ class ExperimentSet:
         :raises HashOverwriteError: when other code set ``hash_overwrite`` on that path (Sisyphus shares one job
             object per id), which would take the commit out of every dependent job's hash
         """
-        path = self.clone_job(repo).out_repository
+        path = _clone_job_class()(**self.clone_kwargs(repo)).out_repository  # clone_job(), one call less
         if path.hash_overwrite is not None:
             raise HashOverwriteError(
                 f"experiment set {self.name!r}, repository {repo!r}: the checkout path of commit "
@@ -140,38 +142,47 @@ _PINNED_IMPORTS: Dict[Path, PinnedImport] = {}
 
 
 @functools.cache
-def _load(path: Path) -> Lockfile:
-    from sispin.lockcache import load_cached
+def _clone_job_class() -> Type[CloneGitRepositoryJob]:
+    # imported on first use, then taken from the cache: an import statement in repo() would cost a manager ~0.6 us
+    # on every one of its thousands of calls
+    from i6_core.tools.git import CloneGitRepositoryJob
 
-    # once per process: a manager builds its whole graph from one consistent view of the lockfile
-    return load_cached(path)
-
-
-@functools.cache
-def _experiment_set(path: Path, name: str) -> ExperimentSet:
-    return ExperimentSet(_load(path), name)
+    return CloneGitRepositoryJob
 
 
-#: where experiment_set() found the lockfile, by ($PIN_LOCK, working directory)
-_LOCATIONS: Dict[Tuple[Optional[str], str], Path] = {}
+#: what experiment_set() reads, once found: the lockfile, and the sets asked for so far (asking twice gives the
+#: same object)
+_found: Optional[Tuple[Lockfile, Dict[str, ExperimentSet]]] = None
 
 
 def experiment_set(name: str) -> ExperimentSet:
     """
     The experiment set ``name`` of the setup's lockfile: ``$PIN_LOCK`` if set, else the nearest pin.toml at or
-    above the working directory (the setup root, where Sisyphus runs).
+    above the working directory (the setup root, where Sisyphus runs). The lockfile is found and read at the first
+    call, once per process, as Sisyphus takes its setup from where the process started.
 
     :param name: set name, a ``[sets.NAME]`` table of pin.toml
     :raises LockfileError: when the lockfile is missing or invalid
-    :raises UnknownNameError: when it has no such set (the message lists the known ones)
+    :raises UnknownNameError: when it has no such set (the message names the lockfile and lists its sets)
     """
-    # not imported with sispin: Sisyphus workers import it (settings.py) and never read the lockfile
-    from sispin.lockfile import LOCK_ENV, find_lockfile
+    global _found
+    # once per process: a manager builds its whole graph from one view of the lockfile. And it calls this once per
+    # job it builds: looking at $PIN_LOCK and the working directory again each time (a system call) would cost it
+    # ~4 us a call, a third of all that sispin adds to 1,000 clone jobs.
+    if _found is None:
+        # not imported with sispin: Sisyphus workers import it (settings.py) and never read the lockfile
+        from sispin.lockcache import load_cached
+        from sispin.lockfile import find_lockfile
 
-    # a manager calls this once per job it builds: the lockfile's place depends only on $PIN_LOCK and the working
-    # directory, so it is searched again (a stat per parent directory) only when one of them changed
-    where = (os.environ.get(LOCK_ENV), os.getcwd())
-    path = _LOCATIONS.get(where)
-    if path is None:
-        path = _LOCATIONS[where] = find_lockfile()
-    return _experiment_set(path, name)
+        _found = (load_cached(find_lockfile()), {})
+    lockfile, known = _found
+    exp = known.get(name)
+    if exp is None:
+        exp = known[name] = ExperimentSet(lockfile, name)
+    return exp
+
+
+def _forget() -> None:
+    """Let the next experiment_set() find and read the lockfile anew (for tests: many setups in one process)."""
+    global _found
+    _found = None
