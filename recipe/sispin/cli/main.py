@@ -9,15 +9,26 @@ from __future__ import annotations
 __all__ = ["main"]
 
 import argparse
+import importlib
 import sys
 from typing import Optional, Sequence
 
 from sispin import __version__, git
-from sispin.cli import check, import_pins, new, snapshot, status, sync, upgrade, verify
 from sispin.cli.progress import TerminalProgress
 from sispin.errors import PinError
 
-_COMMANDS = (sync, upgrade, new, status, snapshot, check, import_pins, verify)
+#: every command, as it is typed, and its module in sispin.cli; a run imports only the module of its command (each
+#: brings its own dependencies: tomlkit, the scanner, Sisyphus probes), all of them only to list them
+_COMMANDS = (
+    ("sync", "sync"),
+    ("upgrade", "upgrade"),
+    ("new", "new"),
+    ("status", "status"),
+    ("snapshot", "snapshot"),
+    ("check", "check"),
+    ("import", "import_pins"),
+    ("verify", "verify"),
+)
 #: the commands that clone or fetch, and so show git's progress on a terminal unless told --quiet
 _TRANSFERRING = ("sync", "upgrade", "new", "status", "check")
 
@@ -36,8 +47,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"pin: error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """:return: the parser of ``pin`` with every subcommand"""
+def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """
+    :param argv: the command line to be parsed; None for the parser of every subcommand
+    :return: the parser of ``pin`` with the subcommand argv names (every subcommand when it names none it knows)
+    """
+    named = next((word for word in argv or () if not word.startswith("-")), None)
+    modules = [module for name, module in _COMMANDS if name == named] or [module for _, module in _COMMANDS]
     parser = _Parser(
         prog="pin",
         description="Pin the recipe repositories of Sisyphus experiment sets (pin.toml).",
@@ -47,12 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in _COMMANDS:
-        command.add_parser(subparsers)
+    for module in modules:
+        importlib.import_module(f"sispin.cli.{module}").add_parser(subparsers)
     for name in _TRANSFERRING:
-        subparsers.choices[name].add_argument(
-            "--quiet", action="store_true", help="do not show the progress of clones and fetches on a terminal"
-        )
+        if name in subparsers.choices:
+            subparsers.choices[name].add_argument(
+                "--quiet", action="store_true", help="do not show the progress of clones and fetches on a terminal"
+            )
     return parser
 
 
@@ -63,7 +80,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     :param argv: arguments without the program name (default: sys.argv[1:])
     :return: the process exit code
     """
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     try:
         args, extras = parser.parse_known_args(argv)
         # argparse gives a trailing "REPO ..." positional nothing once an option came between (`upgrade demo
