@@ -101,6 +101,20 @@ def test_other_validating_code_validates_again(lock, tmp_path):
     assert "repos.i6-models: names may use only letters" in refused.stderr
 
 
+def test_without_the_validating_source_nothing_is_cached(lock, tmp_path):
+    # an installation of bytecode only: the key cannot name the code, so every load validates
+    package = tmp_path / "copy" / "sispin"
+    shutil.copytree(RECIPE_DIR / "sispin", package, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-b", str(package)], check=True)
+    for name in lockcache.VALIDATING_MODULES:
+        (package / name).unlink()
+    code = "import sys; from sispin import lockcache; print(sorted(lockcache.load_cached(sys.argv[1]).sets))"
+    environ = {**os.environ, "PYTHONPATH": str(package.parent)}
+    result = subprocess.run([sys.executable, "-c", code, str(lock)], env=environ, capture_output=True, text=True)
+    assert result.stdout.strip() == "['demo', 'empty']", result.stderr
+    assert not cache_of(lock).exists()
+
+
 def test_a_damaged_or_foreign_cache_file_is_ignored_and_replaced(lock, tmp_path):
     lockcache.load_cached(lock)
     cache = cache_of(lock)

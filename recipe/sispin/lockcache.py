@@ -55,9 +55,10 @@ def load_cached(path: Path) -> Lockfile:
     path = Path(path).absolute()
     try:
         data = path.read_bytes()
-    except OSError:
-        return load_lockfile(path)  # it says what is wrong, in its words
-    key = hashlib.sha256(_code_key() + data).digest()
+        code = _code_key()
+    except OSError:  # an unreadable lockfile: load_lockfile says what is wrong, in its words; no source: no cache
+        return load_lockfile(path)
+    key = hashlib.sha256(code + data).digest()
     cache = path.parent / CACHE_DIR / f"{path.name}.pickle"
     cached = _read(cache, key)
     if cached is not None:
