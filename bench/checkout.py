@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Callable, Dict, Iterator, List, Optional
 
 from bench.common import Result, environment, git, interleaved, lock_text, make_history, mib, s, timed
 
@@ -69,7 +69,13 @@ class _Checkouts:
         git(target, "checkout", "-q", self.commit)
         return target
 
-    def timed(self, root: Path, env: Dict[str, str], source: Optional[str] = None, before=None) -> float:
+    def timed(
+        self,
+        root: Path,
+        env: Dict[str, str],
+        source: Optional[str] = None,
+        before: Optional[Callable[[], object]] = None,
+    ) -> float:
         """:return: seconds of one checkout into an emptied root, after before() (timed with it)"""
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
@@ -105,18 +111,15 @@ def bench_checkout(work: Path, commits: int = 12000, files: int = 600, runs: int
     checkouts = _Checkouts(url, pinned)
     root = work / "checkouts"
 
-    def remake_mirror() -> None:
-        shutil.rmtree(store.mirror_path(url))
-        Store(store.directory).fetch(url)  # a new Store: this one remembers that it fetched already
+    def cold_checkout() -> float:
+        shutil.rmtree(store.mirror_path(url))  # before the clock: the store has never seen the repository
+        # inside the clock: the mirror is made (by a new Store: this one remembers that it fetched already)
+        return checkouts.timed(root, redirect, before=lambda: Store(store.directory).fetch(url))
 
-    cold, warm, by_url, by_path = interleaved(
-        [
-            lambda: checkouts.timed(root, redirect, before=remake_mirror),
-            lambda: checkouts.timed(root, redirect),
-            lambda: checkouts.timed(root, plain),
-            lambda: checkouts.timed(root, plain, source=str(remote)),
-        ],
-        runs,
+    cold, by_url = interleaved([cold_checkout, lambda: checkouts.timed(root, plain)], runs)
+    # the local clones take a fraction of a second: more runs, for a median as steady as the slow ones'
+    warm, by_path = interleaved(
+        [lambda: checkouts.timed(root, redirect), lambda: checkouts.timed(root, plain, source=str(remote))], 3 * runs
     )
     second = checkouts.make(root, redirect)
     mirror = store.mirror_path(url)

@@ -57,16 +57,18 @@ def timed(action: Callable[[], object]) -> float:
 
 def interleaved(sides: Sequence[Callable[[], float]], runs: int) -> List[float]:
     """
-    Alternate measurements, so that drift in the machine's speed hits every side alike.
+    Alternate measurements, so that drift in the machine's speed hits every side alike; every other round runs the
+    sides in reverse order, so that no side always runs right after the same other one.
 
     :param sides: one run of each side (sispin's, the plain way's), returning its seconds
     :param runs: runs of each side
     :return: the median seconds of each side, in order
     """
     times: List[List[float]] = [[] for _ in sides]
-    for _ in range(runs):
-        for index, side in enumerate(sides):
-            times[index].append(side())
+    for round_ in range(runs):
+        order = range(len(sides)) if round_ % 2 == 0 else reversed(range(len(sides)))
+        for index in order:
+            times[index].append(sides[index]())
     return [statistics.median(t) for t in times]
 
 

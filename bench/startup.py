@@ -94,7 +94,7 @@ _GOALS = {
 }
 
 
-def bench_manager(work: Path, sets: int, runs: int = 11, edited: bool = False) -> Result:
+def bench_manager(work: Path, sets: int, runs: int = 15, edited: bool = False) -> Result:
     """
     A manager start: ``import sispin``, the lockfile load and ``sets`` calls of ``experiment_set(f"s{i}").repo()``
     (one set per commit), against the same ``sets`` CloneGitRepositoryJob calls written by hand; Sisyphus and
