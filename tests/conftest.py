@@ -61,6 +61,15 @@ def environment_restored() -> Iterator[None]:
     os.environ.update(saved)
 
 
+@pytest.fixture(autouse=True)
+def one_setup_per_test() -> Iterator[None]:
+    """experiment_set() finds and reads pin.toml once per process: here every test may have a setup of its own."""
+    yield
+    from sispin import sets
+
+    sets._forget()
+
+
 @pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[..., Path]:
     """Factory: an empty git repository (branch main) under tmp_path."""

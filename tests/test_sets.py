@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sispin import sets
+from sispin import lockcache, sets
 from sispin.errors import HashOverwriteError, UnknownNameError
 from sispin.lockfile import load_lockfile, parse_lockfile
 from sispin.sets import ExperimentSet, experiment_set
@@ -114,10 +114,10 @@ def test_experiment_set_reads_the_lockfile_once_per_process(tmp_path, monkeypatc
     lock = tmp_path / "pin.toml"
     lock.write_text(f'version = 1\n[repos.rc]\nurl = "{URL}"\n[sets.demo]\nrc = "{SHA_A}"\n')
     monkeypatch.setenv("PIN_LOCK", str(lock))
-    sets._load.cache_clear()
-    sets._experiment_set.cache_clear()
+    sets._forget()
     calls = []
-    monkeypatch.setattr(sets, "load_lockfile", lambda path: calls.append(path) or load_lockfile(path))
+    load = lockcache.load_cached
+    monkeypatch.setattr(lockcache, "load_cached", lambda path: calls.append(path) or load(path))
 
     first = experiment_set("demo")
     lock.write_text(f'version = 1\n[repos.rc]\nurl = "{URL}"\n[sets.demo]\nrc = "{SHA_B}"\n')
@@ -126,6 +126,15 @@ def test_experiment_set_reads_the_lockfile_once_per_process(tmp_path, monkeypatc
     assert calls == [lock]
     with pytest.raises(UnknownNameError, match=r"no experiment set 'other' \(known sets: demo\)"):
         experiment_set("other")
+    assert calls == [lock]
+
+    # it is found once too: another $PIN_LOCK or working directory later in the process changes nothing
+    other = tmp_path / "other" / "pin.toml"
+    other.parent.mkdir()
+    other.write_text(f'version = 1\n[repos.rc]\nurl = "{URL}"\n[sets.demo]\nrc = "{SHA_B}"\n')
+    monkeypatch.setenv("PIN_LOCK", str(other))
+    monkeypatch.chdir(other.parent)
+    assert experiment_set("demo") is first
     assert calls == [lock]
 
 

@@ -6,6 +6,9 @@ transports pin.toml allows, none of a caller's repository variables): every call
 from __future__ import annotations
 
 __all__ = [
+    "INACTIVITY_TIMEOUT",
+    "ProgressListener",
+    "progress_to",
     "PinFacts",
     "clone_at_commit",
     "verify_checkout",
@@ -25,12 +28,15 @@ __all__ = [
 import contextlib
 import os
 import re
+import select
 import shutil
+import signal
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import git
 
@@ -79,11 +85,15 @@ def _message(exc: git.GitCommandError) -> str:
     """The most telling line of a failed git command's stderr, without git's 'fatal: ' prefix."""
     lines = [line.strip() for line in str(exc.stderr or "").splitlines() if line.strip()]
     lines = [line[len("stderr: ") :] if line.startswith("stderr: ") else line for line in lines]
-    lines = [line.strip("'").strip() for line in lines]
+    return _message_of([line.strip("'").strip() for line in lines], exc.command[1] if len(exc.command) > 1 else "")
+
+
+def _message_of(lines: Sequence[str], command: str) -> str:
+    """:return: the first fatal or error line of a git command's stderr lines (without the prefix), else the last"""
     for line in lines:
         if line.startswith(("fatal:", "error:")):
             return line.split(":", 1)[1].strip()
-    return lines[-1] if lines else f"git {exc.command[1] if len(exc.command) > 1 else ''} failed"
+    return lines[-1] if lines else f"git {command} failed"
 
 
 def _open(path: Path) -> git.Repo:
@@ -160,7 +170,7 @@ def clone_at_commit(url: str, commit: str, dest: Path) -> None:
         if not has_commit(Path(repo.working_tree_dir), commit):
             # not reachable from any branch or tag (e.g. only under a pull-request ref): ask for it directly
             try:
-                _network(repo.git, url, "fetch", "fetch", "--quiet", "origin", commit)
+                _network(repo.git, url, "fetch", "fetch", "origin", commit)
             except GitError:
                 pass
             if not has_commit(Path(repo.working_tree_dir), commit):
@@ -182,7 +192,7 @@ def _clone_beside(url: str, dest: Path, verb: str, *clone_options: str) -> Itera
     _remove_leftovers(dest)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=_tmp_prefix(dest)))
     try:
-        _network(_git(dest.parent), url, verb, "clone", "--quiet", *clone_options, "--", url, str(tmp))
+        _network(_git(dest.parent), url, verb, "clone", *clone_options, "--", url, str(tmp))
         repo = _Repo(tmp)
         yield repo
         repo.close()
@@ -192,23 +202,106 @@ def _clone_beside(url: str, dest: Path, verb: str, *clone_options: str) -> Itera
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-#: seconds a clone or fetch may take before the remote counts as hung (the process is then killed)
-NETWORK_TIMEOUT = 900.0
+#: seconds a clone or fetch may go without any progress before the remote counts as hung and git is stopped. git
+#: reports progress (``--progress``) at least once a second while data arrives or it works on what arrived, so a slow
+#: but moving transfer of a large repository runs as long as it needs.
+INACTIVITY_TIMEOUT = 300.0
+
+#: hears what clones and fetches are doing: called with the URL and git's latest progress line, and with "" when the
+#: command is over; None (the default) when nobody listens. Set by the CLI for a terminal, see :func:`progress_to`.
+ProgressListener = Callable[[str, str], None]
+_listener: Optional[ProgressListener] = None
 
 
-def _network(runner: git.Git, url: str, verb: str, command: str, *args: str) -> str:
+@contextlib.contextmanager
+def progress_to(listener: Optional[ProgressListener]) -> Iterator[None]:
     """
-    Run a git command that talks to url's remote, with a time limit; failures become one-line GitErrors.
+    Report the progress of every clone and fetch in the block to listener.
 
-    :return: what the command printed
+    :param listener: called with (url, latest progress line), and (url, "") when a command is over; None for nobody
     """
-    start = time.monotonic()
+    global _listener
+    previous, _listener = _listener, listener
     try:
-        return getattr(runner, command)(*args, kill_after_timeout=NETWORK_TIMEOUT)
-    except git.GitCommandError as exc:
-        if time.monotonic() - start >= NETWORK_TIMEOUT:
-            raise GitError(f"cannot {verb} {url}: no answer within {NETWORK_TIMEOUT:g} s (git was stopped)") from None
-        raise GitError(f"cannot {verb} {url}: {_message(exc)}") from None
+        yield
+    finally:
+        _listener = previous
+
+
+def _network(runner: git.Git, url: str, verb: str, command: str, *args: str) -> None:
+    """
+    Run a git command that talks to url's remote: its progress goes to the listener, and it is stopped when it shows
+    none for :data:`INACTIVITY_TIMEOUT` seconds; failures become one-line GitErrors.
+    """
+    # GitPython stops the process when this handle goes away: it lives until the end of the function
+    handle = getattr(runner, command)("--progress", *args, as_process=True, with_stdout=False)
+    process = handle.proc
+    output = _Progress()
+    try:
+        silent_since = time.monotonic()
+        while True:
+            quiet_for = time.monotonic() - silent_since
+            if quiet_for >= INACTIVITY_TIMEOUT:
+                raise GitError(f"cannot {verb} {url}: no progress for {INACTIVITY_TIMEOUT:g} s (git was stopped)")
+            ready, _, _ = select.select([process.stderr], [], [], INACTIVITY_TIMEOUT - quiet_for)
+            if not ready:
+                continue
+            chunk = os.read(process.stderr.fileno(), 65536)
+            if not chunk:
+                break
+            silent_since = time.monotonic()
+            line = output.add(chunk)
+            if _listener is not None and line:
+                _listener(url, line)
+        if process.wait() != 0:
+            raise GitError(f"cannot {verb} {url}: {_message_of(output.lines(), command)}")
+    finally:
+        if process.poll() is None:
+            _stop(process)
+        process.stderr.close()
+        if _listener is not None:
+            _listener(url, "")
+
+
+class _Progress:
+    """What a git command wrote to stderr: progress updates end in CR, lines in LF; the last lines are kept."""
+
+    _KEPT = 20
+
+    def __init__(self) -> None:
+        self._pending = ""
+        self._lines: List[str] = []
+
+    def add(self, chunk: bytes) -> str:
+        """:return: the latest non-empty update or line in the output so far"""
+        parts = re.split(r"[\r\n]", self._pending + chunk.decode("utf-8", "replace"))
+        self._pending = parts.pop()
+        self._lines = (self._lines + [part.strip() for part in parts if part.strip()])[-self._KEPT :]
+        return self._pending.strip() or (self._lines[-1] if self._lines else "")
+
+    def lines(self) -> List[str]:
+        """:return: the last lines written, the unfinished one included"""
+        return self._lines + ([self._pending.strip()] if self._pending.strip() else [])
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Kill a git process and what it started (index-pack, a remote helper holding the connection)."""
+    try:
+        children = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, text=True).stdout
+    except OSError:  # no ps: its children see their pipes close and end by themselves
+        children = ""
+    parents: Dict[int, List[int]] = {}
+    for line in children.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and all(field.isdigit() for field in fields):
+            parents.setdefault(int(fields[1]), []).append(int(fields[0]))
+    victims = [process.pid]
+    for pid in victims:  # grows while it runs: children, then their children
+        victims.extend(parents.get(pid, []))
+    for pid in victims:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    process.wait()
 
 
 def _git(path: Path) -> git.Git:
@@ -282,7 +375,7 @@ def update_mirror(url: str, path: Path) -> None:
     :param path: mirror made by :func:`create_mirror`
     :raises GitError: when the remote cannot be reached
     """
-    _network(_git(path), url, "fetch", "fetch", "--prune", "--quiet", "origin")
+    _network(_git(path), url, "fetch", "fetch", "--prune", "origin")
     _follow_remote_head(url, path)
 
 
@@ -292,7 +385,11 @@ def _follow_remote_head(url: str, path: Path) -> None:
     branch that `pin upgrade` and `pin new` follow (a renamed default branch must not leave them on the old one, nor
     fail for good once the old one is deleted). A remote whose HEAD is no branch leaves it as it is.
     """
-    answer = _network(_git(path), url, "fetch", "ls_remote", "--symref", "origin", "HEAD")
+    try:
+        # a short answer, without progress: the time-out is the inactivity one, for the whole command
+        answer = _git(path).ls_remote("--symref", "origin", "HEAD", kill_after_timeout=INACTIVITY_TIMEOUT)
+    except git.GitCommandError as exc:
+        raise GitError(f"cannot fetch {url}: {_message(exc)}") from None
     for line in answer.splitlines():
         target, _, name = line.partition("\t")
         if name == "HEAD" and target.startswith("ref: refs/heads/"):

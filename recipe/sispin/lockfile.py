@@ -8,7 +8,8 @@ nor filelock. Rewriting pin.toml, which must keep comments, lives in :mod:`sispi
 :mod:`sispin.urls`; what CloneGitRepositoryJob takes in :mod:`sispin.clonejob`.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: typing.NamedTuple compiles every string annotation (~0.3 ms a field),
+# and every Sisyphus manager imports this module. The annotations below are all valid at run time on Python 3.9.
 
 __all__ = [
     "LOCKFILE_NAME",
@@ -35,18 +36,11 @@ import os
 import re
 import reprlib
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised by the Python 3.9 CI run
-    import tomli as tomllib
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from sispin.clonejob import PIN_KWARGS
 from sispin.errors import LockfileError, UnknownNameError
-from sispin.urls import check_url
 
 LOCKFILE_NAME = "pin.toml"
 #: environment variable naming the lockfile explicitly (otherwise pin.toml is searched upwards from the cwd)
@@ -64,8 +58,11 @@ _SET_RESERVED_KEYS = ("configs", "allow_unpinned", "allow_hash_overwrite")
 _BRANCH_FORBIDDEN_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|(^|/)\.|\.lock(/|$)|^-|^@$|[/.]$")
 
 
-@dataclass(frozen=True)
-class RepoSpec:
+# The value objects are NamedTuples, not dataclasses: every Sisyphus manager imports this module, and creating five
+# frozen dataclasses costs it ~7 ms (most of what sispin may add to a manager's start), NamedTuples well under one.
+
+
+class RepoSpec(NamedTuple):
     """
     One ``[repos.NAME]`` table.
 
@@ -81,8 +78,7 @@ class RepoSpec:
     checkout: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Pin:
+class Pin(NamedTuple):
     """
     One repository pinned by one experiment set.
 
@@ -93,7 +89,7 @@ class Pin:
 
     repo: str
     commit: str
-    job_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    job_kwargs: Mapping[str, Any]
 
     @property
     def value(self) -> Any:
@@ -101,8 +97,7 @@ class Pin:
         return {"commit": self.commit, **self.job_kwargs} if self.job_kwargs else self.commit
 
 
-@dataclass(frozen=True)
-class SetSpec:
+class SetSpec(NamedTuple):
     """
     One ``[sets.NAME]`` table: an experiment set.
 
@@ -133,8 +128,7 @@ class SetSpec:
             ) from None
 
 
-@dataclass(frozen=True)
-class SetupCheckout:
+class SetupCheckout(NamedTuple):
     """
     One ``[setup.NAME]`` table: a checkout the setup itself needs (Sisyphus, i6_core), made by ``pin sync``.
 
@@ -150,8 +144,7 @@ class SetupCheckout:
     path: str
 
 
-@dataclass(frozen=True)
-class Lockfile:
+class Lockfile(NamedTuple):
     """
     A validated pin.toml.
 
@@ -328,6 +321,12 @@ def parse_lockfile(text: str, path: Path) -> Lockfile:
     :param path: where it comes from (for messages and the setup root)
     :raises LockfileError: naming the file and the offending key
     """
+    # imported here: a manager whose lockfile comes from sispin.lockcache never parses TOML
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised by the Python 3.9 CI run
+        import tomli as tomllib
+
     where = display_path(path)
     try:
         data = tomllib.loads(text)
@@ -439,6 +438,8 @@ class _Validator:
         return value
 
     def url(self, key: str, value: str) -> str:
+        from sispin.urls import check_url  # only validation needs it, not a lockfile taken from sispin.lockcache
+
         problem = check_url(value)
         if problem:
             raise self.fail(key, problem)
@@ -484,7 +485,7 @@ class _Validator:
 
     def pin(self, key: str, repo: str, value: Any) -> Pin:
         if isinstance(value, str):
-            return Pin(repo=repo, commit=self.commit(key, value))
+            return Pin(repo=repo, commit=self.commit(key, value), job_kwargs={})
         if not isinstance(value, dict):
             raise self.fail(key, "must be a commit SHA string or a table with a 'commit' key")
         if "commit" not in value:

@@ -4,6 +4,11 @@ The config-facing API: an experiment set's pinned repositories as Sisyphus paths
 With :mod:`sispin.sisyphus_probe` (which the core runs in a subprocess), this is the only module that touches
 Sisyphus and i6_core, and only inside the methods that build jobs, so the lockfile, git and CLI code stay
 importable without them. What settings.py calls lives in :mod:`sispin.settings_hook`.
+
+This is the config path, which every Sisyphus manager runs (and every worker imports): the lockfile is loaded only
+when a set is asked for (validated once, then from :mod:`sispin.lockcache` while its bytes stay the same), and
+GitPython, filelock and the import machinery only when :meth:`ExperimentSet.checkout` or
+:meth:`ExperimentSet.imported` needs them.
 """
 
 from __future__ import annotations
@@ -13,19 +18,19 @@ __all__ = ["ExperimentSet", "experiment_set", "current_set", "shown_overwrite"]
 import contextlib
 import functools
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Type
 
 from sispin.clonejob import checkout_folder, job_kwargs
 from sispin.errors import GitError, HashOverwriteError, UnknownNameError
-from sispin.imports import PinnedImport, checkout_names, pinned_import
-from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
-from sispin.registry import register_lockfile
-from sispin.store import Store
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
+    from pathlib import Path
+
     from i6_core.tools.git import CloneGitRepositoryJob
     from sisyphus import tk
+
+    from sispin.imports import PinnedImport
+    from sispin.lockfile import Lockfile
 
 
 class ExperimentSet:
@@ -37,9 +42,14 @@ class ExperimentSet:
     :raises UnknownNameError: when the lockfile has no such set
     """
 
+    # a manager makes one per experiment set and calls repo() once per job: the lookups on that path read the
+    # lockfile's dicts directly, and fall back to the methods that name what is missing
+
+    __slots__ = ("lockfile", "spec", "name")
+
     def __init__(self, lockfile: Lockfile, name: str):
         self.lockfile = lockfile
-        self.spec = lockfile.get_set(name)
+        self.spec = lockfile.sets.get(name) or lockfile.get_set(name)
         self.name = name
 
     def __repr__(self) -> str:
@@ -58,8 +68,8 @@ class ExperimentSet:
         :param repo: repository name
         :return: the keyword arguments of the CloneGitRepositoryJob for it, exactly as a person would write them
         """
-        pin = self.spec.pin(repo)
-        spec = self.lockfile.get_repo(repo)
+        pin = self.spec.pins.get(repo) or self.spec.pin(repo)
+        spec = self.lockfile.repos.get(repo) or self.lockfile.get_repo(repo)
         return job_kwargs(spec.url, pin.commit, spec.checkout, pin.job_kwargs)
 
     def clone_job(self, repo: str) -> CloneGitRepositoryJob:
@@ -67,11 +77,9 @@ class ExperimentSet:
         :param repo: repository name
         :return: i6_core's CloneGitRepositoryJob of the pinned commit; its id equals the hand-written job's
         """
-        from i6_core.tools.git import CloneGitRepositoryJob
-
         # built anew each call, like a hand-written call: Sisyphus returns its one job per id and also records
         # the job in any active tk.block
-        return CloneGitRepositoryJob(**self.clone_kwargs(repo))
+        return _clone_job_class()(**self.clone_kwargs(repo))
 
     def repo(self, repo: str) -> tk.Path:
         """
@@ -80,13 +88,12 @@ class ExperimentSet:
         :raises HashOverwriteError: when other code set ``hash_overwrite`` on that path (Sisyphus shares one job
             object per id), which would take the commit out of every dependent job's hash
         """
-        path = self.clone_job(repo).out_repository
+        path = _clone_job_class()(**self.clone_kwargs(repo)).out_repository  # clone_job(), one call less
         if path.hash_overwrite is not None:
             raise HashOverwriteError(
                 f"experiment set {self.name!r}, repository {repo!r}: the checkout path of commit "
                 f"{self.commit(repo)[:12]} has hash_overwrite={shown_overwrite(path.hash_overwrite)!r}, which removes "
-                "the commit "
-                f"from every dependent job hash; remove the code that sets it"
+                "the commit from every dependent job hash; remove the code that sets it"
             )
         return path
 
@@ -98,8 +105,10 @@ class ExperimentSet:
         :param repo: repository name
         :return: the checkout directory, named like the clone job's output (the repo's ``checkout``)
         :raises GitError: when the commit cannot be had
-        :raises StoreError: when the store cannot record this lockfile as one of its users
         """
+        from sispin.registry import register_lockfile
+        from sispin.store import Store  # GitPython and filelock: only for code that asks for a checkout
+
         spec = self.lockfile.get_repo(repo)
         store = Store()
         register_lockfile(store.directory, self.lockfile.path)  # first: `pin gc` keeps what a recorded lockfile pins
@@ -116,10 +125,12 @@ class ExperimentSet:
         after the block; the pinned modules are kept for the next block, so repeated imports are stable.
 
         :param repo: repository name; its checkout is the package itself (returnn_common's layout: name it with
-            ``checkout``), holds the package of its own name (RETURNN's layout) or holds packages at its top
+            ``checkout``) or holds packages at its top
         :return: (as the block's value) the checkout directory
         :raises PinnedImportError: when the modules cannot be kept apart (see :mod:`sispin.imports`)
         """
+        from sispin.imports import PinnedImport, checkout_names, pinned_import
+
         path = self.checkout(repo)
         pinned = _PINNED_IMPORTS.get(path)
         if pinned is None:
@@ -135,26 +146,48 @@ _PINNED_IMPORTS: Dict[Path, PinnedImport] = {}
 
 
 @functools.cache
-def _load(path: Path) -> Lockfile:
-    # once per process: a manager builds its whole graph from one consistent view of the lockfile
-    return load_lockfile(path)
+def _clone_job_class() -> Type[CloneGitRepositoryJob]:
+    # imported on first use, then taken from the cache: an import statement in repo() would cost a manager ~0.6 us
+    # on every one of its thousands of calls
+    from i6_core.tools.git import CloneGitRepositoryJob
+
+    return CloneGitRepositoryJob
 
 
-@functools.cache
-def _experiment_set(path: Path, name: str) -> ExperimentSet:
-    return ExperimentSet(_load(path), name)
+#: what experiment_set() reads, once found: the lockfile, and the sets asked for so far (asking twice gives the
+#: same object)
+_found: Optional[Tuple[Lockfile, Dict[str, ExperimentSet]]] = None
 
 
 def experiment_set(name: str) -> ExperimentSet:
     """
     The experiment set ``name`` of the setup's lockfile: ``$PIN_LOCK`` if set, else the nearest pin.toml at or
-    above the working directory (the setup root, where Sisyphus runs).
+    above the working directory (the setup root, where Sisyphus runs). The lockfile is found and read at the first
+    call, once per process, as Sisyphus takes its setup from where the process started.
 
     :param name: set name, a ``[sets.NAME]`` table of pin.toml
     :raises LockfileError: when the lockfile is missing or invalid
-    :raises UnknownNameError: when it has no such set (the message lists the known ones)
+    :raises UnknownNameError: when it has no such set (the message names the lockfile and lists its sets)
     """
-    return _experiment_set(find_lockfile(), name)
+    lockfile, known = _found or _find()
+    exp = known.get(name)
+    if exp is None:
+        exp = known[name] = ExperimentSet(lockfile, name)
+    return exp
+
+
+def _find() -> Tuple[Lockfile, Dict[str, ExperimentSet]]:
+    global _found
+    # once per process: a manager builds its whole graph from one view of the lockfile. And it calls this once per
+    # job it builds: looking at $PIN_LOCK and the working directory again each time (a system call) would cost it
+    # ~4 us a call, a third of all that sispin adds to 1,000 clone jobs.
+    if _found is None:
+        # not imported with sispin: Sisyphus workers import it (settings.py) and never read the lockfile
+        from sispin.lockcache import load_cached
+        from sispin.lockfile import find_lockfile
+
+        _found = (load_cached(find_lockfile()), {})
+    return _found
 
 
 def current_set() -> ExperimentSet:
@@ -166,7 +199,11 @@ def current_set() -> ExperimentSet:
     :raises UnknownNameError: outside a config, or when the running config belongs to no set or to several (then
         name the set with :func:`experiment_set`)
     """
+    from pathlib import Path
+
     from sisyphus.loader import config_manager
+
+    from sispin.lockfile import display_path
 
     config = config_manager.current_config
     caller = sys._getframe(1).f_code
@@ -181,8 +218,7 @@ def current_set() -> ExperimentSet:
             "current_set() is called outside a Sisyphus config (at module level of a shared module, or after loading):"
             " call it inside a function that a config's py() calls, or use experiment_set(NAME)"
         )
-    path = find_lockfile()
-    lockfile = _load(path)
+    lockfile, _ = _found or _find()
     config_path = Path(config).absolute()
     owners = [
         spec.name
@@ -192,13 +228,14 @@ def current_set() -> ExperimentSet:
     shown = display_path(config_path)
     if not owners:
         raise UnknownNameError(
-            f"current_set(): config {shown} belongs to no set of {display_path(path)} (add it to a set's configs)"
+            f"current_set(): config {shown} belongs to no set of {display_path(lockfile.path)} (add it to a set's "
+            "configs)"
         )
     if len(owners) > 1:
         raise UnknownNameError(
             f"current_set(): config {shown} belongs to several sets ({', '.join(owners)}): use experiment_set(NAME)"
         )
-    return _experiment_set(path, owners[0])
+    return experiment_set(owners[0])
 
 
 def shown_overwrite(overwrite: Any) -> Any:
@@ -210,3 +247,9 @@ def shown_overwrite(overwrite: Any) -> Any:
         return None
     creator, path = overwrite
     return path if creator is None else f"({creator}, {path!r})"
+
+
+def _forget() -> None:
+    """Let the next experiment_set() find and read the lockfile anew (for tests: many setups in one process)."""
+    global _found
+    _found = None

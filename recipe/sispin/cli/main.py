@@ -9,17 +9,32 @@ from __future__ import annotations
 __all__ = ["main"]
 
 import argparse
+import importlib
 import sys
 from typing import Optional, Sequence
 
-from sispin import __version__
-from sispin.cli import check, explain, gc, import_pins, new, snapshot, status, sync, upgrade, verify, why
+from sispin import __version__, git
+from sispin.cli.progress import TerminalProgress
 from sispin.errors import FileSystemError, LockfileError, PinError
-from sispin.lockfile import find_lockfile
-from sispin.snapshot import complete_interrupted
 from sispin.urls import redact_text
 
-_COMMANDS = (sync, upgrade, new, status, snapshot, check, explain, import_pins, verify, why, gc)
+#: every command, as it is typed, and its module in sispin.cli; a run imports only the module of its command (each
+#: brings its own dependencies: tomlkit, the scanner, Sisyphus probes), all of them only to list them
+_COMMANDS = (
+    ("sync", "sync"),
+    ("upgrade", "upgrade"),
+    ("new", "new"),
+    ("status", "status"),
+    ("snapshot", "snapshot"),
+    ("check", "check"),
+    ("explain", "explain"),
+    ("import", "import_pins"),
+    ("verify", "verify"),
+    ("why", "why"),
+    ("gc", "gc"),
+)
+#: the commands that clone or fetch, and so show git's progress on a terminal unless told --quiet
+_TRANSFERRING = ("sync", "upgrade", "new", "status", "check")
 
 _EPILOG = """\
 exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown or already existing
@@ -38,8 +53,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"pin: error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """:return: the parser of ``pin`` with every subcommand"""
+def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """
+    :param argv: the command line to be parsed; None for the parser of every subcommand
+    :return: the parser of ``pin`` with the subcommand argv names (every subcommand when it names none it knows)
+    """
+    named = next((word for word in argv or () if not word.startswith("-")), None)
+    modules = [module for name, module in _COMMANDS if name == named] or [module for _, module in _COMMANDS]
     parser = _Parser(
         prog="pin",
         description="Pin the recipe repositories of Sisyphus experiment sets (pin.toml).",
@@ -49,8 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in _COMMANDS:
-        command.add_parser(subparsers)
+    for module in modules:
+        importlib.import_module(f"sispin.cli.{module}").add_parser(subparsers)
+    for name in _TRANSFERRING:
+        if name in subparsers.choices:
+            subparsers.choices[name].add_argument(
+                "--quiet", action="store_true", help="do not show the progress of clones and fetches on a terminal"
+            )
     return parser
 
 
@@ -61,8 +86,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     :param argv: arguments without the program name (default: sys.argv[1:])
     :return: the process exit code
     """
-    parser = build_parser()
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     try:
         for word in argv:
             # argparse turns `--to=--` into an empty list instead of the value "--" or an error
@@ -79,9 +104,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extras)}")
     except SystemExit as exc:  # --help, --version and command-line errors (already printed)
         return int(exc.code or 0)
+    # progress only where somebody watches it: not in a pipe, a log file or CI
+    shown = not getattr(args, "quiet", True) and sys.stderr.isatty()
     try:
         _repair_after_a_kill()
-        return int(args.run(args))
+        with git.progress_to(TerminalProgress(sys.stderr) if shown else None):
+            return int(args.run(args))
     except PinError as exc:
         if args.debug and exc.details:
             print(exc.details.rstrip(), file=sys.stderr)  # e.g. the failing config's own traceback
@@ -112,6 +140,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _repair_after_a_kill() -> None:
     """Before any command: finish what a killed command left half done beside the lockfile (when there is one)."""
+    from sispin.lockfile import find_lockfile
+    from sispin.snapshot import complete_interrupted
+
     try:
         path = find_lockfile()
     except LockfileError:

@@ -1,0 +1,38 @@
+"""
+Progress of clones and fetches on a terminal: one line per repository, updated in place with git's latest progress
+(``returnn_common: Receiving objects:  45% (1234/2742), 1.20 MiB | 300.00 KiB/s``) and cleared when git is done, so
+that the command's own result line takes its place.
+"""
+
+from __future__ import annotations
+
+__all__ = ["TerminalProgress"]
+
+import shutil
+from typing import TextIO
+
+from sispin.urls import name_from_url
+
+
+class TerminalProgress:
+    """
+    A :data:`sispin.git.ProgressListener` that draws on a terminal.
+
+    :param stream: the terminal (stderr, where git itself shows progress)
+    """
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+        self._shown = 0
+
+    def __call__(self, url: str, line: str) -> None:
+        """
+        :param url: the repository git talks to
+        :param line: git's latest progress line; "" when git is done with it
+        """
+        # never wider than the terminal: a wrapped line could not be redrawn in place
+        width = shutil.get_terminal_size().columns - 1
+        text = f"{name_from_url(url)}: {line}"[:width] if line else ""
+        self.stream.write("\r" + text.ljust(self._shown) + ("" if text else "\r"))
+        self.stream.flush()
+        self._shown = len(text)

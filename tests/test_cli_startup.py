@@ -1,0 +1,34 @@
+"""``pin`` loads only the module of the command it runs (``pin status`` is timed as a command, start included)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import RECIPE_DIR
+from sispin.cli import main as cli
+
+
+@pytest.mark.parametrize("name,module", cli._COMMANDS)
+def test_each_command_comes_from_the_module_that_registers_it(name, module):
+    parser = cli.build_parser([name])
+    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    assert list(commands.choices) == [name]
+    assert commands.choices[name].get_default("run").__module__ == f"sispin.cli.{module}"
+
+
+def test_a_command_imports_only_its_own_module():
+    code = (
+        "import json, sys\n"
+        "from sispin.cli.main import main\n"
+        "main(['status', '--help'])\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('sispin.cli.', 'tomlkit', 'sispin.scan')))))"
+    )
+    environ = {**os.environ, "PYTHONPATH": str(RECIPE_DIR)}
+    result = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout.splitlines()[-1]) == ["sispin.cli.main", "sispin.cli.progress", "sispin.cli.status"]

@@ -1,0 +1,159 @@
+"""
+Long clones and fetches: git's progress is shown on a terminal (one updating line per repository) and nowhere else,
+and a transfer is stopped only when it stops moving (no progress for INACTIVITY_TIMEOUT), however long it takes.
+The remote is a real git daemon on 127.0.0.1 behind a relay that slows it down (tests/slow_remote.py).
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator, List, Tuple
+
+import pytest
+from slow_remote import SlowRemote
+
+from conftest import RECIPE_DIR, git, git_commit
+from sispin import git as sispin_git
+from sispin.cli.main import main
+from sispin.errors import GitError
+
+#: the remote sends 25 kB every 0.25 s: a 400 kB repository below takes ~4 s, and git reports progress every second
+CHUNK, PAUSE = 25_000, 0.25
+
+
+@pytest.fixture
+def remotes(tmp_path: Path) -> Path:
+    """Two repositories of 400 kB of incompressible data each, "a" and "b", under one directory."""
+    base = tmp_path / "served"
+    for name in ("a", "b"):
+        repo = base / name
+        repo.mkdir(parents=True)
+        git(repo, "init", "-q", "-b", "main")
+        for index in range(4):
+            (repo / f"blob{index}.bin").write_bytes(os.urandom(100_000))
+        git_commit(repo, {"README": name})
+    return base
+
+
+@pytest.fixture
+def slow(remotes: Path) -> Iterator[SlowRemote]:
+    server = SlowRemote(remotes, CHUNK, PAUSE)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def stalling(remotes: Path) -> Iterator[SlowRemote]:
+    """Answers the first 30 kB, then nothing more while keeping the connection open."""
+    server = SlowRemote(remotes, CHUNK, PAUSE, stall_after=30_000)
+    yield server
+    server.close()
+
+
+def test_a_slow_but_moving_clone_runs_past_the_inactivity_timeout(slow, remotes, tmp_path, monkeypatch):
+    monkeypatch.setattr(sispin_git, "INACTIVITY_TIMEOUT", 1.5)
+    commit = git(remotes / "a", "rev-parse", "HEAD")
+    started = time.monotonic()
+    sispin_git.clone_at_commit(slow.url("a"), commit, tmp_path / "a")
+    assert time.monotonic() - started > 2 * sispin_git.INACTIVITY_TIMEOUT, "the clone must outlast the time-out"
+    assert git(tmp_path / "a", "rev-parse", "HEAD") == commit
+
+
+def test_a_stalled_clone_is_stopped_after_the_inactivity_timeout(stalling, remotes, tmp_path, monkeypatch):
+    monkeypatch.setattr(sispin_git, "INACTIVITY_TIMEOUT", 1.0)
+    started = time.monotonic()
+    with pytest.raises(GitError, match=rf"cannot clone {stalling.url('a')}: no progress for 1 s \(git was stopped\)"):
+        sispin_git.clone_at_commit(stalling.url("a"), git(remotes / "a", "rev-parse", "HEAD"), tmp_path / "a")
+    assert time.monotonic() - started < 15
+    assert not list(tmp_path.glob("*a*")), "no checkout, no half-made clone beside it"
+
+
+def test_a_stalled_store_fetch_is_stopped_and_named(stalling, remotes, write_lock, store_dir, monkeypatch, capsys):
+    monkeypatch.setattr(sispin_git, "INACTIVITY_TIMEOUT", 1.0)
+    write_lock(f'version = 1\n[repos.a]\nurl = "{stalling.url("a")}"\n[sets.s]\na = "{"0" * 40}"\n')
+    assert main(["status", "--fetch"]) == 5
+    error = capsys.readouterr().err
+    assert f"cannot fetch {stalling.url('a')}: no progress for 1 s (git was stopped)" in error
+    assert not list((store_dir / "mirrors").glob("*.git")), "no half-made mirror"
+
+
+def _setup(root: Path, remotes: Path) -> Path:
+    """A setup whose [setup.*] entries a and b are clones of the two remotes (file://: no need to wait here)."""
+    root.mkdir()
+    entries = "".join(
+        f'[setup.{name}]\nurl = "file://{remotes / name}"\ncommit = "{git(remotes / name, "rev-parse", "HEAD")}"\n'
+        f'path = "checkouts/{name}"\n'
+        for name in ("a", "b")
+    )
+    (root / "pin.toml").write_text(f"version = 1\n{entries}")
+    return root
+
+
+def _pin_on_a_terminal(setup: Path, *arguments: str) -> Tuple[int, str]:
+    """Run ``pin ARGUMENTS`` with stdout and stderr on a pseudo-terminal; :return: exit code and all it showed"""
+    controller, terminal = pty.openpty()
+    environ = {**os.environ, "PYTHONPATH": str(RECIPE_DIR), "COLUMNS": "100"}
+    environ.pop("PIN_LOCK", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sispin", *arguments],
+        cwd=setup,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=terminal,
+    )
+    os.close(terminal)
+    shown: List[bytes] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([controller], [], [], 1)
+        if ready:
+            try:
+                data = os.read(controller, 65536)
+            except OSError:  # the terminal's other end is closed: pin is done
+                break
+            if not data:
+                break
+            shown.append(data)
+    os.close(controller)
+    return process.wait(timeout=30), b"".join(shown).decode()
+
+
+def test_progress_on_a_terminal_is_one_updating_line_per_repository(remotes, tmp_path):
+    code, shown = _pin_on_a_terminal(_setup(tmp_path / "setup", remotes), "sync")
+    assert code == 0, shown
+    updates = [update for update in shown.replace("\r\n", "\n").split("\r") if update.strip()]
+    for name in ("a", "b"):
+        progress = [update for update in updates if update.startswith(f"{name}: Receiving objects:")]
+        assert len(progress) >= 2, f"{name}: the line is updated as data arrives:\n{shown!r}"
+        assert all("\n" not in update for update in progress), "updates stay on one line"
+        assert max(len(update) for update in progress) < 100, "no update is wider than the terminal"
+    lines = [line.split("\r")[-1].strip() for line in shown.replace("\r\n", "\n").split("\n") if line.strip()]
+    assert [line.split()[0::2] for line in lines] == [["a", "checkouts/a"], ["b", "checkouts/b"]], shown
+    assert all(line.endswith("cloned") for line in lines), "the progress line is cleared before the result"
+
+
+def test_no_progress_with_quiet_or_off_a_terminal(remotes, tmp_path):
+    code, shown = _pin_on_a_terminal(_setup(tmp_path / "quiet", remotes), "sync", "--quiet")
+    assert code == 0, shown
+    assert "Receiving" not in shown and "\r" not in shown.replace("\r\n", "\n"), shown
+
+    environ = {**os.environ, "PYTHONPATH": str(RECIPE_DIR)}
+    environ.pop("PIN_LOCK", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "sispin", "sync"],
+        cwd=_setup(tmp_path / "piped", remotes),
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert [line.split()[-1] for line in result.stdout.splitlines()] == ["cloned", "cloned"]
