@@ -218,3 +218,15 @@ def test_the_store_wins_over_an_inherited_redirect_of_the_same_url(history, stor
     use_store_mirrors()
     got = subprocess.run(["git", "ls-remote", "--get-url", history.url], capture_output=True, text=True, check=True)
     assert got.stdout.strip() == str(Store(store_dir).mirror_path(history.url))
+
+
+def test_urls_that_continue_a_redirected_one_keep_the_users_own_redirect(tmp_path):
+    url = "file:///srv/repo"
+    mirror = str(tmp_path / "mirrors" / "repo.git")
+    users = [("url./alt/.insteadOf", "file:///srv/")]  # an offline setup sending a whole host to local copies
+    env = _git_config_env(redirect_entries([(mirror, url)], users) + users)
+    expected = {url: mirror, f"{url}2": "/alt/repo2", f"{url} old": "/alt/repo old", f"{url}\t": "/alt/repo\t"}
+    expected[f"{url}\x7f"] = "/alt/repo\x7f"
+    for asked, answer in expected.items():
+        got = subprocess.run(["git", "ls-remote", "--get-url", asked], env=env, capture_output=True, text=True)
+        assert got.stdout.rstrip("\n") == answer, repr(asked)

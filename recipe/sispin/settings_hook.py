@@ -19,7 +19,7 @@ __all__ = ["REDIRECT_MARKER", "store_redirects", "redirect_entries", "use_store_
 
 import logging
 import os
-from typing import Dict, List, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from sispin.errors import PinError
 from sispin.gitenv import missing_commits
@@ -30,9 +30,11 @@ from sispin.store import Store
 REDIRECT_MARKER = "SISPIN_STORE_REDIRECTS"
 #: what the marker says when no lockfile could be read
 _NO_LOCKFILE = "none"
-#: characters a URL can go on with after a redirected one (printable ASCII): each gets an entry that keeps such a
-#: longer URL as it is, since git's insteadOf rewrites every URL that merely starts with the redirected one
-_URL_CONTINUATIONS = [chr(code) for code in range(0x21, 0x7F)]
+#: characters a URL can go on with after a redirected one (every ASCII character but NUL, which no environment
+#: variable holds, and newline, which git refuses in a config key and so in any URL it rewrites): each gets an entry
+#: that keeps such a longer URL where it would go without the store, since git's insteadOf rewrites every URL that
+#: merely starts with the redirected one
+_URL_CONTINUATIONS = [chr(code) for code in range(0x01, 0x80) if chr(code) != "\n"]
 
 _log = logging.getLogger("sispin")
 
@@ -58,25 +60,44 @@ def store_redirects(lockfile: Lockfile, store: Store) -> List[Tuple[str, str]]:
     return redirects
 
 
-def redirect_entries(redirects: List[Tuple[str, str]]) -> List[Tuple[str, str]]:
+def redirect_entries(
+    redirects: List[Tuple[str, str]], inherited: Sequence[Tuple[str, str]] = ()
+) -> List[Tuple[str, str]]:
     """
     :param redirects: (mirror path, url) pairs
+    :param inherited: the git config entries already in force (the user's own redirects among them)
     :return: git config entries (key, value) that send exactly each url, and nothing that merely starts with it
         (``.../returnn`` redirected leaves ``.../returnn_common``, ``.../returnn.git`` and ``.../returnn/`` alone), to
         its mirror: git takes the longest matching ``insteadOf``, and every one-character continuation of the url
-        maps to itself
+        maps to where it went before (itself, or the user's own redirect of it)
     """
     entries = []
     for mirror, url in redirects:
         entries.append((f"url.{mirror}.insteadOf", url))
-        entries += [(f"url.{url}{char}.insteadOf", f"{url}{char}") for char in _URL_CONTINUATIONS]
+        entries += [
+            (f"url.{_rewritten(url + char, inherited)}.insteadOf", f"{url}{char}") for char in _URL_CONTINUATIONS
+        ]
     return entries
 
 
-def _is_store_redirect(entry: Tuple[str, str], store: Store) -> bool:
-    """Whether an inherited entry is one of ours: a redirect to the store, or an entry that keeps a URL as it is."""
-    key, value = entry
-    return key.startswith(f"url.{store.directory}{os.sep}") or key == f"url.{value}.insteadOf"
+def _rewritten(url: str, entries: Sequence[Tuple[str, str]]) -> str:
+    """What git makes of url with the given ``url.<base>.insteadOf`` entries: the longest matching one wins."""
+    best = ""
+    base = ""
+    for key, value in entries:
+        if key.startswith("url.") and key.endswith(".insteadOf") and url.startswith(value) and len(value) > len(best):
+            best, base = value, key[len("url.") : -len(".insteadOf")]
+    return base + url[len(best) :] if best else url
+
+
+def _without_store_redirects(entries: Sequence[Tuple[str, str]], store: Store) -> List[Tuple[str, str]]:
+    """Inherited entries but ours: redirects to the store, and the entries that keep the URLs continuing them."""
+    redirected = {value for key, value in entries if key.startswith(f"url.{store.directory}{os.sep}")}
+    return [
+        (key, value)
+        for key, value in entries
+        if not key.startswith(f"url.{store.directory}{os.sep}") and value[:-1] not in redirected
+    ]
 
 
 def use_store_mirrors() -> Dict[str, str]:
@@ -106,7 +127,7 @@ def use_store_mirrors() -> Dict[str, str]:
         entries = inherited
     else:
         store = Store()
-        entries = [entry for entry in inherited if not _is_store_redirect(entry, store)]
+        entries = _without_store_redirects(inherited, store)
         try:
             lockfile = load_lockfile(find_lockfile())
         except PinError as exc:
@@ -115,7 +136,7 @@ def use_store_mirrors() -> Dict[str, str]:
         else:
             # git takes the first of equally long insteadOf keys: the store's come before inherited ones (an offline
             # bundle redirect of the same URL, say), so that the local mirror wins
-            entries = redirect_entries(store_redirects(lockfile, store)) + entries
+            entries = redirect_entries(store_redirects(lockfile, store), entries) + entries
             marker = str(lockfile.path)
         for i in range(len(entries), count):
             os.environ.pop(f"GIT_CONFIG_KEY_{i}", None)
