@@ -110,7 +110,7 @@ def test_snapshot_refuses_every_derived_form(escaped, capsys):
                 and "with hash_overwrite='FIXED': its id does not change with the commit" in line
                 for line in problems
             ), (set_name, form, captured.out)
-    assert captured.err.startswith("pin: error: 10 clone paths with hash_overwrite in the job graph")
+    assert captured.err.startswith("pin: error: 10 places in the job graph hide a pinned commit from a job's hash")
 
 
 def test_check_fails_naming_set_output_and_path(escaped, capsys):

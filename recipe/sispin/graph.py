@@ -100,6 +100,7 @@ class SetGraph:
     :param clones: the CloneGitRepositoryJobs among them
     :param escapes: every clone path with a hash_overwrite that a job hashes
     :param records: job id -> what its id is made of (for explaining a change)
+    :param inputs: job id -> the ids of the jobs whose outputs it uses
     """
 
     set_name: str
@@ -108,6 +109,7 @@ class SetGraph:
     clones: Tuple[Clone, ...]
     escapes: Tuple[Escape, ...] = ()
     records: Dict[str, JobRecord] = field(default_factory=dict)
+    inputs: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
 
 
 def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
@@ -127,13 +129,16 @@ def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
     return None
 
 
-def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = None) -> SetGraph:
+def load_graph(
+    lockfile: Lockfile, set_name: str, lock_text: Optional[str] = None, moved_pins: bool = False
+) -> SetGraph:
     """
     Build the set's job graph with real Sisyphus, in a subprocess.
 
     :param lockfile: the setup's lockfile
     :param set_name: the set whose ``configs`` to load
     :param lock_text: load against this lockfile content instead of the file (to see a move before making it)
+    :param moved_pins: with every pinned clone job at another commit (see :func:`sispin.guard.commit_blind_problems`)
     :raises SisyphusError: when Sisyphus is missing, the set has no configs, or loading them fails
     """
     spec = lockfile.get_set(set_name)
@@ -144,7 +149,8 @@ def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = Non
             raise SisyphusError(f"sets.{set_name}.configs: {config} does not exist")
         if not inside_setup(lockfile.root, config):
             raise SisyphusError(f"sets.{set_name}.configs: {config} leads out of the setup through a symlink")
-    report = run_probe(lockfile, ["graph", *spec.configs], f"loading the configs of set {set_name!r}", lock_text)
+    mode = "graph-moved" if moved_pins else "graph"
+    report = run_probe(lockfile, [mode, *spec.configs], f"loading the configs of set {set_name!r}", lock_text)
     return SetGraph(
         set_name=set_name,
         outputs={name: Output(job=o["job"] or "", path=o["path"]) for name, o in report["outputs"].items()},
@@ -162,6 +168,7 @@ def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = Non
             )
             for job, record in report["records"].items()
         },
+        inputs={job: tuple(ids) for job, ids in report["inputs"].items()},
     )
 
 

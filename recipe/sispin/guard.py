@@ -9,11 +9,11 @@ snapshot`` (which refuses to record hidden commits).
 
 from __future__ import annotations
 
-__all__ = ["overwrite_problems", "off_lock_problems"]
+__all__ = ["overwrite_problems", "off_lock_problems", "commit_blind_problems", "hidden_commit_problems"]
 
-from typing import List, Optional
+from typing import Dict, List, Optional
 
-from sispin.graph import Clone, SetGraph
+from sispin.graph import Clone, SetGraph, load_graph
 from sispin.lockfile import Lockfile, is_full_sha
 from sispin.urls import same_repository
 
@@ -87,4 +87,77 @@ def off_lock_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
                 problems.append(f"{where}: clones {name} following a branch instead of the pinned {shown}")
             else:
                 problems.append(f"{where}: clones {name} at {clone.commit[:7]}, the set pins {shown}")
+    return problems
+
+
+def commit_blind_problems(lockfile: Lockfile, graph: SetGraph, moved: SetGraph) -> List[str]:
+    """
+    The check that does not depend on how a commit is hidden: ``moved`` is the same set built with every pinned clone
+    at another commit, and every job that uses a pinned checkout (directly or through other jobs) must get another
+    id there. One that keeps its id does not depend on the commit — a hash_overwrite on some path between, an object
+    with its own ``_sis_hash``, a job's own ``hash()`` that drops it, an argument the job does not hash.
+
+    :param lockfile: the setup's lockfile
+    :param graph: the set's graph at its pins
+    :param moved: the set's graph with the pinned clones at other commits
+    :return: one line per job that is the first on its path to keep its id (the jobs above it keep theirs through
+        it), naming the outputs that depend on it; jobs already named as hashing an overwritten clone path are left
+        to that message
+    """
+    pinned = {clone.job for clone in graph.clones if clone.job not in moved.jobs}
+    users: Dict[str, List[str]] = {}
+    for job, inputs in graph.inputs.items():
+        for used in inputs:
+            users.setdefault(used, []).append(job)
+    depends = set()
+    queue = list(pinned)
+    while queue:
+        for user in users.get(queue.pop(), ()):
+            if user not in depends:
+                depends.add(user)
+                queue.append(user)
+    blind = {job for job in depends if job in moved.jobs}
+    named = {escape.job for escape in graph.escapes}
+    # the first blind job on each path: its inputs that lead to a pinned clone all moved
+    first = sorted(
+        job for job in blind if job not in named and not any(used in blind for used in graph.inputs.get(job, ()))
+    )
+    clones = {clone.job: clone for clone in graph.clones}
+    problems = []
+    for job in first:
+        through = sorted(used for used in graph.inputs.get(job, ()) if used in depends or used in pinned)
+        via = ", ".join(_describe(lockfile, clones.get(used), used) for used in through)
+        outputs = sorted(
+            name for name, output in graph.outputs.items() if output.job == job or _uses(output.job, job, graph)
+        )
+        problems.append(
+            f"sets.{graph.set_name}: {job} (outputs: {', '.join(outputs) or 'none registered'}) uses {via} but keeps "
+            "its id when the pinned commit moves: something between hides the commit from its hash (a hash_overwrite, "
+            "an object with its own _sis_hash, a job's own hash(), an argument it does not hash)"
+        )
+    return problems
+
+
+def _uses(job: str, dependency: str, graph: SetGraph) -> bool:
+    seen, stack = set(), [job]
+    while stack:
+        current = stack.pop()
+        if current == dependency:
+            return True
+        if current not in seen:
+            seen.add(current)
+            stack.extend(graph.inputs.get(current, ()))
+    return False
+
+
+def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
+    """
+    Everything that hides a pinned commit from a job's hash: :func:`overwrite_problems`, then, when the set pins
+    anything, :func:`commit_blind_problems` against the set built once more with its pinned clones moved.
+
+    :raises SisyphusError: when the moved graph cannot be built
+    """
+    problems = overwrite_problems(lockfile, graph)
+    if lockfile.get_set(graph.set_name).pins:
+        problems += commit_blind_problems(lockfile, graph, load_graph(lockfile, graph.set_name, moved_pins=True))
     return problems

@@ -44,13 +44,15 @@ MAX_DEPTH = 12
 MAX_VALUE = 120
 
 
-def describe(config_files: List[str]) -> Dict[str, Any]:
+def describe(config_files: List[str], moved_pins: bool = False) -> Dict[str, Any]:
     """
     :param config_files: Sisyphus config files, relative to the setup root (the working directory)
+    :param moved_pins: build every pinned clone job at another commit (``exp.repo()`` only; checkouts and imports in
+        the manager keep the real one), to see which jobs' ids follow the commit
     :return: {"outputs": {name: {"job", "path"}}, "jobs": {job id: finished}, "clones": [{"job", "url", "commit",
         "branch", "hash_overwrite"}], "escapes": [{"job", "argument", "clone", "hash_overwrite", "outputs"}],
         "records": {job id: {"args": {argument path: [digest, value or None, input job id or None]},
-        "custom_hash": bool}}}
+        "custom_hash": bool}}, "inputs": {job id: [ids of the jobs whose outputs it uses]}}
     """
     from sisyphus import graph
     from sisyphus import toolkit as tk
@@ -58,8 +60,18 @@ def describe(config_files: List[str]) -> Dict[str, Any]:
     from sisyphus.loader import config_manager
 
     from sispin.clonejob import CLASS_NAME
-    from sispin.sets import shown_overwrite
+    from sispin.sets import ExperimentSet, shown_overwrite
 
+    if moved_pins:
+        pinned = ExperimentSet.clone_kwargs
+
+        def moved(self: Any, repo: str) -> Dict[str, Any]:
+            kwargs = pinned(self, repo)
+            # another commit than the pin: a job whose id stays the same does not depend on the commit
+            kwargs["commit"] = kwargs["commit"][:-1] + format((int(kwargs["commit"][-1], 16) + 1) % 16, "x")
+            return kwargs
+
+        ExperimentSet.clone_kwargs = moved  # type: ignore[method-assign]
     config_manager.load_configs(config_files)
     outputs = {}
     for target in tk.sis_graph.targets:
@@ -103,7 +115,14 @@ def describe(config_files: List[str]) -> Dict[str, Any]:
         escape["outputs"] = sorted(
             name for name, output in outputs.items() if _depends_on(output["job"], escape["job"], inputs)
         )
-    return {"outputs": outputs, "jobs": jobs, "clones": clones, "escapes": escapes, "records": records}
+    return {
+        "outputs": outputs,
+        "jobs": jobs,
+        "clones": clones,
+        "escapes": escapes,
+        "records": records,
+        "inputs": {job: sorted(ids) for job, ids in inputs.items()},
+    }
 
 
 def _record(job: Any) -> Dict[str, Any]:
@@ -160,14 +179,27 @@ def _children(value: Any) -> Any:
     if type(value) in (set, frozenset):
         return None
     if isinstance(value, dict):
-        items = sorted(value.items(), key=lambda item: repr(item[0]))
-        return [(f"[{key!r}]", item) for key, item in items] or None
+        labelled = sorted((_stable_repr(key), item) for key, item in value.items())
+        return [(f"[{label}]", item) for label, item in labelled] or None
     # an object with its own _sis_hash (i6_core's ReturnnConfig) hashes part of its state: its state is walked all
     # the same, so that a change shows at the attribute that holds it
     state = get_object_state(value)
     if isinstance(state, dict):
         return [(f".{key}", item) for key, item in sorted(state.items())] or None
     return [("", state)]
+
+
+def _stable_repr(value: Any) -> str:
+    """
+    repr() without what changes from process to process: an object's default repr names its address, so such
+    objects are named by their type and a digest of what Sisyphus hashes of them (same state, same name).
+    """
+    text = repr(value)
+    if " at 0x" not in text:
+        return text
+    from sisyphus.hash import sis_hash_helper
+
+    return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>"
 
 
 def _is_path(value: Any) -> bool:
@@ -198,7 +230,7 @@ def _leaf(value: Any) -> Tuple[str, Any]:
     if inspect.isfunction(value) or inspect.isclass(value):
         return f"{value.__module__}.{value.__qualname__}", None
     if type(value) in (set, frozenset):
-        return "{" + ", ".join(sorted(repr(item) for item in value)) + "}", None
+        return "{" + ", ".join(sorted(_stable_repr(item) for item in value)) + "}", None
     # anything else (a cut container, bytes, an enum...): Sisyphus's own bytes, shown as a type and digest
     return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>", None
 
@@ -315,8 +347,8 @@ def main(argv: List[str]) -> int:
     _find_sisyphus()
     code = 0
     try:
-        if mode == "graph":
-            report: Any = describe(rest)
+        if mode in ("graph", "graph-moved"):
+            report: Any = describe(rest, moved_pins=mode == "graph-moved")
         elif mode == "set-clones":
             report = set_clones(rest)
         else:

@@ -21,7 +21,7 @@ from sispin import git
 from sispin.errors import LockfileError, PinError
 from sispin.explain import SetChanges, compare_set
 from sispin.graph import load_graph
-from sispin.guard import off_lock_problems, overwrite_problems
+from sispin.guard import hidden_commit_problems, off_lock_problems
 from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 from sispin.snapshot import read_records, read_snapshot, snapshot_path
 from sispin.store import Store
@@ -112,7 +112,7 @@ def check(
             problems.append(f"sets.{name}: {exc}")
             continue
         outputs += len(graph.outputs)
-        problems += off_lock_problems(lockfile, graph) + overwrite_problems(lockfile, graph)
+        problems += off_lock_problems(lockfile, graph) + hidden_commit_problems(lockfile, graph)
         if name not in recorded:
             problems.append(f"sets.{name}: no snapshot in {display_path(target)} (run `pin snapshot {name}`)")
             continue

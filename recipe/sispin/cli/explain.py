@@ -98,12 +98,12 @@ def explanation_lines(
         return [f"output/{explanation.output}  (none) -> {new}  (new output: run `pin snapshot` to record it)"]
     if new is None:
         return [f"output/{explanation.output}  {old} -> (none)  (no longer registered)"]
-    lines = [f"output/{explanation.output}  {old} -> .{short_id(new).rsplit('.', 1)[-1]}"]
+    lines = [f"output/{explanation.output}  {old} -> {_new_id(old, new)}"]
     for cause in explanation.causes:
         # the chain below the output's job: each job reached through an argument of the one above it
         below = [(step_old, step_new) for _, step_old, step_new in cause.via[1:]] + [(cause.old, cause.new)]
         for (argument, _, _), (step_old, step_new) in zip(cause.via, below):
-            lines.append(f"  via      {argument}: {short_id(step_old)} -> .{short_id(step_new).rsplit('.', 1)[-1]}")
+            lines.append(f"  via      {argument}: {short_id(step_old)} -> {_new_id(step_old, step_new)}")
         moved = pin_moved(cause, lockfile, set_name, records)
         for difference in cause.differences:
             note = f"   (pin moved: {moved})" if moved else ""
@@ -116,6 +116,11 @@ def explanation_lines(
                 "what it hashes may differ"
             )
     return lines
+
+
+def _new_id(old: str, new: str) -> str:
+    """The new id after ``old ->``: its hash alone when only that changed, else whole (a moved class, its module)."""
+    return "." + new.rsplit(".", 1)[-1] if old.rsplit(".", 1)[0] == new.rsplit(".", 1)[0] else new
 
 
 def _as_json(

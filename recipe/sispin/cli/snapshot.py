@@ -14,7 +14,7 @@ from typing import Sequence
 
 from sispin.errors import HashOverwriteError
 from sispin.graph import load_graph
-from sispin.guard import overwrite_problems
+from sispin.guard import hidden_commit_problems
 from sispin.lockfile import display_path, find_lockfile, load_lockfile
 from sispin.snapshot import compare_outputs, read_snapshot, snapshot_path, update_snapshot
 
@@ -50,13 +50,13 @@ def snapshot(path: Path, set_names: Sequence[str]) -> int:
     before = read_snapshot(target)
     graphs = [load_graph(lockfile, name) for name in names]
     # a snapshot of ids that do not depend on the commits would make `pin check` pass on exactly what it must catch
-    hidden = [problem for graph in graphs for problem in overwrite_problems(lockfile, graph)]
+    hidden = [problem for graph in graphs for problem in hidden_commit_problems(lockfile, graph)]
     if hidden:
         for problem in hidden:
             print(f"problem: {problem}")
         raise HashOverwriteError(
-            f"{len(hidden)} clone path{'s' if len(hidden) != 1 else ''} with hash_overwrite in the job graph "
-            f"(listed above): remove the overwrite; nothing recorded"
+            f"{len(hidden)} place{'s' if len(hidden) != 1 else ''} in the job graph hide a pinned commit from a job's "
+            "hash (listed above): remove what hides it; nothing recorded"
         )
     written = update_snapshot(target, graphs, lockfile.sets)
     for graph in graphs:
