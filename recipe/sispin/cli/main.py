@@ -13,13 +13,13 @@ import sys
 from typing import Optional, Sequence
 
 from sispin import __version__
-from sispin.cli import check, explain, gc, import_pins, new, snapshot, status, sync, upgrade, verify, why
+from sispin.cli import check, configs, explain, gc, import_pins, new, snapshot, status, sync, upgrade, verify, why
 from sispin.errors import FileSystemError, LockfileError, PinError
 from sispin.lockfile import find_lockfile
 from sispin.snapshot import complete_interrupted
 from sispin.urls import redact_text
 
-_COMMANDS = (sync, upgrade, new, status, snapshot, check, explain, import_pins, verify, why, gc)
+_COMMANDS = (sync, upgrade, new, configs, status, snapshot, check, explain, import_pins, verify, why, gc)
 
 _EPILOG = """\
 exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown or already existing
