@@ -39,6 +39,8 @@ class CallSite:
         parts of its strings masked (it is only ever shown)
     :param risks: what makes the call unsafe for reproducibility, one phrase each
     :param positional: how many arguments were given positionally (to rebuild the call exactly)
+    :param imported: whether the called name comes from an import of i6_core's class (not a bare name the file
+        never imports, which may be a class of its own)
     """
 
     file: str
@@ -47,6 +49,7 @@ class CallSite:
     expressions: Dict[str, str] = field(default_factory=dict)
     risks: List[str] = field(default_factory=list)
     positional: int = 0
+    imported: bool = True
 
     @property
     def url(self) -> Optional[str]:
@@ -113,7 +116,7 @@ def scan_source(source: str, filename: str) -> List[CallSite]:
     :raises SyntaxError: when the source does not parse
     """
     tree = ast.parse(source, filename=filename)
-    scanner = _Scanner(filename, _module_constants(tree), _import_aliases(tree))
+    scanner = _Scanner(filename, _module_constants(tree), _import_aliases(tree), _star_imports(tree))
     return sorted(scanner.scan(tree), key=lambda site: site.line)
 
 
@@ -156,6 +159,22 @@ def _import_aliases(tree: ast.Module) -> Dict[str, str]:
     return aliases
 
 
+def _star_imports(tree: ast.Module) -> bool:
+    """Whether the file star-imports a module that holds the class (``from i6_core.tools.git import *``)."""
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module
+        and any(alias.name == "*" for alias in node.names)
+        and _without_recipe(f"{node.module}.{CLASS_NAME}") in QUALIFIED_NAMES
+        for node in ast.walk(tree)
+    )
+
+
+def _without_recipe(name: str) -> str:
+    """The legacy ``recipe.i6_core`` spelling of a module, as ``i6_core``."""
+    return name[len("recipe.") :] if name.startswith("recipe.") else name
+
+
 def _dotted(node: ast.expr) -> Optional[str]:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -177,8 +196,9 @@ class _Scanner(ast.NodeVisitor):
     (scope by scope), and through attributes and subscripts (``self.root``, ``paths["rc"]``) anywhere in the file.
     """
 
-    def __init__(self, filename: str, constants: Dict[str, str], aliases: Dict[str, str]):
+    def __init__(self, filename: str, constants: Dict[str, str], aliases: Dict[str, str], star_import: bool):
         self.filename = filename
+        self.star_import = star_import
         self.constants = constants
         self.aliases = aliases
         self.sites: List[CallSite] = []
@@ -200,14 +220,16 @@ class _Scanner(ast.NodeVisitor):
         return self.sites
 
     def is_clone_class(self, func: ast.expr) -> bool:
+        return self.resolved(func) or _dotted(func) == CLASS_NAME
+
+    def resolved(self, func: ast.expr) -> bool:
+        """Whether the called name is i6_core's class through the file's imports."""
         name = _dotted(func)
         if name is None:
             return False
         head, _, rest = name.partition(".")
-        qualified = self.aliases.get(head, head) + (f".{rest}" if rest else "")
-        if qualified.startswith("recipe."):
-            qualified = qualified[len("recipe.") :]
-        return qualified in QUALIFIED_NAMES or name == CLASS_NAME
+        qualified = _without_recipe(self.aliases.get(head, head) + (f".{rest}" if rest else ""))
+        return qualified in QUALIFIED_NAMES or (name == CLASS_NAME and head not in self.aliases and self.star_import)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self.scopes.append({})
@@ -220,6 +242,7 @@ class _Scanner(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         if self.is_clone_class(node.func):
             self.site_of_call[id(node)] = self.call_site(node)
+            self.site_of_call[id(node)].imported = self.resolved(node.func)
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -317,7 +340,13 @@ class _Scanner(ast.NodeVisitor):
                 f"no commit: follows {'branch ' + repr(branch) if branch else 'the default branch'} (unpinned)"
             )
         elif not is_full_sha(site.arguments["commit"]):
-            site.risks.append(f"commit {site.arguments['commit']!r} is not a full 40-hex SHA")
+            commit = site.arguments["commit"]
+            uppercase = isinstance(commit, str) and is_full_sha(commit.lower())
+            site.risks.append(
+                f"commit {commit!r} is a full SHA in uppercase (git and pin.toml need it lowercase)"
+                if uppercase
+                else f"commit {commit!r} is not a full 40-hex SHA"
+            )
         self.sites.append(site)
         return site
 

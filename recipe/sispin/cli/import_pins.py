@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import tomlkit
 
-from sispin.adopt import Adoption, add_to_document, adopt
+from sispin.adopt import Adoption, Proposal, add_to_document, adopt, status_of
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
 from sispin.editing import edit_lockfile
 from sispin.errors import LockfileError, SisyphusError, UsageError
@@ -39,8 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="find hand-written CloneGitRepositoryJob pins and move them into pin.toml",
         description="Scan Python files (statically: nothing is executed) for CloneGitRepositoryJob calls, report "
         "each with its arguments and risks, and propose [repos.*] and the pins of set NAME. --write adds them to "
-        "pin.toml without touching existing entries. Exit 1 when a call cannot be adopted without changing its "
-        "job id, or a proposal conflicts with pin.toml.",
+        "pin.toml without touching existing entries. Exit 1 when a call is blocked (it cannot be adopted with "
+        "the same job id); notes alone (what adopting implies) exit 0.",
     )
     parser.add_argument("paths", metavar="PATH", nargs="+", type=Path, help="Python files or directories")
     parser.add_argument("--set", dest="set_name", metavar="NAME", help="the set that pins the found commits")
@@ -60,7 +60,7 @@ def import_pins(paths: Sequence[Path], *, set_name: Optional[str], write: bool, 
     :param set_name: the set to propose (and write) pins for
     :param write: add the proposal to pin.toml
     :param as_json: print JSON instead of text
-    :return: exit code: 0, or 1 when some call cannot be adopted or conflicts
+    :return: exit code: 0 (also with notes), or 1 when some call is blocked
     :raises SisyphusError: when job ids could not be computed (after the report; nothing is written)
     """
     if write and not set_name:
@@ -100,8 +100,12 @@ def import_pins(paths: Sequence[Path], *, set_name: Optional[str], write: bool, 
     return 1 if adoption.problems else 0
 
 
-def _site_record(site: CallSite) -> Dict[str, Any]:
+def _site_record(site: CallSite, proposal: Proposal, index: int) -> Dict[str, Any]:
     return {
+        "status": status_of(proposal, index),
+        "reasons": [
+            {"kind": r.kind, "message": r.message, "blocks": r.blocks} for r in proposal.reasons.get(index, [])
+        ],
         "file": site.file,
         "line": site.line,
         "url": site.url,
@@ -118,7 +122,7 @@ def _json_report(sites: List[CallSite], warnings: List[str], adoption: Adoption)
     proposal, ids = adoption.proposal, adoption.ids
     records = []
     for index, site in enumerate(sites):
-        record = _site_record(site)
+        record = _site_record(site, proposal, index)
         repo = proposal.repo_of_site.get(index)
         record["replacement"] = f'exp.repo("{repo}")' if repo else None
         record["job_id"] = ids[index][0] if index in ids else None
@@ -129,6 +133,7 @@ def _json_report(sites: List[CallSite], warnings: List[str], adoption: Adoption)
         "repos": proposal.repos,
         "pins": proposal.pins,
         "problems": adoption.problems,
+        "notes": adoption.notes,
         "warnings": warnings,
     }
 
@@ -175,6 +180,8 @@ def _report_lines(sites: List[CallSite], warnings: List[str], adoption: Adoption
         lines.append(tomlkit.dumps(document).strip())
     for warning in warnings:
         lines.append(f"warning: {warning}")
+    for note in adoption.notes:
+        lines.append(f"note: {note}")
     for problem in adoption.problems:
         lines.append(f"problem: {problem}")
     return lines
