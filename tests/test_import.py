@@ -388,3 +388,72 @@ def test_several_commits_and_folders_of_one_url_get_entries_of_their_own(
     }
     assert result["repos"]["returnn_rt"] == {"url": RETURNN, "checkout": "rt"}
     assert all(r["job_id"] and r["job_id"] == r["replacement_job_id"] for r in result["call_sites"])
+
+
+SUBWORD = "https://github.com/rwth-i6/subword-nmt"
+HELPERS = f"""\
+from i6_core.tools.git import CloneGitRepositoryJob
+
+
+def get_returnn_subword_nmt(commit_hash, output_prefix=""):
+    job = CloneGitRepositoryJob("{SUBWORD}", commit=commit_hash, checkout_folder_name="subword-nmt")
+    return job.out_repository
+
+
+def get_returnn(commit, *, submodules=False):
+    return CloneGitRepositoryJob("{RETURNN}", None, commit).out_repository
+
+
+class Holder:
+    def method(self, commit):
+        return CloneGitRepositoryJob("{RETURNN}", commit=commit)
+"""
+USERS = f"""\
+from helpers import get_returnn_subword_nmt, get_returnn
+import helpers
+
+SUBWORD_COMMIT = "{SHA}"
+
+
+def py(commit_of):
+    a = get_returnn_subword_nmt(commit_hash="{SHA}")
+    b = get_returnn_subword_nmt(SUBWORD_COMMIT, output_prefix="x")
+    c = helpers.get_returnn("{SHA2}")
+    d = get_returnn(commit="{SHA}")
+    e = get_returnn_subword_nmt(commit_hash=commit_of["subword"])  # no literal commit here: not a pin
+    f = get_returnn_subword_nmt(commit_hash="{SHA2[:7]}")
+"""
+
+
+def test_pins_passed_through_a_helper_are_reported_at_the_call(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    sisyphus_on_pythonpath(tmp_path)
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "helpers.py").write_text(HELPERS)
+    (tmp_path / "tree" / "users.py").write_text(USERS)
+    code, result = report(capsys, "tree", "--set", "exp")
+    sites = [(r["file"], r["line"], r["status"], r["replacement"]) for r in result["call_sites"]]
+    assert sites == [
+        ("tree/helpers.py", 5, "blocked", None),  # the helpers' own calls: their commit is a parameter
+        ("tree/helpers.py", 10, "blocked", None),
+        ("tree/helpers.py", 15, "blocked", None),
+        ("tree/users.py", 8, "adopt", 'exp.commit("subword-nmt")'),
+        ("tree/users.py", 9, "adopt", 'exp.commit("subword-nmt")'),
+        ("tree/users.py", 10, "adopt", 'exp.commit("returnn")'),
+        ("tree/users.py", 11, "adopt", 'exp.commit("returnn_f7ad63a")'),
+        ("tree/users.py", 13, "blocked", None),
+    ]
+    helper = result["call_sites"][3]
+    assert helper["helper"] == "get_returnn_subword_nmt(commit_hash=...), whose clone is at tree/helpers.py:5"
+    assert helper["job_id"] and helper["job_id"] == helper["replacement_job_id"]
+    assert result["repos"]["subword-nmt"] == {"url": SUBWORD, "checkout": "subword-nmt"}
+    assert result["pins"] == {"subword-nmt": SHA, "returnn": SHA2, "returnn_f7ad63a": SHA}
+    assert "tree/users.py:13: not adopted: it pins no full commit (commit '1ce99b3' is not" in "\n".join(
+        result["problems"]
+    )
+    main(["import", "tree", "--set", "exp"])
+    out = capsys.readouterr().out
+    assert "found 8 CloneGitRepositoryJob calls in 2 files" in out
+    assert "    through helper get_returnn(commit=...), whose clone is at tree/helpers.py:10" in out
+    assert 'pass experiment_set("exp").commit("returnn") as the commit  (same job id' in out

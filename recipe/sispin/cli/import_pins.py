@@ -114,6 +114,7 @@ def _site_record(site: CallSite, proposal: Proposal, index: int) -> Dict[str, An
         "checkout_folder_name": site.arguments.get("checkout_folder_name"),
         "other_kwargs": {k: v for k, v in site.arguments.items() if k in PIN_KWARGS and k != "branch"},
         "not_literal": site.expressions,
+        "helper": site.helper,
         "risks": site.risks,
     }
 
@@ -124,7 +125,7 @@ def _json_report(sites: List[CallSite], warnings: List[str], adoption: Adoption)
     for index, site in enumerate(sites):
         record = _site_record(site, proposal, index)
         repo = proposal.repo_of_site.get(index)
-        record["replacement"] = f'exp.repo("{repo}")' if repo else None
+        record["replacement"] = (f'exp.commit("{repo}")' if site.helper else f'exp.repo("{repo}")') if repo else None
         record["job_id"] = ids[index][0] if index in ids else None
         record["replacement_job_id"] = ids[index][1] if index in ids else None
         records.append(record)
@@ -164,6 +165,8 @@ def _report_lines(sites: List[CallSite], warnings: List[str], adoption: Adoption
             if site.arguments.get(key) is not None:
                 described.append(f"{key}={site.arguments[key]!r}")
         lines.append(f"\n{site.where}  {'  '.join(described)}")
+        if site.helper:
+            lines.append(f"    through helper {site.helper}")
         for risk in site.risks:
             lines.append(f"    risk: {risk}")
         repo = proposal.repo_of_site.get(index)
@@ -172,7 +175,11 @@ def _report_lines(sites: List[CallSite], warnings: List[str], adoption: Adoption
             if index in ids:
                 old, new = ids[index]
                 verdict = f"  (same job id {old})" if old == new else f"  (JOB ID DIFFERS: {old} -> {new})"
-            lines.append(f'    replace with: experiment_set("{set_name}").repo("{repo}"){verdict}')
+            if site.helper:
+                replacement = f'pass experiment_set("{set_name}").commit("{repo}") as the commit'
+            else:
+                replacement = f'replace with: experiment_set("{set_name}").repo("{repo}")'
+            lines.append(f"    {replacement}{verdict}")
     if proposal.repos or proposal.pins:
         document = tomlkit.document()
         add_to_document(document, proposal, set_name)
