@@ -435,9 +435,9 @@ def test_pins_passed_through_a_helper_are_reported_at_the_call(tmp_path, monkeyp
     code, result = report(capsys, "tree", "--set", "exp")
     sites = [(r["file"], r["line"], r["status"], r["replacement"]) for r in result["call_sites"]]
     assert sites == [
-        ("tree/helpers.py", 5, "blocked", None),  # the helpers' own calls: their commit is a parameter
-        ("tree/helpers.py", 10, "blocked", None),
-        ("tree/helpers.py", 15, "blocked", None),
+        ("tree/helpers.py", 5, "note", None),  # the helpers' own calls: their commit is a parameter
+        ("tree/helpers.py", 10, "note", None),
+        ("tree/helpers.py", 15, "blocked", None),  # a method: not followed
         ("tree/users.py", 8, "adopt", 'exp.commit("subword-nmt")'),
         ("tree/users.py", 9, "adopt", 'exp.commit("subword-nmt")'),
         ("tree/users.py", 10, "adopt", 'exp.commit("returnn")'),

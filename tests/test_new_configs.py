@@ -60,7 +60,7 @@ def test_new_with_a_starter_config_builds_and_records_its_graph(setup, capsys):
     )
     assert "pin.snapshot.toml: recorded sets.exp3 (1 outputs)" in out
     starter = (setup / "config" / "exp3.py").read_text()
-    assert 'exp = experiment_set("exp3")' in starter or "exp = experiment_set('exp3')" in starter
+    assert 'exp = experiment_set("exp3")' in starter
     assert load_lockfile(setup / "pin.toml").get_set("exp3").configs == ("config/exp3.py",)
     assert list(read_snapshot(setup / "pin.snapshot.toml")["exp3"]) == ["exp3/rc"]
     assert main(["check", "--offline", "exp3"]) == 0

@@ -48,7 +48,7 @@ class Reason:
     Why a call site cannot be adopted (blocks), or what adopting it implies (a note).
 
     :param kind: a stable word for scripts: not_literal, bad_url, no_commit, short_sha, uppercase_sha,
-        not_imported, id_differs (blocking); hash_overwrite (a note)
+        not_imported, id_differs (blocking); hash_overwrite, helper (notes)
     :param message: one line for people
     :param blocks: whether it keeps the call from being adopted
     """
@@ -170,6 +170,10 @@ def propose(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: Optio
     existing_pins = lockfile.sets[set_name].pins if lockfile and set_name in lockfile.sets else {}
     urls = {name: spec.url for name, spec in existing_repos.items()}
     for index, site in enumerate(sites):
+        if site.followed and "commit" in site.expressions and len(site.expressions) == 1:
+            message = "in a helper that takes its commit as a parameter: its calls with a literal commit are listed"
+            proposal.reasons[index] = [Reason("helper", message, False)]
+            continue
         blocking = _blocking(site)
         if blocking is not None:
             proposal.reasons[index] = [blocking]
@@ -231,7 +235,7 @@ def status_of(proposal: Proposal, index: int) -> str:
     :return: ADOPT, NOTE or BLOCKED
     """
     reasons = proposal.reasons.get(index, [])
-    if any(reason.blocks for reason in reasons) or index not in proposal.repo_of_site:
+    if any(reason.blocks for reason in reasons) or (index not in proposal.repo_of_site and not reasons):
         return BLOCKED
     return NOTE if reasons else ADOPT
 

@@ -53,6 +53,7 @@ class CallSite:
     positional: int = 0
     imported: bool = True
     helper: Optional[str] = None
+    followed: bool = False
 
     @property
     def url(self) -> Optional[str]:
@@ -106,6 +107,8 @@ def scan_paths(paths: Sequence[Path]) -> Tuple[List[CallSite], List[str]]:
             helpers.setdefault(helper.name, []).append(helper)
     # one level through helpers: a name defined twice is ambiguous, and is not followed
     unique = {name: found[0] for name, found in helpers.items() if len(found) == 1}
+    for helper in unique.values():
+        helper.site.followed = True
     for path, data in sources:
         if not any(name.encode() in data for name in unique):
             continue
@@ -287,6 +290,7 @@ class _Scanner(ast.NodeVisitor):
         self.site_of_call: Dict[int, CallSite] = {}
         # the module-level function being visited (helpers are followed from there only), and those found
         self.function: Optional[ast.FunctionDef] = None
+        self.in_class = 0
         self.helpers: List[_Helper] = []
 
     def scan(self, tree: ast.Module) -> List[CallSite]:
@@ -310,9 +314,14 @@ class _Scanner(ast.NodeVisitor):
         qualified = _without_recipe(self.aliases.get(head, head) + (f".{rest}" if rest else ""))
         return qualified in QUALIFIED_NAMES or (name == CLASS_NAME and head not in self.aliases and self.star_import)
 
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.in_class += 1  # a method's first parameter is its object: its calls are not followed
+        self.generic_visit(node)
+        self.in_class -= 1
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         outer = self.function
-        if len(self.scopes) == 1 and isinstance(node, ast.FunctionDef):
+        if len(self.scopes) == 1 and not self.in_class and isinstance(node, ast.FunctionDef):
             self.function = node
         self.scopes.append({})
         self.generic_visit(node)

@@ -194,7 +194,8 @@ def _write_starter(root: Path, config: str, name: str, repos: Sequence[str]) -> 
     :raises UsageError: when the file exists (it is never overwritten)
     """
     target = root / config
-    outputs = "".join(f"    tk.register_output({f'{name}/{repo}'!r}, exp.repo({repo!r}))\n" for repo in repos)
+    # names are letters, digits, "_", "." and "-": double quotes need no escaping, and are what black writes
+    outputs = "".join(f'    tk.register_output("{name}/{repo}", exp.repo("{repo}"))\n' for repo in repos)
     content = (
         f'"""\nSisyphus config of experiment set {name!r} (a starter written by `pin new`).\n\n'
         f"Its repositories are pinned in pin.toml ([sets.{name}]): exp.repo(NAME) is the CloneGitRepositoryJob output "
@@ -202,7 +203,7 @@ def _write_starter(root: Path, config: str, name: str, repos: Sequence[str]) -> 
         "from sisyphus import tk\n\nfrom sispin import experiment_set\n\n\n"
         "def py():\n"
         f'    """Sisyphus entry point: build the graph of set {name!r} and register its outputs."""\n'
-        f"    exp = experiment_set({name!r})\n" + (outputs or "    # e.g. tk.register_output(..., exp.repo(NAME))\n")
+        f'    exp = experiment_set("{name}")\n' + (outputs or "    # e.g. tk.register_output(..., exp.repo(NAME))\n")
     )
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
