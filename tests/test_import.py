@@ -457,3 +457,20 @@ def test_pins_passed_through_a_helper_are_reported_at_the_call(tmp_path, monkeyp
     assert "found 8 CloneGitRepositoryJob calls in 2 files" in out
     assert "    through helper get_returnn(commit=...), whose clone is at tree/helpers.py:10" in out
     assert 'pass experiment_set("exp").commit("returnn") as the commit  (same job id' in out
+
+
+def test_ambiguous_and_nested_helpers_are_not_followed(tmp_path):
+    helper = IMPORT + f"def dup(commit):\n    return CloneGitRepositoryJob('{RETURNN}', commit=commit)\n"
+    (tmp_path / "one.py").write_text(helper)
+    (tmp_path / "two.py").write_text(helper)
+    (tmp_path / "nested.py").write_text(
+        IMPORT
+        + f"def outer():\n    def inner(commit):\n        return CloneGitRepositoryJob('{RETURNN}', commit=commit)\n"
+    )
+    (tmp_path / "calls.py").write_text(f"dup('{SHA}')\ninner('{SHA}')\n")
+    sites, _ = scan_paths([tmp_path])
+    assert [(site.file.rsplit("/", 1)[-1], site.helper, site.followed) for site in sites] == [
+        ("nested.py", None, False),
+        ("one.py", None, False),
+        ("two.py", None, False),
+    ]
