@@ -387,6 +387,9 @@ def test_several_commits_and_folders_of_one_url_get_entries_of_their_own(
         8: 'exp.repo("returnn")',
     }
     assert result["repos"]["returnn_rt"] == {"url": RETURNN, "checkout": "rt"}
+    assert result["by_file"] == {
+        "c.py": ["returnn", "returnn_1ce99b3", "returnn_rt", "returnn_f7ad63a", "returnn_1ce99b3_2", "someone_returnn"]
+    }
     assert all(r["job_id"] and r["job_id"] == r["replacement_job_id"] for r in result["call_sites"])
 
 
@@ -457,6 +460,22 @@ def test_pins_passed_through_a_helper_are_reported_at_the_call(tmp_path, monkeyp
     assert "found 8 CloneGitRepositoryJob calls in 2 files" in out
     assert "    through helper get_returnn(commit=...), whose clone is at tree/helpers.py:10" in out
     assert 'pass experiment_set("exp").commit("returnn") as the commit  (same job id' in out
+
+
+def test_a_directory_needing_several_commits_shows_the_entries_per_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    (tmp_path / "exp1.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RETURNN}', commit='{SHA}')\n")
+    (tmp_path / "exp2.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RETURNN}', commit='{SHA2}')\n")
+    (tmp_path / "exp3.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RC}', commit='{SHA}')\n")
+    main(["import", ".", "--set", "exp"])  # exit 9 without Sisyphus: the report is printed all the same
+    assert (
+        "entries each file uses (to make one set per file instead: pin import FILE --set NAME):\n"
+        "    ./exp1.py: returnn\n    ./exp2.py: returnn_1ce99b3\n    ./exp3.py: returnn_common\n"
+    ) in capsys.readouterr().out
+    (tmp_path / "exp2.py").unlink()
+    main(["import", ".", "--set", "exp"])
+    assert "entries each file uses" not in capsys.readouterr().out, "one entry per repository: nothing to split"
 
 
 def test_ambiguous_and_nested_helpers_are_not_followed(tmp_path):

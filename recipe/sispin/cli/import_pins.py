@@ -26,7 +26,7 @@ from sispin.errors import LockfileError, SisyphusError, UsageError
 from sispin.files import check_writable
 from sispin.lockfile import LOCK_ENV, LOCKFILE_NAME, display_path, find_lockfile, load_lockfile, valid_name
 from sispin.scan import CallSite, scan_paths
-from sispin.urls import redact_text
+from sispin.urls import redact_text, same_repository
 
 #: the arguments a report shows beside url and commit, in the job's parameter order
 _SHOWN_ARGUMENTS = tuple(name for name, _ in PARAMETERS if name not in ("url", "commit"))
@@ -133,10 +133,27 @@ def _json_report(sites: List[CallSite], warnings: List[str], adoption: Adoption)
         "call_sites": records,
         "repos": proposal.repos,
         "pins": proposal.pins,
+        "by_file": _by_file(sites, proposal),
         "problems": adoption.problems,
         "notes": adoption.notes,
         "warnings": warnings,
     }
+
+
+def _by_file(sites: List[CallSite], proposal: Proposal) -> Dict[str, List[str]]:
+    """:return: file -> the entries its adopted calls use, in file order"""
+    used: Dict[str, List[str]] = {}
+    for index, site in enumerate(sites):
+        repo = proposal.repo_of_site.get(index)
+        if repo is not None and repo not in used.setdefault(site.file, []):
+            used[site.file].append(repo)
+    return {file: repos for file, repos in used.items() if repos}
+
+
+def _several_entries(proposal: Proposal) -> bool:
+    """Whether the proposal has more than one entry of a repository (its URL up to spelling)."""
+    urls = [table["url"] for table in proposal.repos.values()]
+    return any(same_repository(a, b) for i, a in enumerate(urls) for b in urls[i + 1 :])
 
 
 def _count(number: int, noun: str) -> str:
@@ -187,6 +204,11 @@ def _report_lines(sites: List[CallSite], warnings: List[str], adoption: Adoption
         lines.append(tomlkit.dumps(document).strip())
     for warning in warnings:
         lines.append(f"warning: {warning}")
+    by_file = _by_file(sites, proposal)
+    if _several_entries(proposal) and len(by_file) > 1:
+        # one set may pin several commits of a repository; splitting by file is the other way, and often clearer
+        lines.append("\nentries each file uses (to make one set per file instead: pin import FILE --set NAME):")
+        lines += [f"    {file}: {', '.join(repos)}" for file, repos in by_file.items()]
     for note in adoption.notes:
         lines.append(f"note: {note}")
     for problem in adoption.problems:
