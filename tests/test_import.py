@@ -151,18 +151,28 @@ def test_proposal_groups_by_repository_and_lists_what_cannot_be_adopted(
     sisyphus_on_pythonpath(write_lock("version = 1\n").parent)
     code, result = report(capsys, str(tree), "--set", "exp")
     assert code == 1
-    assert result["repos"] == {"returnn_common": {"url": RC}}
-    assert result["pins"] == {"returnn_common": SHA}
+    # one entry per distinct job: another checkout folder or other job arguments get an entry of their own
+    assert result["repos"] == {
+        "returnn_common": {"url": RC},
+        "returnn_common_f7ad63a": {"url": RC, "checkout": "returnn_common"},
+        "returnn_common_clone_submodules_files_to_checkout": {"url": RC},
+        "returnn_common_branch": {"url": RC, "branch": "main"},
+    }
+    assert result["pins"]["returnn_common"] == SHA
     adopted = [(r["line"], r["replacement"]) for r in result["call_sites"] if r["replacement"]]
-    assert [line for line, _ in adopted] == [14, 17, 20, 13, 18, 23]
-    assert {replacement for _, replacement in adopted} == {'exp.repo("returnn_common")'}
+    assert [line for line, _ in adopted] == [14, 15, 16, 17, 18, 19, 20, 13, 18, 23]
+    status = {(r["file"].rsplit("/", 1)[-1], r["line"]): r["status"] for r in result["call_sites"]}
+    assert status[("forms.py", 14)] == "adopt" and status[("risks.py", 13)] == "note"
+    assert status[("risks.py", 5)] == status[("risks.py", 9)] == status[("risks.py", 32)] == "blocked"
+    kinds = {(r["file"].rsplit("/", 1)[-1], r["line"]): [x["kind"] for x in r["reasons"]] for r in result["call_sites"]}
+    assert kinds[("risks.py", 5)] == ["no_commit"] and kinds[("risks.py", 9)] == ["short_sha"]
+    assert kinds[("risks.py", 13)] == ["hash_overwrite"] and kinds[("forms.py", 14)] == []
     problems = "\n".join(result["problems"])
-    assert "forms.py:15: not adopted: checkout folder 'returnn_common' differs" in problems
-    assert "forms.py:18: not adopted: returnn_common is pinned as f7ad63a by another call site" in problems
-    assert "risks.py:5: not adopted: it pins no full commit" in problems
+    assert "risks.py:5: not adopted: it pins no commit: follows the default branch (unpinned)" in problems
     assert "risks.py:9: not adopted: it pins no full commit (commit 'd1fc1c7' is not a full 40-hex SHA)" in problems
     assert "risks.py:32: not adopted: its arguments are not all literals" in problems
-    assert "risks.py:13: hash_overwrite assigned on its output (line 14): jobs using that output hash" in problems
+    notes = "\n".join(result["notes"])
+    assert "risks.py:13: hash_overwrite assigned on its output (line 14): jobs using that output hash" in notes
 
 
 def test_write_round_trips_and_never_overwrites(tree, write_lock, sisyphus_on_pythonpath, capsys):
@@ -173,19 +183,26 @@ def test_write_round_trips_and_never_overwrites(tree, write_lock, sisyphus_on_py
     )
     sisyphus_on_pythonpath(lock.parent)
     before = lock.read_text()
-    forms = tree / "forms.py"
-    assert main(["import", str(forms), "--set", "exp", "--write"]) == 1
-    out = capsys.readouterr().out
-    assert "not adopted: returnn_common is pinned as 1ce99b3 by pin.toml sets.exp" in out
-    assert lock.read_text() == before, "an existing pin is never overwritten"
+    only = tree / "only.py"
+    only.write_text(
+        f"from i6_core.tools.git import CloneGitRepositoryJob\nj = CloneGitRepositoryJob('{RC}', commit='{SHA}')\n"
+    )
+    # the set pins another commit already: a second entry of the repository keeps both, the old pin is not touched
+    assert main(["import", str(only), "--set", "exp", "--write"]) == 0
+    assert "pin.toml: added 1 repositories and 1 pins of set 'exp'" in capsys.readouterr().out
+    text = lock.read_text()
+    kept = iter(text.splitlines())
+    assert all(line in kept for line in before.splitlines()), "existing lines and comments are kept, in order"
+    lockfile = load_lockfile(lock)
+    assert lockfile.get_set("exp").pin("returnn_common").commit == SHA2, "an existing pin is never overwritten"
+    assert lockfile.get_set("exp").pin("returnn_common_f7ad63a").commit == SHA
 
-    assert main(["import", str(forms), "--set", "fresh", "--write"]) == 1
+    assert main(["import", str(only), "--set", "fresh", "--write"]) == 0
     assert "pin.toml: added 0 repositories and 1 pins of set 'fresh'" in capsys.readouterr().out
     text = lock.read_text()
-    assert text.startswith(before), "existing content and comments are kept"
     assert load_lockfile(lock).get_set("fresh").pin("returnn_common").commit == SHA
 
-    assert main(["import", str(forms), "--set", "fresh", "--write"]) == 1
+    assert main(["import", str(only), "--set", "fresh", "--write"]) == 0
     assert lock.read_text() == text, "a second import adds nothing"
 
 
@@ -250,7 +267,7 @@ def test_replacement_job_ids_equal_the_originals(real_sisyphus, tree, write_lock
     )
     code, result = report(capsys, str(tree / "forms.py"), str(tree / "b.py"), "--set", "exp")
     checked = [r for r in result["call_sites"] if r["job_id"]]
-    assert [r["line"] for r in checked] == [14, 17, 20, 2]
+    assert [r["line"] for r in checked] == [14, 15, 16, 17, 18, 19, 20, 2]
     assert result["pins"]["returnn"] == {"commit": SHA, "clone_submodules": True, "files_to_checkout": ["nn"]}
     for record in checked:
         assert record["job_id"] == record["replacement_job_id"]
@@ -296,3 +313,183 @@ def test_no_secret_found_in_the_code_is_ever_printed_or_written(tmp_path, write_
     assert "secrets.py:9: not adopted: the URL embeds credentials" in out
     assert "secrets.py:10: not adopted: the URL embeds credentials" in out
     assert lock.read_text() == before + "\n[sets.exp]\nconfigs = []\n\n", "nothing of the URLs, nor a masked one"
+
+
+IMPORT = "from i6_core.tools.git import CloneGitRepositoryJob\n"
+RETURNN = "https://github.com/rwth-i6/returnn"
+
+
+def adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, source: str):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    if not (tmp_path / "recipe").exists():
+        sisyphus_on_pythonpath(tmp_path)
+    (tmp_path / "c.py").write_text(source)
+    code, result = report(capsys, "c.py", "--set", "exp")
+    return code, result, {r["line"]: r for r in result["call_sites"]}
+
+
+def test_only_notes_exit_0_and_the_reason_is_the_blocking_one(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys):
+    code, result, sites = adopt_report(
+        tmp_path,
+        monkeypatch,
+        sisyphus_on_pythonpath,
+        capsys,
+        IMPORT + f"j = CloneGitRepositoryJob('{RC}', commit='{SHA}')\nj.out_repository.hash_overwrite = 'X'\n",
+    )
+    assert code == 0 and sites[2]["status"] == "note" and result["problems"] == []
+    short = IMPORT + f"j = CloneGitRepositoryJob('{RC}', commit='d1fc1c7')\nj.out_repository.hash_overwrite = 'X'\n"
+    code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, short)
+    assert code == 1 and sites[2]["status"] == "blocked"
+    assert result["problems"] == [
+        "c.py:2: not adopted: it pins no full commit (commit 'd1fc1c7' is not a full 40-hex SHA)"
+    ]
+
+
+def test_an_uppercase_sha_and_an_unimported_name_are_blocked(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys):
+    source = IMPORT + f"a = CloneGitRepositoryJob('{RC}', commit='{SHA.upper()}')\n"
+    code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, source)
+    assert [x["kind"] for x in sites[2]["reasons"]] == ["uppercase_sha"]
+    assert "is a full SHA in uppercase: pin.toml needs it lowercase" in sites[2]["reasons"][0]["message"]
+    assert sites[2]["risks"] == [
+        f"commit '{SHA.upper()}' is a full SHA in uppercase (git and pin.toml need it lowercase)"
+    ]
+
+    bare = f"x = CloneGitRepositoryJob('{RC}', commit='{SHA}')\n"
+    code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, bare)
+    assert code == 1 and sites[1]["status"] == "blocked" and sites[1]["reasons"][0]["kind"] == "not_imported"
+    star = "from i6_core.tools.git import *\n" + bare
+    code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, star)
+    assert code == 0 and sites[2]["status"] == "adopt"
+
+
+def test_several_commits_and_folders_of_one_url_get_entries_of_their_own(
+    tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys
+):
+    source = IMPORT + (
+        f"a = CloneGitRepositoryJob('{RETURNN}', commit='{SHA}')\n"
+        f"b = CloneGitRepositoryJob('{RETURNN}', commit='{SHA2}')\n"
+        f"c = CloneGitRepositoryJob('{RETURNN}', commit='{SHA}', checkout_folder_name='rt')\n"
+        f"d = CloneGitRepositoryJob('{RETURNN}.git', commit='{SHA}')\n"
+        f"e = CloneGitRepositoryJob('git@github.com:rwth-i6/returnn.git', commit='{SHA2}')\n"
+        f"f = CloneGitRepositoryJob('https://github.com/someone/returnn', commit='{SHA}')\n"
+        f"g = CloneGitRepositoryJob('{RETURNN}', commit='{SHA}')\n"
+    )
+    code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, source)
+    assert code == 0, result["problems"]
+    assert {line: r["replacement"] for line, r in sites.items()} == {
+        2: 'exp.repo("returnn")',
+        3: 'exp.repo("returnn_1ce99b3")',
+        4: 'exp.repo("returnn_rt")',
+        5: 'exp.repo("returnn_f7ad63a")',  # another spelling: its own entry (the URL is hashed verbatim)
+        6: 'exp.repo("returnn_1ce99b3_2")',
+        7: 'exp.repo("someone_returnn")',  # another owner's repository of the same name
+        8: 'exp.repo("returnn")',
+    }
+    assert result["repos"]["returnn_rt"] == {"url": RETURNN, "checkout": "rt"}
+    assert result["by_file"] == {
+        "c.py": ["returnn", "returnn_1ce99b3", "returnn_rt", "returnn_f7ad63a", "returnn_1ce99b3_2", "someone_returnn"]
+    }
+    assert all(r["job_id"] and r["job_id"] == r["replacement_job_id"] for r in result["call_sites"])
+
+
+SUBWORD = "https://github.com/rwth-i6/subword-nmt"
+HELPERS = f"""\
+from i6_core.tools.git import CloneGitRepositoryJob
+
+
+def get_returnn_subword_nmt(commit_hash, output_prefix=""):
+    job = CloneGitRepositoryJob("{SUBWORD}", commit=commit_hash, checkout_folder_name="subword-nmt")
+    return job.out_repository
+
+
+def get_returnn(commit, *, submodules=False):
+    return CloneGitRepositoryJob("{RETURNN}", None, commit).out_repository
+
+
+class Holder:
+    def method(self, commit):
+        return CloneGitRepositoryJob("{RETURNN}", commit=commit)
+"""
+USERS = f"""\
+from helpers import get_returnn_subword_nmt, get_returnn
+import helpers
+
+SUBWORD_COMMIT = "{SHA}"
+
+
+def py(commit_of):
+    a = get_returnn_subword_nmt(commit_hash="{SHA}")
+    b = get_returnn_subword_nmt(SUBWORD_COMMIT, output_prefix="x")
+    c = helpers.get_returnn("{SHA2}")
+    d = get_returnn(commit="{SHA}")
+    e = get_returnn_subword_nmt(commit_hash=commit_of["subword"])  # no literal commit here: not a pin
+    f = get_returnn_subword_nmt(commit_hash="{SHA2[:7]}")
+"""
+
+
+def test_pins_passed_through_a_helper_are_reported_at_the_call(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    sisyphus_on_pythonpath(tmp_path)
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "helpers.py").write_text(HELPERS)
+    (tmp_path / "tree" / "users.py").write_text(USERS)
+    code, result = report(capsys, "tree", "--set", "exp")
+    sites = [(r["file"], r["line"], r["status"], r["replacement"]) for r in result["call_sites"]]
+    assert sites == [
+        ("tree/helpers.py", 5, "note", None),  # the helpers' own calls: their commit is a parameter
+        ("tree/helpers.py", 10, "note", None),
+        ("tree/helpers.py", 15, "blocked", None),  # a method: not followed
+        ("tree/users.py", 8, "adopt", 'exp.commit("subword-nmt")'),
+        ("tree/users.py", 9, "adopt", 'exp.commit("subword-nmt")'),
+        ("tree/users.py", 10, "adopt", 'exp.commit("returnn")'),
+        ("tree/users.py", 11, "adopt", 'exp.commit("returnn_f7ad63a")'),
+        ("tree/users.py", 13, "blocked", None),
+    ]
+    helper = result["call_sites"][3]
+    assert helper["helper"] == "get_returnn_subword_nmt(commit_hash=...), whose clone is at tree/helpers.py:5"
+    assert helper["job_id"] and helper["job_id"] == helper["replacement_job_id"]
+    assert result["repos"]["subword-nmt"] == {"url": SUBWORD, "checkout": "subword-nmt"}
+    assert result["pins"] == {"subword-nmt": SHA, "returnn": SHA2, "returnn_f7ad63a": SHA}
+    assert "tree/users.py:13: not adopted: it pins no full commit (commit '1ce99b3' is not" in "\n".join(
+        result["problems"]
+    )
+    main(["import", "tree", "--set", "exp"])
+    out = capsys.readouterr().out
+    assert "found 8 CloneGitRepositoryJob calls in 2 files" in out
+    assert "    through helper get_returnn(commit=...), whose clone is at tree/helpers.py:10" in out
+    assert 'pass experiment_set("exp").commit("returnn") as the commit  (same job id' in out
+
+
+def test_a_directory_needing_several_commits_shows_the_entries_per_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    (tmp_path / "exp1.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RETURNN}', commit='{SHA}')\n")
+    (tmp_path / "exp2.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RETURNN}', commit='{SHA2}')\n")
+    (tmp_path / "exp3.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RC}', commit='{SHA}')\n")
+    main(["import", ".", "--set", "exp"])  # exit 9 without Sisyphus: the report is printed all the same
+    assert (
+        "entries each file uses (to make one set per file instead: pin import FILE --set NAME):\n"
+        "    ./exp1.py: returnn\n    ./exp2.py: returnn_1ce99b3\n    ./exp3.py: returnn_common\n"
+    ) in capsys.readouterr().out
+    (tmp_path / "exp2.py").unlink()
+    main(["import", ".", "--set", "exp"])
+    assert "entries each file uses" not in capsys.readouterr().out, "one entry per repository: nothing to split"
+
+
+def test_ambiguous_and_nested_helpers_are_not_followed(tmp_path):
+    helper = IMPORT + f"def dup(commit):\n    return CloneGitRepositoryJob('{RETURNN}', commit=commit)\n"
+    (tmp_path / "one.py").write_text(helper)
+    (tmp_path / "two.py").write_text(helper)
+    (tmp_path / "nested.py").write_text(
+        IMPORT
+        + f"def outer():\n    def inner(commit):\n        return CloneGitRepositoryJob('{RETURNN}', commit=commit)\n"
+    )
+    (tmp_path / "calls.py").write_text(f"dup('{SHA}')\ninner('{SHA}')\n")
+    sites, _ = scan_paths([tmp_path])
+    assert [(site.file.rsplit("/", 1)[-1], site.helper, site.followed) for site in sites] == [
+        ("nested.py", None, False),
+        ("one.py", None, False),
+        ("two.py", None, False),
+    ]

@@ -18,12 +18,16 @@ from sispin.store import Store, default_store_dir
 
 def test_new_set_pins_every_repo_at_its_head(history, capsys):
     before = history.text()
+    (history.lock.parent / "config").mkdir()
+    (history.lock.parent / "config" / "exp2.py").write_text("")
     assert main(["new", "exp2", "--configs", "config/exp2.py"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines() == [
         "pin.toml: new set 'exp2'",
         f"rc  {history.c[4][:7]}  (main head)",
-        "pin.snapshot.toml: sets.exp2 not recorded (sets.exp2.configs: config/exp2.py does not exist)",
+        "pin.snapshot.toml: sets.exp2 not recorded (loading the configs of set 'exp2' failed: no Sisyphus to import: "
+        "No module named 'sisyphus'; add it to pin.toml's [setup.*] and run `pin sync`, pip install a Sisyphus "
+        "checkout, or put one on PYTHONPATH)",
     ]
     text = history.text()
     assert text.startswith(before), "existing content is kept as it was"

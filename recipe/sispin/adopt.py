@@ -9,23 +9,53 @@ next to the original's by the real classes (in the probe's subprocess).
 
 from __future__ import annotations
 
-__all__ = ["Proposal", "Adoption", "propose", "adopt", "add_to_document"]
+__all__ = [
+    "Reason",
+    "Proposal",
+    "Adoption",
+    "propose",
+    "adopt",
+    "add_to_document",
+    "status_of",
+    "ADOPT",
+    "NOTE",
+    "BLOCKED",
+]
 
 import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import tomlkit
 
-from sispin.clonejob import checkout_folder, checkout_of, pin_kwargs_of
+from sispin.clonejob import CLASS_NAME, checkout_of, pin_kwargs_of
 from sispin.editing import add_value, append_table, toml_pin
 from sispin.errors import SisyphusError
 from sispin.graph import run_probe
 from sispin.lockfile import LOCKFILE_NAME, SUPPORTED_VERSION, Lockfile, Pin, is_full_sha, parse_lockfile, valid_name
 from sispin.scan import CallSite
-from sispin.urls import check_url, name_from_url
+from sispin.urls import check_url, name_from_url, same_repository
+
+#: the status of a call site: adopted as found, adopted with something to know (notes), or not adopted
+ADOPT, NOTE, BLOCKED = "adopt", "note", "blocked"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """
+    Why a call site cannot be adopted (blocks), or what adopting it implies (a note).
+
+    :param kind: a stable word for scripts: not_literal, bad_url, no_commit, short_sha, uppercase_sha,
+        not_imported, id_differs (blocking); hash_overwrite, helper (notes)
+    :param message: one line for people
+    :param blocks: whether it keeps the call from being adopted
+    """
+
+    kind: str
+    message: str
+    blocks: bool
 
 
 @dataclass
@@ -36,13 +66,13 @@ class Proposal:
     :param repos: repository name -> its table (url, and branch/checkout when found)
     :param pins: repository name -> the set's pin (a SHA, or a table with extra arguments)
     :param repo_of_site: index of a call site -> the repository it is adopted as
-    :param problems: call sites that cannot be adopted, and conflicts with pin.toml, one line each
+    :param reasons: index of a call site -> why it is blocked, or what adopting it implies
     """
 
     repos: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     pins: Dict[str, Any] = field(default_factory=dict)
     repo_of_site: Dict[int, str] = field(default_factory=dict)
-    problems: List[str] = field(default_factory=list)
+    reasons: Dict[int, List[Reason]] = field(default_factory=dict)
 
 
 def _pin_of(site: CallSite) -> Any:
@@ -50,14 +80,83 @@ def _pin_of(site: CallSite) -> Any:
     return Pin(repo="", commit=site.commit, job_kwargs=pin_kwargs_of(site.arguments)).value
 
 
-def _name_for(url: str, taken: Sequence[str]) -> str:
+def _owner(url: str) -> str:
+    """The path segment before the repository's name (its owner on a forge), '' when there is none."""
+    parts = url.rstrip("/").rsplit(":", 1)[-1].split("/")
+    return parts[-2] if len(parts) >= 2 else ""
+
+
+def _safe(name: str) -> str:
+    """name reduced to what a pin.toml name may use"""
+    return name_from_url(name.replace("/", "_"))
+
+
+def _name_for(url: str, pin: Any, checkout: Optional[str], urls: Dict[str, str], commits: Dict[str, str]) -> str:
+    """
+    A name a person would choose for a new entry of url: the repository's name. A further entry of the same
+    repository (another commit, checkout folder or job arguments in one set, or another spelling of its URL) gets
+    that entry's name with what sets it apart: the short commit, the folder, the arguments' names; another
+    repository whose name is taken gets its owner's in front.
+
+    :param pin: the pin the entry gets (a SHA, or a table with the commit and extra arguments)
+    :param urls: the names taken so far -> their URLs
+    :param commits: names -> the commit the set pins there
+    """
     base = name_from_url(url)
     if not valid_name(base) or base == "configs":
         base = f"repo_{base}"
-    name, number = base, 2
-    while name in taken:
-        name, number = f"{base}_{number}", number + 1
-    return name
+    commit = pin if isinstance(pin, str) else pin["commit"]
+    same = [name for name, other in urls.items() if same_repository(other, url)]
+    if same:
+        first = same[0]
+        candidates = []
+        if commit not in {commits.get(name) for name in same}:
+            candidates.append(f"{first}_{commit[:7]}")
+        if checkout is not None and _safe(checkout) != first:
+            candidates.append(f"{first}_{_safe(checkout)}")
+        if isinstance(pin, dict):
+            candidates.append(f"{first}_{'_'.join(sorted(key for key in pin if key != 'commit'))}")
+        candidates.append(f"{first}_{commit[:7]}")
+    else:
+        candidates = [base] + ([f"{_safe(_owner(url))}_{base}"] if _owner(url) else [])
+    for name in candidates:
+        if valid_name(name) and name not in urls:
+            return name
+    number = 2
+    while f"{candidates[-1]}_{number}" in urls:
+        number += 1
+    return f"{candidates[-1]}_{number}"
+
+
+def _blocking(site: CallSite) -> Optional[Reason]:
+    """The first thing that keeps a call from being adopted with the same job id, in the order a fix needs."""
+    if not site.imported:
+        return Reason(
+            "not_imported",
+            f"this file never imports {CLASS_NAME} from i6_core (defined here, imported from elsewhere, or "
+            f"star-imported?): the call may not be i6_core's class",
+            True,
+        )
+    if not site.literal or site.url is None:
+        shown = ", ".join(f"{key}={text}" for key, text in site.expressions.items())
+        return Reason("not_literal", f"its arguments are not all literals ({shown or 'no url'})", True)
+    if check_url(site.url):
+        return Reason("bad_url", check_url(site.url) or "", True)
+    commit = site.commit
+    if commit is None:
+        branch = site.arguments.get("branch")
+        follows = f"branch {branch!r}" if branch else "the default branch"
+        return Reason("no_commit", f"it pins no commit: follows {follows} (unpinned)", True)
+    if not is_full_sha(commit) and is_full_sha(str(commit).lower()):
+        return Reason(
+            "uppercase_sha",
+            f"commit {commit!r} is a full SHA in uppercase: pin.toml needs it lowercase, and lowering it changes "
+            f"the job id",
+            True,
+        )
+    if not is_full_sha(commit):
+        return Reason("short_sha", f"it pins no full commit (commit {commit!r} is not a full 40-hex SHA)", True)
+    return None
 
 
 def propose(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: Optional[str]) -> Proposal:
@@ -69,67 +168,76 @@ def propose(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: Optio
     proposal = Proposal()
     existing_repos = dict(lockfile.repos) if lockfile else {}
     existing_pins = lockfile.sets[set_name].pins if lockfile and set_name in lockfile.sets else {}
-    names_by_url = {spec.url: name for name, spec in existing_repos.items()}
+    urls = {name: spec.url for name, spec in existing_repos.items()}
     for index, site in enumerate(sites):
-        if not site.literal or site.url is None:
-            proposal.problems.append(f"{site.where}: not adopted: its arguments are not all literals")
+        if site.followed and "commit" in site.expressions and len(site.expressions) == 1:
+            message = "in a helper that takes its commit as a parameter: its calls with a literal commit are listed"
+            proposal.reasons[index] = [Reason("helper", message, False)]
             continue
-        if check_url(site.url):
-            proposal.problems.append(f"{site.where}: not adopted: {check_url(site.url)}")
+        blocking = _blocking(site)
+        if blocking is not None:
+            proposal.reasons[index] = [blocking]
             continue
-        if not is_full_sha(site.commit):
-            proposal.problems.append(f"{site.where}: not adopted: it pins no full commit ({site.risks[-1]})")
-            continue
-        name = names_by_url.get(site.url)
+        checkout, pin = checkout_of(site.arguments), _pin_of(site)
+
+        def checkout_of_repo(name: str) -> Optional[str]:
+            spec = existing_repos.get(name)
+            return spec.checkout if spec is not None else proposal.repos[name].get("checkout")
+
+        def pin_of_repo(name: str) -> Any:
+            return existing_pins[name].value if name in existing_pins else proposal.pins.get(name)
+
+        # the URL is hashed verbatim: only an entry of exactly this URL, checkout folder and (free or equal) pin fits
+        name = next(
+            (
+                name
+                for name, url in urls.items()
+                if url == site.url and checkout_of_repo(name) == checkout and pin_of_repo(name) in (None, pin)
+            ),
+            None,
+        )
         if name is None:
-            name = _name_for(site.url, [*existing_repos, *proposal.repos])
-            names_by_url[site.url] = name
-        spec = existing_repos.get(name)
-        if spec is not None:
-            checkout = spec.checkout
-        elif name in proposal.repos:
-            checkout = proposal.repos[name].get("checkout")
-        else:
-            checkout = checkout_of(site.arguments)
-        if name not in existing_repos and name not in proposal.repos:
+            commits = {n: _commit(pin_of_repo(n)) for n in urls if pin_of_repo(n) is not None}
+            name = _name_for(site.url, pin, checkout, urls, commits)
+            urls[name] = site.url
             table: Dict[str, Any] = {"url": site.url}
             if site.arguments.get("branch"):
                 table["branch"] = site.arguments["branch"]
             if checkout is not None:
                 table["checkout"] = checkout
             proposal.repos[name] = table
-        if checkout_of(site.arguments) != checkout:
-            proposal.problems.append(
-                f"{site.where}: not adopted: checkout folder {site.arguments.get('checkout_folder_name')!r} differs "
-                f"from repository {name}'s {checkout_folder(checkout)!r}"
-            )
-            continue
-        pin = _pin_of(site)
-        current = existing_pins[name].value if name in existing_pins else proposal.pins.get(name)
-        if current is not None and current != pin:
-            source = f"pin.toml sets.{set_name}" if name in existing_pins else "another call site"
-            proposal.problems.append(
-                f"{site.where}: not adopted: {name} is pinned as {_describe(current)} by {source}, this call uses "
-                f"{_describe(pin)} (one set pins one commit per repository: put it in another set)"
-            )
-            continue
         if name not in existing_pins:
             proposal.pins[name] = pin
         proposal.repo_of_site[index] = name
-        for risk in site.risks:
-            if risk.startswith("hash_overwrite"):
-                proposal.problems.append(
-                    f"{site.where}: {risk}: jobs using that output hash the overwrite, not the commit; exp.repo() "
-                    f"refuses it, so adopting this call renews those jobs (remove the hash_overwrite deliberately)"
-                )
+        notes = [
+            Reason(
+                "hash_overwrite",
+                f"{risk}: jobs using that output hash the overwrite, not the commit; exp.repo() refuses it, so "
+                f"adopting this call renews those jobs (remove the hash_overwrite deliberately)",
+                False,
+            )
+            for risk in site.risks
+            if risk.startswith("hash_overwrite")
+        ]
+        if notes:
+            proposal.reasons[index] = notes
     return proposal
 
 
-def _describe(pin: Any) -> str:
-    if isinstance(pin, str):
-        return pin[:7]
-    extra = ", ".join(f"{k}={v!r}" for k, v in pin.items() if k != "commit")
-    return f"{pin['commit'][:7]} ({extra})"
+def _commit(pin: Any) -> str:
+    return pin if isinstance(pin, str) else pin["commit"]
+
+
+def status_of(proposal: Proposal, index: int) -> str:
+    """
+    :param proposal: the proposal (with the job-id check's reasons, when added)
+    :param index: a call site's index
+    :return: ADOPT, NOTE or BLOCKED
+    """
+    reasons = proposal.reasons.get(index, [])
+    if any(reason.blocks for reason in reasons) or (index not in proposal.repo_of_site and not reasons):
+        return BLOCKED
+    return NOTE if reasons else ADOPT
 
 
 def add_to_document(document: tomlkit.TOMLDocument, proposal: Proposal, set_name: str) -> None:
@@ -188,17 +296,18 @@ class Adoption:
     """
     The outcome of adopting a scan's call sites into one set.
 
-    :param proposal: what pin.toml would need
+    :param proposal: what pin.toml would need, with every call site's reasons
     :param ids: index of a call site -> (job id as written, job id of its replacement), when Sisyphus computed them
     :param ids_note: why job ids could not be computed, if so: then nothing is confirmed
-    :param problems: everything that blocks an adoption or conflicts, one line each (the proposal's, then job ids
-        that differ)
+    :param problems: one line per blocked call site (its first reason)
+    :param notes: one line per note of an adopted call site
     """
 
     proposal: Proposal
     ids: Dict[int, Tuple[str, str]]
     ids_note: Optional[str]
     problems: List[str]
+    notes: List[str]
 
 
 def adopt(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: str) -> Adoption:
@@ -209,9 +318,15 @@ def adopt(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: str) ->
     """
     proposal = propose(sites, lockfile, set_name)
     ids, ids_note = _check_ids(sites, proposal, lockfile, set_name)
-    problems = proposal.problems + [
-        f"{sites[i].where}: the replacement's job id {new} differs from the original's {old}"
-        for i, (old, new) in ids.items()
-        if old != new
-    ]
-    return Adoption(proposal, ids, ids_note, problems)
+    for index, (old, new) in ids.items():
+        if old != new:
+            reason = Reason("id_differs", f"the replacement's job id {new} differs from the original's {old}", True)
+            proposal.reasons.setdefault(index, []).insert(0, reason)
+    problems, notes = [], []
+    for index, site in enumerate(sites):
+        reasons = proposal.reasons.get(index, [])
+        if status_of(proposal, index) == BLOCKED:
+            problems.append(f"{site.where}: not adopted: {reasons[0].message}")
+        else:
+            notes += [f"{site.where}: {reason.message}" for reason in reasons]
+    return Adoption(proposal, ids, ids_note, problems, notes)

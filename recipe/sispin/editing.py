@@ -16,7 +16,7 @@ import difflib
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Set
 
 import tomlkit
 from tomlkit.items import Comment, InlineTable, Table, Whitespace
@@ -39,6 +39,7 @@ def edit_lockfile(
     *,
     create: bool = False,
     write: Optional[Writer] = None,
+    rewritable_key: Optional[str] = None,
 ) -> Lockfile:
     """
     Change pin.toml safely: read, edit and write under the lockfile's file lock (so concurrent commands never lose
@@ -63,7 +64,7 @@ def edit_lockfile(
         document = tomlkit.parse(text)
         edit(current, document)
         new_text = _keep_line_endings(text, tomlkit.dumps(document))
-        _check_only_additions_and_shas(text, new_text, display_path(path))
+        _check_only_additions_and_shas(text, new_text, display_path(path), rewritable_key)
         updated = parse_lockfile(new_text, path)
         if new_text == text:
             return updated  # nothing to change: the file is not touched
@@ -84,24 +85,52 @@ def _keep_line_endings(old: str, new: str) -> str:
 _HEX = frozenset("0123456789abcdef")
 
 
-def _check_only_additions_and_shas(old: str, new: str, where: str) -> None:
+def _check_only_additions_and_shas(old: str, new: str, where: str, rewritable_key: Optional[str] = None) -> None:
     """
-    The promise of every rewrite: existing text stays byte for byte, except the characters of a SHA that moves;
-    everything else an edit does is new text between it.
+    The promise of every rewrite: existing text stays byte for byte, except the characters of a SHA that moves (and
+    the lines of rewritable_key's values, when given); everything else an edit does is new text between it.
 
     :raises LockfileError: naming the first line that would change otherwise (nothing is written)
     """
     old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    old_key_lines = _value_lines(old_lines, rewritable_key) if rewritable_key else set()
+    new_key_lines = _value_lines(new_lines, rewritable_key) if rewritable_key else set()
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         before, after = "".join(old_lines[i1:i2]), "".join(new_lines[j1:j2])
         if tag == "equal" or _only_inserted(before, after) or _only_shas_differ(before, after):
+            continue
+        if rewritable_key and set(range(i1, i2)) <= old_key_lines and set(range(j1, j2)) <= new_key_lines:
             continue
         raise LockfileError(
             f"{where}: line {i1 + 1}: this change would rewrite existing text there, not only add lines or move a "
             f'SHA (its layout is one the rewrite cannot keep; write the value as "<sha>" on one line); nothing '
             f"written"
         )
+
+
+def _value_lines(lines: List[str], key: str) -> Set[int]:
+    """The indices of the lines that assign key (``key = ...``), through the end of a multi-line array value."""
+    found: Set[int] = set()
+    start = re.compile(rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=")
+    index = 0
+    while index < len(lines):
+        if start.search(lines[index]):
+            depth = 0
+            while index < len(lines):
+                found.add(index)
+                depth += _bracket_depth(lines[index])
+                if depth <= 0:
+                    break
+                index += 1
+        index += 1
+    return found
+
+
+def _bracket_depth(line: str) -> int:
+    """How many arrays the line opens minus those it closes, outside strings and comments."""
+    code = re.sub(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', "", line).split("#", 1)[0]
+    return code.count("[") - code.count("]")
 
 
 def _only_inserted(before: str, after: str) -> bool:

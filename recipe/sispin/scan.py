@@ -39,6 +39,10 @@ class CallSite:
         parts of its strings masked (it is only ever shown)
     :param risks: what makes the call unsafe for reproducibility, one phrase each
     :param positional: how many arguments were given positionally (to rebuild the call exactly)
+    :param imported: whether the called name comes from an import of i6_core's class (not a bare name the file
+        never imports, which may be a class of its own)
+    :param helper: for a call of a helper function that passes its commit on to a CloneGitRepositoryJob:
+        ``name(parameter=...)`` and where its clone is; the site is the helper's call, the arguments its clone's
     """
 
     file: str
@@ -47,6 +51,9 @@ class CallSite:
     expressions: Dict[str, str] = field(default_factory=dict)
     risks: List[str] = field(default_factory=list)
     positional: int = 0
+    imported: bool = True
+    helper: Optional[str] = None
+    followed: bool = False
 
     @property
     def url(self) -> Optional[str]:
@@ -72,10 +79,13 @@ class CallSite:
 def scan_paths(paths: Sequence[Path]) -> Tuple[List[CallSite], List[str]]:
     """
     :param paths: Python files and directories (searched recursively for ``*.py``)
-    :return: the call sites in file order, and one warning per file that could not be read or parsed
+    :return: the call sites in file order (calls of helper functions that pass a literal commit on to a
+        CloneGitRepositoryJob among them), and one warning per file that could not be read or parsed
     """
     sites: List[CallSite] = []
     warnings: List[str] = []
+    helpers: Dict[str, List[_Helper]] = {}
+    sources: List[Tuple[str, bytes]] = []
     for path in _python_files(paths):
         try:
             with open(path, "rb") as handle:
@@ -83,14 +93,81 @@ def scan_paths(paths: Sequence[Path]) -> Tuple[List[CallSite], List[str]]:
         except OSError as exc:
             warnings.append(f"{path}: cannot read: {exc.strerror}")
             continue
+        sources.append((path, data))
         # most files never mention the class: skip them before paying for a parse
         if CLASS_NAME.encode() not in data:
             continue
         try:
-            sites += scan_source(data.decode("utf-8", errors="replace"), str(path))
+            found, file_helpers = _scan(data.decode("utf-8", errors="replace"), path)
         except SyntaxError as exc:
             warnings.append(f"{path}:{exc.lineno}: not valid Python, skipped: {exc.msg}")
-    return sites, warnings
+            continue
+        sites += found
+        for helper in file_helpers:
+            helpers.setdefault(helper.name, []).append(helper)
+    # one level through helpers: a name defined twice is ambiguous, and is not followed
+    unique = {name: found[0] for name, found in helpers.items() if len(found) == 1}
+    for helper in unique.values():
+        helper.site.followed = True
+    for path, data in sources:
+        if not any(name.encode() in data for name in unique):
+            continue
+        try:
+            tree = ast.parse(data.decode("utf-8", errors="replace"), filename=path)
+        except SyntaxError:
+            continue  # warned above when it mentions the class; otherwise it is no concern of this scan
+        sites += _helper_calls(tree, path, unique)
+    order = {path: index for index, (path, _) in enumerate(sources)}
+    return sorted(sites, key=lambda site: (order.get(site.file, 0), site.line)), warnings
+
+
+@dataclass
+class _Helper:
+    """A module-level function whose parameter is passed as the commit of a CloneGitRepositoryJob it calls."""
+
+    name: str
+    parameter: str
+    index: Optional[int]
+    site: CallSite
+
+
+def _helper_calls(tree: ast.Module, path: str, helpers: Dict[str, _Helper]) -> List[CallSite]:
+    """The calls of helpers in tree that pass a literal commit, each as the clone it makes."""
+    constants = _module_constants(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+        helper = helpers.get(name or "")
+        if helper is None:
+            continue
+        value: Optional[ast.expr] = next((k.value for k in node.keywords if k.arg == helper.parameter), None)
+        positional = node.args[: helper.index + 1] if helper.index is not None else []
+        if value is None and helper.index is not None and len(positional) > helper.index:
+            if not any(isinstance(argument, ast.Starred) for argument in positional):
+                value = node.args[helper.index]
+        if isinstance(value, ast.Name) and value.id in constants:
+            commit: Any = constants[value.id]
+        elif isinstance(value, ast.Constant) and isinstance(value.value, str):
+            commit = value.value
+        else:
+            continue  # no literal commit here: the pin, if any, is made elsewhere
+        clone = helper.site
+        arguments = {**clone.arguments, "commit": commit}
+        site = CallSite(
+            file=path,
+            line=node.lineno,
+            arguments=arguments,
+            expressions={key: text for key, text in clone.expressions.items() if key != "commit"},
+            risks=[risk for risk in clone.risks if not risk.startswith("commit is not a literal")],
+            positional=clone.positional,
+            imported=clone.imported,
+            helper=f"{helper.name}({helper.parameter}=...), whose clone is at {clone.where}",
+        )
+        site.risks += _commit_risks(arguments)
+        found.append(site)
+    return found
 
 
 def _python_files(paths: Sequence[Path]) -> Iterator[str]:
@@ -112,9 +189,14 @@ def scan_source(source: str, filename: str) -> List[CallSite]:
     :return: the CloneGitRepositoryJob call sites in it, in line order
     :raises SyntaxError: when the source does not parse
     """
+    return _scan(source, filename)[0]
+
+
+def _scan(source: str, filename: str) -> Tuple[List[CallSite], List[_Helper]]:
+    """:return: the call sites in line order, and the helper functions of the file"""
     tree = ast.parse(source, filename=filename)
-    scanner = _Scanner(filename, _module_constants(tree), _import_aliases(tree))
-    return sorted(scanner.scan(tree), key=lambda site: site.line)
+    scanner = _Scanner(filename, _module_constants(tree), _import_aliases(tree), _star_imports(tree))
+    return sorted(scanner.scan(tree), key=lambda site: site.line), scanner.helpers
 
 
 def _module_constants(tree: ast.Module) -> Dict[str, str]:
@@ -156,6 +238,22 @@ def _import_aliases(tree: ast.Module) -> Dict[str, str]:
     return aliases
 
 
+def _star_imports(tree: ast.Module) -> bool:
+    """Whether the file star-imports a module that holds the class (``from i6_core.tools.git import *``)."""
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module
+        and any(alias.name == "*" for alias in node.names)
+        and _without_recipe(f"{node.module}.{CLASS_NAME}") in QUALIFIED_NAMES
+        for node in ast.walk(tree)
+    )
+
+
+def _without_recipe(name: str) -> str:
+    """The legacy ``recipe.i6_core`` spelling of a module, as ``i6_core``."""
+    return name[len("recipe.") :] if name.startswith("recipe.") else name
+
+
 def _dotted(node: ast.expr) -> Optional[str]:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -177,8 +275,9 @@ class _Scanner(ast.NodeVisitor):
     (scope by scope), and through attributes and subscripts (``self.root``, ``paths["rc"]``) anywhere in the file.
     """
 
-    def __init__(self, filename: str, constants: Dict[str, str], aliases: Dict[str, str]):
+    def __init__(self, filename: str, constants: Dict[str, str], aliases: Dict[str, str], star_import: bool):
         self.filename = filename
+        self.star_import = star_import
         self.constants = constants
         self.aliases = aliases
         self.sites: List[CallSite] = []
@@ -189,6 +288,10 @@ class _Scanner(ast.NodeVisitor):
         # hash_overwrite assignments on a member not bound yet where they stand (another method may bind it)
         self.pending: List[Tuple[str, int]] = []
         self.site_of_call: Dict[int, CallSite] = {}
+        # the module-level function being visited (helpers are followed from there only), and those found
+        self.function: Optional[ast.FunctionDef] = None
+        self.in_class = 0
+        self.helpers: List[_Helper] = []
 
     def scan(self, tree: ast.Module) -> List[CallSite]:
         """:return: the call sites of the tree, each with its risks"""
@@ -200,26 +303,40 @@ class _Scanner(ast.NodeVisitor):
         return self.sites
 
     def is_clone_class(self, func: ast.expr) -> bool:
+        return self.resolved(func) or _dotted(func) == CLASS_NAME
+
+    def resolved(self, func: ast.expr) -> bool:
+        """Whether the called name is i6_core's class through the file's imports."""
         name = _dotted(func)
         if name is None:
             return False
         head, _, rest = name.partition(".")
-        qualified = self.aliases.get(head, head) + (f".{rest}" if rest else "")
-        if qualified.startswith("recipe."):
-            qualified = qualified[len("recipe.") :]
-        return qualified in QUALIFIED_NAMES or name == CLASS_NAME
+        qualified = _without_recipe(self.aliases.get(head, head) + (f".{rest}" if rest else ""))
+        return qualified in QUALIFIED_NAMES or (name == CLASS_NAME and head not in self.aliases and self.star_import)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.in_class += 1  # a method's first parameter is its object: its calls are not followed
+        self.generic_visit(node)
+        self.in_class -= 1
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        outer = self.function
+        if len(self.scopes) == 1 and not self.in_class and isinstance(node, ast.FunctionDef):
+            self.function = node
         self.scopes.append({})
         self.generic_visit(node)
         self.scopes.pop()
+        self.function = outer
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
     visit_Lambda = visit_FunctionDef  # type: ignore[assignment]
 
     def visit_Call(self, node: ast.Call) -> None:
         if self.is_clone_class(node.func):
-            self.site_of_call[id(node)] = self.call_site(node)
+            site = self.call_site(node)
+            site.imported = self.resolved(node.func)
+            self.site_of_call[id(node)] = site
+            self.note_helper(node, site)
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -231,6 +348,22 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
         if node.value is not None:
             self.assign(node.target, node.value, node.lineno)
+
+    def note_helper(self, node: ast.Call, site: CallSite) -> None:
+        """Record the enclosing module-level function when one of its parameters is passed as the commit."""
+        if self.function is None or len(self.scopes) != 2:
+            return  # not directly in a module-level function (a nested one's parameters come from elsewhere)
+        names = [name for name, _ in PARAMETERS]
+        commit = next((k.value for k in node.keywords if k.arg == "commit"), None)
+        index = names.index("commit")
+        if commit is None and len(node.args) > index and not any(isinstance(a, ast.Starred) for a in node.args):
+            commit = node.args[index]
+        arguments = self.function.args
+        positional = [a.arg for a in arguments.posonlyargs + arguments.args]
+        keyword_only = [a.arg for a in arguments.kwonlyargs]
+        if isinstance(commit, ast.Name) and commit.id in positional + keyword_only:
+            where = positional.index(commit.id) if commit.id in positional else None
+            self.helpers.append(_Helper(self.function.name, commit.id, where, site))
 
     def assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
         if isinstance(target, ast.Attribute) and target.attr == "hash_overwrite":
@@ -311,13 +444,8 @@ class _Scanner(ast.NodeVisitor):
             site.risks.append(f"url is not a literal ({site.expressions['url']})")
         if "commit" in site.expressions:
             site.risks.append(f"commit is not a literal ({site.expressions['commit']})")
-        elif site.arguments.get("commit") is None:
-            branch = site.arguments.get("branch")
-            site.risks.append(
-                f"no commit: follows {'branch ' + repr(branch) if branch else 'the default branch'} (unpinned)"
-            )
-        elif not is_full_sha(site.arguments["commit"]):
-            site.risks.append(f"commit {site.arguments['commit']!r} is not a full 40-hex SHA")
+        else:
+            site.risks += _commit_risks(site.arguments)
         self.sites.append(site)
         return site
 
@@ -328,6 +456,19 @@ class _Scanner(ast.NodeVisitor):
             return ast.literal_eval(node)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return _UNREADABLE
+
+
+def _commit_risks(arguments: Dict[str, Any]) -> List[str]:
+    """:return: what is wrong with a literal commit argument (none given: the call follows a branch)"""
+    commit = arguments.get("commit")
+    if commit is None:
+        branch = arguments.get("branch")
+        return [f"no commit: follows {'branch ' + repr(branch) if branch else 'the default branch'} (unpinned)"]
+    if is_full_sha(commit):
+        return []
+    if isinstance(commit, str) and is_full_sha(commit.lower()):
+        return [f"commit {commit!r} is a full SHA in uppercase (git and pin.toml need it lowercase)"]
+    return [f"commit {commit!r} is not a full 40-hex SHA"]
 
 
 def _masked_source(expression: ast.expr) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
 from sispin import git
+from sispin.cli.snapshot import skipped_line
 from sispin.errors import LockfileError, PinError
 from sispin.explain import SetChanges, compare_set
 from sispin.graph import load_graph
@@ -87,7 +88,8 @@ def check(
     except LockfileError as exc:
         print(json.dumps({"problems": [str(exc)]}) if as_json else f"problem: {exc}\npin check: 1 problem")
         return exc.exit_code
-    names = [spec.name for spec in lockfile.select_sets(set_names)]
+    specs = lockfile.select_sets(set_names)
+    names = [spec.name for spec in specs]
     if lock_only:
         read_snapshot(snapshot_path(lockfile.path))
         print(f"pin check: lock ok ({len(names)} set{'s' if len(names) != 1 else ''}; the job graphs were not checked)")
@@ -104,8 +106,10 @@ def check(
     ]
     outputs = 0
     summaries: List[str] = []
-    report: Dict[str, Any] = {"sets": {}}
+    report: Dict[str, Any] = {"sets": {}, "skipped": [spec.name for spec in specs if not spec.configs]}
     for name in names:
+        if name in report["skipped"]:
+            continue  # no configs: nothing builds a graph to check (its pins were verified above)
         try:
             graph = load_graph(lockfile, name)
         except PinError as exc:
@@ -127,6 +131,8 @@ def check(
     if as_json:
         print(json.dumps({**report, "problems": problems}, indent=2))
         return 1 if problems else 0
+    for name in report["skipped"]:
+        print(skipped_line(name))
     for line in summaries:
         print(f"summary: {line}")
     for problem in problems:
@@ -134,7 +140,9 @@ def check(
     if problems:
         print(f"pin check: {_count(len(problems), 'problem')}")
         return 1
-    print(f"pin check: ok ({_count(len(names), 'set')}, {outputs} outputs)")
+    checked = len(names) - len(report["skipped"])
+    skipped = f", {len(report['skipped'])} skipped" if report["skipped"] else ""
+    print(f"pin check: ok ({_count(checked, 'set')}, {outputs} outputs{skipped})")
     return 0
 
 

@@ -19,14 +19,14 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import tomlkit
 
-from sispin.adopt import Adoption, add_to_document, adopt
+from sispin.adopt import Adoption, Proposal, add_to_document, adopt, status_of
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
 from sispin.editing import edit_lockfile
 from sispin.errors import LockfileError, SisyphusError, UsageError
 from sispin.files import check_writable
 from sispin.lockfile import LOCK_ENV, LOCKFILE_NAME, display_path, find_lockfile, load_lockfile, valid_name
 from sispin.scan import CallSite, scan_paths
-from sispin.urls import redact_text
+from sispin.urls import redact_text, same_repository
 
 #: the arguments a report shows beside url and commit, in the job's parameter order
 _SHOWN_ARGUMENTS = tuple(name for name, _ in PARAMETERS if name not in ("url", "commit"))
@@ -39,8 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="find hand-written CloneGitRepositoryJob pins and move them into pin.toml",
         description="Scan Python files (statically: nothing is executed) for CloneGitRepositoryJob calls, report "
         "each with its arguments and risks, and propose [repos.*] and the pins of set NAME. --write adds them to "
-        "pin.toml without touching existing entries. Exit 1 when a call cannot be adopted without changing its "
-        "job id, or a proposal conflicts with pin.toml.",
+        "pin.toml without touching existing entries. Exit 1 when a call is blocked (it cannot be adopted with "
+        "the same job id); notes alone (what adopting implies) exit 0.",
     )
     parser.add_argument("paths", metavar="PATH", nargs="+", type=Path, help="Python files or directories")
     parser.add_argument("--set", dest="set_name", metavar="NAME", help="the set that pins the found commits")
@@ -60,7 +60,7 @@ def import_pins(paths: Sequence[Path], *, set_name: Optional[str], write: bool, 
     :param set_name: the set to propose (and write) pins for
     :param write: add the proposal to pin.toml
     :param as_json: print JSON instead of text
-    :return: exit code: 0, or 1 when some call cannot be adopted or conflicts
+    :return: exit code: 0 (also with notes), or 1 when some call is blocked
     :raises SisyphusError: when job ids could not be computed (after the report; nothing is written)
     """
     if write and not set_name:
@@ -100,8 +100,12 @@ def import_pins(paths: Sequence[Path], *, set_name: Optional[str], write: bool, 
     return 1 if adoption.problems else 0
 
 
-def _site_record(site: CallSite) -> Dict[str, Any]:
+def _site_record(site: CallSite, proposal: Proposal, index: int) -> Dict[str, Any]:
     return {
+        "status": status_of(proposal, index),
+        "reasons": [
+            {"kind": r.kind, "message": r.message, "blocks": r.blocks} for r in proposal.reasons.get(index, [])
+        ],
         "file": site.file,
         "line": site.line,
         "url": site.url,
@@ -110,6 +114,7 @@ def _site_record(site: CallSite) -> Dict[str, Any]:
         "checkout_folder_name": site.arguments.get("checkout_folder_name"),
         "other_kwargs": {k: v for k, v in site.arguments.items() if k in PIN_KWARGS and k != "branch"},
         "not_literal": site.expressions,
+        "helper": site.helper,
         "risks": site.risks,
     }
 
@@ -118,9 +123,9 @@ def _json_report(sites: List[CallSite], warnings: List[str], adoption: Adoption)
     proposal, ids = adoption.proposal, adoption.ids
     records = []
     for index, site in enumerate(sites):
-        record = _site_record(site)
+        record = _site_record(site, proposal, index)
         repo = proposal.repo_of_site.get(index)
-        record["replacement"] = f'exp.repo("{repo}")' if repo else None
+        record["replacement"] = (f'exp.commit("{repo}")' if site.helper else f'exp.repo("{repo}")') if repo else None
         record["job_id"] = ids[index][0] if index in ids else None
         record["replacement_job_id"] = ids[index][1] if index in ids else None
         records.append(record)
@@ -128,9 +133,27 @@ def _json_report(sites: List[CallSite], warnings: List[str], adoption: Adoption)
         "call_sites": records,
         "repos": proposal.repos,
         "pins": proposal.pins,
+        "by_file": _by_file(sites, proposal),
         "problems": adoption.problems,
+        "notes": adoption.notes,
         "warnings": warnings,
     }
+
+
+def _by_file(sites: List[CallSite], proposal: Proposal) -> Dict[str, List[str]]:
+    """:return: file -> the entries its adopted calls use, in file order"""
+    used: Dict[str, List[str]] = {}
+    for index, site in enumerate(sites):
+        repo = proposal.repo_of_site.get(index)
+        if repo is not None and repo not in used.setdefault(site.file, []):
+            used[site.file].append(repo)
+    return {file: repos for file, repos in used.items() if repos}
+
+
+def _several_entries(proposal: Proposal) -> bool:
+    """Whether the proposal has more than one entry of a repository (its URL up to spelling)."""
+    urls = [table["url"] for table in proposal.repos.values()]
+    return any(same_repository(a, b) for i, a in enumerate(urls) for b in urls[i + 1 :])
 
 
 def _count(number: int, noun: str) -> str:
@@ -159,6 +182,8 @@ def _report_lines(sites: List[CallSite], warnings: List[str], adoption: Adoption
             if site.arguments.get(key) is not None:
                 described.append(f"{key}={site.arguments[key]!r}")
         lines.append(f"\n{site.where}  {'  '.join(described)}")
+        if site.helper:
+            lines.append(f"    through helper {site.helper}")
         for risk in site.risks:
             lines.append(f"    risk: {risk}")
         repo = proposal.repo_of_site.get(index)
@@ -167,7 +192,11 @@ def _report_lines(sites: List[CallSite], warnings: List[str], adoption: Adoption
             if index in ids:
                 old, new = ids[index]
                 verdict = f"  (same job id {old})" if old == new else f"  (JOB ID DIFFERS: {old} -> {new})"
-            lines.append(f'    replace with: experiment_set("{set_name}").repo("{repo}"){verdict}')
+            if site.helper:
+                replacement = f'pass experiment_set("{set_name}").commit("{repo}") as the commit'
+            else:
+                replacement = f'replace with: experiment_set("{set_name}").repo("{repo}")'
+            lines.append(f"    {replacement}{verdict}")
     if proposal.repos or proposal.pins:
         document = tomlkit.document()
         add_to_document(document, proposal, set_name)
@@ -175,6 +204,13 @@ def _report_lines(sites: List[CallSite], warnings: List[str], adoption: Adoption
         lines.append(tomlkit.dumps(document).strip())
     for warning in warnings:
         lines.append(f"warning: {warning}")
+    by_file = _by_file(sites, proposal)
+    if _several_entries(proposal) and len(by_file) > 1:
+        # one set may pin several commits of a repository; splitting by file is the other way, and often clearer
+        lines.append("\nentries each file uses (to make one set per file instead: pin import FILE --set NAME):")
+        lines += [f"    {file}: {', '.join(repos)}" for file, repos in by_file.items()]
+    for note in adoption.notes:
+        lines.append(f"note: {note}")
     for problem in adoption.problems:
         lines.append(f"problem: {problem}")
     return lines

@@ -24,6 +24,7 @@ _COMMANDS = (
     ("sync", "sync"),
     ("upgrade", "upgrade"),
     ("new", "new"),
+    ("configs", "configs"),
     ("status", "status"),
     ("snapshot", "snapshot"),
     ("check", "check"),

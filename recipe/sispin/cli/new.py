@@ -1,9 +1,10 @@
 """
-``pin new SET [--from OTHER] [--configs PATH ...]``: start an experiment set from the newest commits.
+``pin new SET [--from OTHER] [--configs PATH ...] [--config PATH]``: start an experiment set from the newest commits.
 
 Without ``--from`` the set pins every repository of ``[repos]``; with it, the repositories OTHER pins (keeping
 OTHER's extra CloneGitRepositoryJob arguments), each moved to the head of its branch. Existing sets never move. When
 the set's graph can be built (Sisyphus, configs), its outputs go into pin.snapshot.toml together with the lock.
+``--config PATH`` writes a starter config that uses ``experiment_set(SET)`` (never over an existing file).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 __all__ = ["add_parser", "run", "new_set"]
 
 import argparse
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import tomlkit
@@ -25,6 +27,9 @@ from sispin.lockfile import Lockfile, Pin, display_path, find_lockfile, parse_lo
 from sispin.snapshot import edit_lock_and_snapshot, snapshot_path
 from sispin.store import Store
 
+#: a starter config is never written over a file
+_EXISTS = "--config {}: the file exists; refusing to overwrite it (list it with --configs)"
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
@@ -37,25 +42,46 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("set", metavar="SET", help="name of the new set")
     parser.add_argument("--from", dest="from_set", metavar="OTHER", help="pin the repositories that set OTHER pins")
     parser.add_argument(
-        "--configs", metavar="PATH", nargs="+", default=[], help="Sisyphus config files of the set (setup-relative)"
+        "--configs",
+        metavar="PATH",
+        nargs="+",
+        default=[],
+        help="existing Sisyphus config files of the set (setup-relative)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="write a starter config at PATH that uses experiment_set(SET), and list it in the set's configs",
     )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """:param args: parsed command line"""
-    return new_set(find_lockfile(), args.set, from_set=args.from_set, configs=args.configs, store=Store())
+    return new_set(
+        find_lockfile(), args.set, from_set=args.from_set, configs=args.configs, store=Store(), starter=args.config
+    )
 
 
-def new_set(path: Path, name: str, *, from_set: Optional[str], configs: Sequence[str], store: Store) -> int:
+def new_set(
+    path: Path,
+    name: str,
+    *,
+    from_set: Optional[str],
+    configs: Sequence[str],
+    store: Store,
+    starter: Optional[str] = None,
+) -> int:
     """
     :param path: the pin.toml
     :param name: the new set's name
     :param from_set: take the repositories (and their extra job arguments) from this set; None for all repositories
-    :param configs: the new set's config files
+    :param configs: the new set's config files; each must exist
     :param store: the mirrors to resolve branch heads in (fetched first)
+    :param starter: write a starter config here (setup-relative; must not exist) and add it to the configs
     :return: exit code
     :raises ConcurrentChangeError: when another process added a set of that name meanwhile
+    :raises UsageError: when a config of ``configs`` does not exist, or the starter's file does
     """
     text = read_lockfile_text(path)
     lockfile = parse_lockfile(text, path)
@@ -63,6 +89,16 @@ def new_set(path: Path, name: str, *, from_set: Optional[str], configs: Sequence
         raise UsageError(f"{name!r} is not a valid set name (letters, digits, '_', '.', '-')")
     if name in lockfile.sets:
         raise NameConflictError(f"{display_path(lockfile.path)}: experiment set {name!r} already exists")
+    configs = list(configs) + ([starter] if starter is not None and starter not in configs else [])
+    # a path that is not a clean relative one is refused by the lock's own validation below, naming the field
+    for config in configs:
+        exists = os.path.lexists(lockfile.root / config)
+        if config == starter and exists:
+            raise UsageError(_EXISTS.format(config))
+        if config != starter and not exists and _clean_relative(config):
+            raise UsageError(
+                f"--configs {config}: no such file (write it first, or let --config {config} write a starter)"
+            )
     check_writable(path)  # say it before fetching, not after
     if from_set is not None:
         template = lockfile.get_set(from_set).pins
@@ -90,13 +126,22 @@ def new_set(path: Path, name: str, *, from_set: Optional[str], configs: Sequence
             table[repo] = toml_pin(Pin(repo, heads[repo], kwargs).value)
         append_table(document, "sets", name, table)
 
-    graph, not_recorded = _new_graph(lockfile, text, name, add)
-    if graph is None:
-        edit_lockfile(path, add)
-    else:
-        edit_lock_and_snapshot(path, add, [graph])
+    parse_lockfile(_with_set(text, lockfile, add), path)  # a bad config path fails here, before any file is written
+    written = _write_starter(lockfile.root, starter, name, list(pins)) if starter is not None else None
+    try:
+        graph, not_recorded = _new_graph(lockfile, text, name, add)
+        if graph is None:
+            edit_lockfile(path, add)
+        else:
+            edit_lock_and_snapshot(path, add, [graph])
+    except BaseException:
+        if written is not None:
+            written.unlink()  # the set was not added: its starter config would belong to nothing
+        raise
     width = max((len(repo) for repo in heads), default=0)
     print(f"{display_path(path)}: new set {name!r}" + (f" from {from_set!r}" if from_set else ""))
+    if written is not None:
+        print(f"{starter}: starter config written (it uses experiment_set({name!r}); build the set's graph in py())")
     for repo, sha in heads.items():
         branch = lockfile.get_repo(repo).branch or "default branch"
         print(f"{repo:<{width}}  {sha[:7]}  ({branch} head)")
@@ -116,10 +161,54 @@ def _new_graph(
 
     :return: the graph, or None and why it cannot be built (e.g. no Sisyphus, or its configs do not exist yet)
     """
-    document = tomlkit.parse(text)
-    add(lockfile, document)
-    candidate_text = tomlkit.dumps(document)
+    candidate_text = _with_set(text, lockfile, add)
     try:
         return load_graph(parse_lockfile(candidate_text, lockfile.path), name, lock_text=candidate_text), ""
     except SisyphusError as exc:
         return None, str(exc)
+
+
+def _with_set(text: str, lockfile: Lockfile, add: Callable[[Lockfile, tomlkit.TOMLDocument], None]) -> str:
+    """:return: the text of pin.toml as it will be with the new set"""
+    document = tomlkit.parse(text)
+    add(lockfile, document)
+    return tomlkit.dumps(document)
+
+
+def _clean_relative(config: str) -> bool:
+    """Whether the lock's validation accepts the path; if not, it names the field, which says more than "no file"."""
+    path = PurePosixPath(config)
+    return not config.startswith(("/", "\\", "~")) and ".." not in path.parts and bool(path.parts)
+
+
+def _write_starter(root: Path, config: str, name: str, repos: Sequence[str]) -> Path:
+    """
+    Write a minimal Sisyphus config of set ``name``: it registers the pinned checkout of each repository as an
+    output, so that the set has a graph (and a snapshot) from the start.
+
+    :param root: the setup root
+    :param config: setup-relative path of the new file (must not exist)
+    :param name: the set's name
+    :param repos: the repositories the set pins
+    :return: the file written
+    :raises UsageError: when the file exists (it is never overwritten)
+    """
+    target = root / config
+    # names are letters, digits, "_", "." and "-": double quotes need no escaping, and are what black writes
+    outputs = "".join(f'    tk.register_output("{name}/{repo}", exp.repo("{repo}"))\n' for repo in repos)
+    content = (
+        f'"""\nSisyphus config of experiment set {name!r} (a starter written by `pin new`).\n\n'
+        f"Its repositories are pinned in pin.toml ([sets.{name}]): exp.repo(NAME) is the CloneGitRepositoryJob output "
+        f'at the\npinned commit, so the commit is part of every job hash that uses it.\n"""\n\n'
+        "from sisyphus import tk\n\nfrom sispin import experiment_set\n\n\n"
+        "def py():\n"
+        f'    """Sisyphus entry point: build the graph of set {name!r} and register its outputs."""\n'
+        f'    exp = experiment_set("{name}")\n' + (outputs or "    # e.g. tk.register_output(..., exp.repo(NAME))\n")
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(target, "x", encoding="utf-8") as handle:  # "x": a file made meanwhile is not overwritten either
+            handle.write(content)
+    except FileExistsError:
+        raise UsageError(_EXISTS.format(config)) from None
+    return target

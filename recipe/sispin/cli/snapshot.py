@@ -6,7 +6,7 @@ Each set's configs are loaded by real Sisyphus in a subprocess; no job runs and 
 
 from __future__ import annotations
 
-__all__ = ["add_parser", "run", "snapshot"]
+__all__ = ["add_parser", "run", "snapshot", "skipped_line"]
 
 import argparse
 from pathlib import Path
@@ -45,7 +45,12 @@ def snapshot(path: Path, set_names: Sequence[str]) -> int:
     :return: exit code
     """
     lockfile = load_lockfile(path)
-    names = [spec.name for spec in lockfile.select_sets(set_names)]
+    specs = lockfile.select_sets(set_names)
+    # a set without configs has no graph yet (just created): said once, and no failure of the sets that have one
+    for spec in specs:
+        if not spec.configs:
+            print(skipped_line(spec.name))
+    names = [spec.name for spec in specs if spec.configs]
     target = snapshot_path(lockfile.path)
     before = read_snapshot(target)
     graphs = [load_graph(lockfile, name) for name in names]
@@ -68,3 +73,11 @@ def snapshot(path: Path, set_names: Sequence[str]) -> int:
         print(f"{graph.set_name}: {len(graph.outputs)} outputs, {len(graph.jobs)} jobs ({news})")
     print(f"{display_path(target)}: {'written' if written else 'unchanged'}")
     return 0
+
+
+def skipped_line(name: str) -> str:
+    """
+    :param name: a set whose ``configs`` is empty
+    :return: the line `pin snapshot` and `pin check` print instead of loading its graph
+    """
+    return f"sets.{name}: skipped (no configs: add one with `pin configs {name} --add PATH`)"

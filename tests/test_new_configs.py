@@ -1,0 +1,138 @@
+"""New sets and their configs: sets without configs are skipped, starter configs, `pin configs` (issue 16, point 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import git_commit, make_setup, sisyphus_entry
+from sispin.cli.main import main
+from sispin.lockfile import load_lockfile
+from sispin.snapshot import read_snapshot
+
+CONFIG = """\
+from sisyphus import tk
+
+from sispin import experiment_set
+
+
+def py():
+    tk.register_output("exp/rc", experiment_set("exp").repo("rc"))
+"""
+
+
+@pytest.fixture
+def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
+    remote = make_repo("rc")
+    head = git_commit(remote, {"__init__.py": "VERSION = 1\n"})
+    lock = (
+        "version = 1\n\n"
+        f'[repos.rc]\nurl = "file://{remote}"\nbranch = "main"\n\n'
+        f'[sets.exp]\nconfigs = ["config/exp.py"]  # the first set\nrc = "{head}"\n\n'
+        f'[sets.empty]\nconfigs = []\nrc = "{head}"\n\n' + sisyphus_entry(real_sisyphus)
+    )
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"exp.py": CONFIG})
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    return root
+
+
+def test_a_set_without_configs_is_skipped_by_snapshot_and_check(setup, capsys):
+    assert main(["snapshot"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "sets.empty: skipped (no configs: add one with `pin configs empty --add PATH`)",
+        "exp: 1 outputs, 1 jobs (new in the snapshot)",
+        "pin.snapshot.toml: written",
+    ]
+    assert main(["check", "--offline"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "sets.empty: skipped (no configs: add one with `pin configs empty --add PATH`)",
+        "pin check: ok (1 set, 1 outputs, 1 skipped)",
+    ]
+    assert main(["check", "--offline", "--json"]) == 0
+    assert '"skipped": [\n    "empty"\n  ]' in capsys.readouterr().out
+
+
+def test_new_with_a_starter_config_builds_and_records_its_graph(setup, capsys):
+    assert main(["new", "exp3", "--config", "config/exp3.py"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "config/exp3.py: starter config written (it uses experiment_set('exp3'); build the set's graph in py())" in out
+    )
+    assert "pin.snapshot.toml: recorded sets.exp3 (1 outputs)" in out
+    starter = (setup / "config" / "exp3.py").read_text()
+    assert 'exp = experiment_set("exp3")' in starter
+    assert load_lockfile(setup / "pin.toml").get_set("exp3").configs == ("config/exp3.py",)
+    assert list(read_snapshot(setup / "pin.snapshot.toml")["exp3"]) == ["exp3/rc"]
+    assert main(["check", "--offline", "exp3"]) == 0
+
+
+def test_new_refuses_to_overwrite_a_config_and_to_list_a_missing_one(setup, capsys):
+    before = (setup / "pin.toml").read_text()
+    assert main(["new", "x", "--config", "config/exp.py"]) == 2
+    assert "--config config/exp.py: the file exists; refusing to overwrite it" in capsys.readouterr().err
+    assert main(["new", "x", "--configs", "config/x.py"]) == 2
+    assert "--configs config/x.py: no such file (write it first, or let --config config/x.py write a starter)" in (
+        capsys.readouterr().err
+    )
+    assert (setup / "config" / "exp.py").read_text() == CONFIG
+    assert (setup / "pin.toml").read_text() == before
+
+
+def test_a_starter_is_removed_when_the_set_is_not_added(setup, capsys):
+    assert main(["new", "exp", "--config", "config/again.py"]) == 4  # the set exists
+    assert not (setup / "config" / "again.py").exists()
+    assert main(["new", "y", "--config", "/abs/y.py"]) == 3
+    assert "sets.y.configs: config path '/abs/y.py' must be relative" in capsys.readouterr().err
+
+
+def test_pin_configs_adds_and_removes_keeping_the_file(setup, capsys):
+    (setup / "config" / "more.py").write_text(CONFIG)
+    before = (setup / "pin.toml").read_text()
+    assert main(["configs", "empty", "--add", "config/exp.py", "config/more.py"]) == 0
+    assert capsys.readouterr().out == "pin.toml: sets.empty.configs = ['config/exp.py', 'config/more.py']\n"
+    after = (setup / "pin.toml").read_text()
+    assert after == before.replace(
+        "[sets.empty]\nconfigs = []", '[sets.empty]\nconfigs = ["config/exp.py", "config/more.py"]'
+    )
+    assert main(["configs", "exp", "--remove", "config/exp.py"]) == 0
+    assert "configs = []  # the first set\n" in (setup / "pin.toml").read_text(), "the comment stays"
+    assert main(["configs", "empty"]) == 0
+    assert capsys.readouterr().out.splitlines()[-2:] == ["config/exp.py", "config/more.py"]
+
+
+def test_pin_configs_adds_the_key_to_a_set_without_it(setup):
+    (setup / "pin.toml").write_text(
+        (setup / "pin.toml").read_text().replace("[sets.empty]\nconfigs = []\n", "[sets.empty]\n")
+    )
+    assert main(["configs", "empty", "--add", "config/exp.py"]) == 0
+    assert load_lockfile(setup / "pin.toml").get_set("empty").configs == ("config/exp.py",)
+
+
+def test_pin_configs_removes_from_a_multi_line_array(setup):
+    path = setup / "pin.toml"
+    path.write_text(
+        path.read_text().replace(
+            'configs = ["config/exp.py"]  # the first set',
+            'configs = [\n  "config/exp.py",  # old\n  "config/b.py",\n]',
+        )
+    )
+    assert main(["configs", "exp", "--remove", "config/exp.py"]) == 0
+    assert 'configs = [\n  "config/b.py",\n]\n' in path.read_text()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["configs", "exp", "--add", "config/nope.py"], "--add config/nope.py: no such file"),
+        (["configs", "exp", "--add", "config/exp.py"], "--add config/exp.py: already listed in sets.exp.configs"),
+        (
+            ["configs", "exp", "--remove", "config/b.py"],
+            "--remove config/b.py: not in sets.exp.configs (config/exp.py)",
+        ),
+    ],
+)
+def test_pin_configs_refuses(setup, capsys, argv, message):
+    before = (setup / "pin.toml").read_text()
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert (setup / "pin.toml").read_text() == before
