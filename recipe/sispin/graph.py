@@ -11,7 +11,7 @@ setup never lends that setup's recipe code.
 
 from __future__ import annotations
 
-__all__ = ["Output", "Clone", "Escape", "SetGraph", "find_sisyphus", "load_graph", "run_probe"]
+__all__ = ["Output", "Clone", "Escape", "SetGraph", "find_sisyphus", "load_graph", "run_probe", "outputs_using", "uses"]
 
 import json
 import os
@@ -20,7 +20,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.errors import SisyphusError
 from sispin.explain import Arg, JobRecord
@@ -157,7 +157,7 @@ def load_graph(
         jobs=dict(report["jobs"]),
         clones=tuple(Clone(c["job"], c["url"], c["commit"], c["hash_overwrite"]) for c in report["clones"]),
         escapes=tuple(
-            Escape(e["job"], e["argument"], e["clone"], e["hash_overwrite"], tuple(e["outputs"]))
+            Escape(e["job"], e["argument"], e["clone"], e["hash_overwrite"], outputs_using(report, e["job"]))
             for e in report["escapes"]
         ),
         records={
@@ -170,6 +170,26 @@ def load_graph(
         },
         inputs={job: tuple(ids) for job, ids in report["inputs"].items()},
     )
+
+
+def outputs_using(report: Dict[str, Any], job: str) -> Tuple[str, ...]:
+    """:return: the registered outputs of a probe's graph whose job is job or uses it, directly or through others"""
+    return tuple(
+        sorted(name for name, o in report["outputs"].items() if o["job"] and uses(report["inputs"], o["job"], job))
+    )
+
+
+def uses(inputs: Mapping[str, Sequence[str]], job: str, dependency: str) -> bool:
+    """:return: whether job is dependency or uses its outputs, directly or through other jobs"""
+    seen, stack = set(), [job]
+    while stack:
+        current = stack.pop()
+        if current == dependency:
+            return True
+        if current not in seen:
+            seen.add(current)
+            stack.extend(inputs.get(current, ()))
+    return False
 
 
 def run_probe(lockfile: Lockfile, arguments: List[str], what: str, lock_text: Optional[str] = None) -> Any:

@@ -13,7 +13,7 @@ __all__ = ["overwrite_problems", "off_lock_problems", "commit_blind_problems", "
 
 from typing import Dict, List, Optional
 
-from sispin.graph import Clone, SetGraph, load_graph
+from sispin.graph import Clone, SetGraph, load_graph, uses
 from sispin.lockfile import Lockfile, is_full_sha
 from sispin.urls import same_repository
 
@@ -127,27 +127,13 @@ def commit_blind_problems(lockfile: Lockfile, graph: SetGraph, moved: SetGraph) 
     for job in first:
         through = sorted(used for used in graph.inputs.get(job, ()) if used in depends or used in pinned)
         via = ", ".join(_describe(lockfile, clones.get(used), used) for used in through)
-        outputs = sorted(
-            name for name, output in graph.outputs.items() if output.job == job or _uses(output.job, job, graph)
-        )
+        outputs = sorted(name for name, output in graph.outputs.items() if uses(graph.inputs, output.job, job))
         problems.append(
             f"sets.{graph.set_name}: {job} (outputs: {', '.join(outputs) or 'none registered'}) uses {via} but keeps "
             "its id when the pinned commit moves: something between hides the commit from its hash (a hash_overwrite, "
             "an object with its own _sis_hash, a job's own hash(), an argument it does not hash)"
         )
     return problems
-
-
-def _uses(job: str, dependency: str, graph: SetGraph) -> bool:
-    seen, stack = set(), [job]
-    while stack:
-        current = stack.pop()
-        if current == dependency:
-            return True
-        if current not in seen:
-            seen.add(current)
-            stack.extend(graph.inputs.get(current, ()))
-    return False
 
 
 def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:

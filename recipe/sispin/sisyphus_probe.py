@@ -50,7 +50,7 @@ def describe(config_files: List[str], moved_pins: bool = False) -> Dict[str, Any
     :param moved_pins: build every pinned clone job at another commit (``exp.repo()`` only; checkouts and imports in
         the manager keep the real one), to see which jobs' ids follow the commit
     :return: {"outputs": {name: {"job", "path"}}, "jobs": {job id: finished}, "clones": [{"job", "url", "commit",
-        "branch", "hash_overwrite"}], "escapes": [{"job", "argument", "clone", "hash_overwrite", "outputs"}],
+        "branch", "hash_overwrite"}], "escapes": [{"job", "argument", "clone", "hash_overwrite"}],
         "records": {job id: {"args": {argument path: [digest, value or None, input job id or None]},
         "custom_hash": bool}}, "inputs": {job id: [ids of the jobs whose outputs it uses]}}
     """
@@ -111,10 +111,6 @@ def describe(config_files: List[str], moved_pins: bool = False) -> Dict[str, Any
                         "hash_overwrite": shown_overwrite(path.hash_overwrite),
                     }
                 )
-    for escape in escapes:
-        escape["outputs"] = sorted(
-            name for name, output in outputs.items() if _depends_on(output["job"], escape["job"], inputs)
-        )
     return {
         "outputs": outputs,
         "jobs": jobs,
@@ -233,19 +229,6 @@ def _leaf(value: Any) -> Tuple[str, Any]:
         return "{" + ", ".join(sorted(_stable_repr(item) for item in value)) + "}", None
     # anything else (a cut container, bytes, an enum...): Sisyphus's own bytes, shown as a type and digest
     return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>", None
-
-
-def _depends_on(job: Any, dependency: str, inputs: Dict[str, Set[str]]) -> bool:
-    seen: Set[str] = set()
-    stack = [job] if job else []
-    while stack:
-        current = stack.pop()
-        if current == dependency:
-            return True
-        if current not in seen:
-            seen.add(current)
-            stack.extend(inputs.get(current, ()))
-    return False
 
 
 def _hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:
