@@ -12,6 +12,17 @@ import pytest
 from conftest import git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 
+#: a job that hashes whatever it is given, for both configs below (the braces of the configs' own code are doubled)
+USE = """\
+class Use(Job):
+    def __init__(self, thing):
+        self.thing = thing
+        self.out = self.output_path("out")
+
+    def tasks(self):
+        yield Task("run")
+"""
+
 CONFIG = """\
 from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
 from sisyphus import Job, Task, tk
@@ -21,14 +32,7 @@ from sispin import experiment_set
 HIDE = {hide}
 
 
-class Use(Job):
-    def __init__(self, thing):
-        self.thing = thing
-        self.out = self.output_path("out")
-
-    def tasks(self):
-        yield Task("run")
-
+{use}
 
 class Fixed:
     def __init__(self, path):
@@ -81,7 +85,7 @@ def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
             f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.s]\nconfigs = ["config/s.py"]\n'
             f'rc = "{commit}"\n\n' + sisyphus_entry(real_sisyphus)
         )
-        root = make_setup(tmp_path / f"setup-{hide}", lock, real_sisyphus, {"s.py": CONFIG.format(hide=hide)})
+        root = make_setup(tmp_path / f"setup-{hide}", lock, real_sisyphus, {"s.py": CONFIG.format(hide=hide, use=USE)})
         monkeypatch.chdir(root)
         monkeypatch.delenv("PIN_LOCK", raising=False)
         return root
@@ -117,14 +121,7 @@ class Key:
         self.number = number
 
 
-class Use(Job):
-    def __init__(self, thing):
-        self.thing = thing
-        self.out = self.output_path("out")
-
-    def tasks(self):
-        yield Task("run")
-
+{use}
 
 def py():
     tk.register_output("k/x", Use({{Key(1): "a", Key(2): "{value}"}}).out)
@@ -135,7 +132,7 @@ def test_objects_named_by_their_address_are_explained_the_same_in_every_process(
     real_sisyphus, tmp_path, monkeypatch, capsys
 ):
     lock = 'version = 1\n\n[sets.k]\nconfigs = ["config/k.py"]\n\n' + sisyphus_entry(real_sisyphus)
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"k.py": KEYED.format(value="b")})
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"k.py": KEYED.format(value="b", use=USE)})
     monkeypatch.chdir(root)
     monkeypatch.delenv("PIN_LOCK", raising=False)
     assert main(["snapshot"]) == 0
@@ -143,7 +140,7 @@ def test_objects_named_by_their_address_are_explained_the_same_in_every_process(
     assert "0x" not in first
     assert main(["snapshot"]) == 0
     assert (root / "pin.snapshot.toml").read_text() == first, "another process, the same snapshot"
-    (root / "config" / "k.py").write_text(KEYED.format(value="c"))
+    (root / "config" / "k.py").write_text(KEYED.format(value="c", use=USE))
     capsys.readouterr()
     assert main(["explain"]) == 1
     because = [line for line in capsys.readouterr().out.splitlines() if "because" in line]
