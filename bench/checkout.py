@@ -91,8 +91,8 @@ class _Checkouts:
 
 def bench_checkout(work: Path, commits: int = 12000, files: int = 600, runs: int = 3) -> List[Result]:
     """Every row of this module: cold and warm store against the plain ways, disk, another filesystem."""
+    from sispin.git.store import Store
     from sispin.settings_hook import use_store_mirrors
-    from sispin.store import Store
 
     remote = work / "remote" / "big"
     remote.parent.mkdir(parents=True)

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
-from sispin.snapshot import read_snapshot
+from sispin.graph.snapshot import read_snapshot
 
 CONFIG = """\
 from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob

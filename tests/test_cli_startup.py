@@ -27,7 +27,8 @@ def test_a_command_imports_only_its_own_module():
         "import json, sys\n"
         "from sispin.cli.main import main\n"
         "main(['status', '--help'])\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('sispin.cli.', 'tomlkit', 'sispin.scan')))))"
+        "print(json.dumps(sorted(m for m in sys.modules\n"
+        "                        if m.startswith(('sispin.cli.', 'tomlkit', 'sispin.adopt.scan')))))"
     )
     environ = {**os.environ, "PYTHONPATH": str(RECIPE_DIR)}
     result = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)

@@ -20,10 +20,10 @@ import pytest
 
 from conftest import PROJECT_ROOT, _real_required, git, git_commit, make_setup, run_manager
 from sispin.cli.main import main
-from sispin.lockfile import load_lockfile
+from sispin.git.store import Store
+from sispin.lock.lockfile import load_lockfile
 from sispin.sets import ExperimentSet
 from sispin.settings_hook import use_store_mirrors
-from sispin.store import Store
 
 SLURM_TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "sacct", "scontrol")
 

@@ -18,9 +18,19 @@ from conftest import SISYPHUS_DIR, make_setup
 
 #: what the config path must leave alone: GitPython, tomlkit, filelock, and sispin's git, store, imports, writing
 #: and scanning modules
-#: (sispin.store itself is light: it loads GitPython and filelock only in the methods that lock or run git, and the
+#: (sispin.git.store itself is light: it loads GitPython and filelock only in the methods that lock or run git, and the
 #: settings hook asks it where the mirrors are)
-HEAVY = ("git", "tomlkit", "filelock", "sispin.git", "sispin.imports", "sispin.editing", "sispin.scan")
+HEAVY = (
+    "git",
+    "tomlkit",
+    "filelock",
+    "sispin.git.process",
+    "sispin.git.repo",
+    "sispin.git.history",
+    "sispin.imports",
+    "sispin.lock.editing",
+    "sispin.adopt.scan",
+)
 SHA = "f7ad63a588359543e7882db517a5eb7fd99ec670"
 LOCK = (
     'version = 1\n\n[repos.returnn_common]\nurl = "https://github.com/rwth-i6/returnn_common"\n'
@@ -60,7 +70,7 @@ def test_import_sispin_loads_nothing_heavy(tmp_path):
     code = (
         f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent.parent / 'recipe')!r}); import sispin\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('git', 'tomlkit', 'filelock', "
-        "'sisyphus', 'i6_core', 'tomllib', 'tomli') or m in HEAVY or m == 'sispin.lockfile')))"
+        "'sisyphus', 'i6_core', 'tomllib', 'tomli') or m in HEAVY or m == 'sispin.lock.lockfile')))"
     )
     assert loaded(tmp_path, code) == []
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import git_commit, make_setup, sisyphus_entry
+from sispin.adopt.scan import scan_source
 from sispin.cli.main import main
-from sispin.graph import load_graph
-from sispin.lockfile import load_lockfile
-from sispin.scan import scan_source
-from sispin.snapshot import read_snapshot
+from sispin.graph.build import load_graph
+from sispin.graph.snapshot import read_snapshot
+from sispin.lock.lockfile import load_lockfile
 
 # one config per set: every form a real setup uses to hide a clone's commit, each in its own output
 CONFIG = """\

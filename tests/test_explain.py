@@ -12,9 +12,9 @@ import pytest
 
 from conftest import git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
-from sispin.explain import explain_output
-from sispin.graph import load_graph
-from sispin.lockfile import load_lockfile
+from sispin.graph.build import load_graph
+from sispin.graph.explain import explain_output
+from sispin.lock.lockfile import load_lockfile
 
 CONFIG = """\
 from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob

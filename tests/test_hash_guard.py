@@ -11,7 +11,7 @@ import pytest
 
 from conftest import git_commit, make_setup, run_manager, sisyphus_entry
 from sispin.cli.main import main
-from sispin.snapshot import read_snapshot
+from sispin.graph.snapshot import read_snapshot
 
 CONFIG = """\
 from sisyphus import tk

@@ -8,9 +8,9 @@ import subprocess
 import pytest
 
 from conftest import RECIPE_DIR
+from sispin.adopt.scan import scan_paths, scan_source
 from sispin.cli.main import main
-from sispin.lockfile import load_lockfile
-from sispin.scan import scan_paths, scan_source
+from sispin.lock.lockfile import load_lockfile
 
 RC = "https://github.com/rwth-i6/returnn_common"
 SHA = "f7ad63a588359543e7882db517a5eb7fd99ec670"

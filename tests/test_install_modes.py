@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT_ROOT, git_commit, make_setup, run
-from sispin.snapshot import read_snapshot
+from sispin.graph.snapshot import read_snapshot
 
 CONFIG = """\
 import os

@@ -1,5 +1,5 @@
 """
-The config path's cache of validated lockfiles (sispin.lockcache): the same lockfile as a full validation gives, and
+The config path's cache of validated lockfiles (sispin.lock.cache): the same lockfile as a full validation gives, and
 never one the current rules would refuse: other bytes, other validating code, a damaged or foreign cache file all
 mean a full validation.
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import RECIPE_DIR, git
-from sispin import lockcache
 from sispin.errors import LockfileError
-from sispin.lockfile import load_lockfile
+from sispin.lock import cache as lockcache
+from sispin.lock.lockfile import load_lockfile
 
 SHA = "f7ad63a588359543e7882db517a5eb7fd99ec670"
 #: every part of the format: repos with and without branch and checkout, plain and table pins with every argument
@@ -89,15 +89,15 @@ def test_other_validating_code_validates_again(lock, tmp_path):
     # a copy of sispin whose rules refuse what the cache holds: a repository name with '-'
     package = tmp_path / "copy" / "sispin"
     shutil.copytree(RECIPE_DIR / "sispin", package, ignore=shutil.ignore_patterns("__pycache__"))
-    code = "import sys; from sispin import lockcache; print(lockcache.load_cached(sys.argv[1]).sets['demo'].name)"
+    code = "import sys; from sispin.lock import cache; print(cache.load_cached(sys.argv[1]).sets['demo'].name)"
     environ = {**os.environ, "PYTHONPATH": str(package.parent)}
     assert subprocess.run(
         [sys.executable, "-c", code, str(lock)], env=environ, capture_output=True, text=True, check=True
     ).stdout.split() == ["demo"]
-    source = (package / "lockfile.py").read_text()
+    source = (package / "lock" / "lockfile.py").read_text()
     stricter = source.replace('[A-Za-z0-9_.-]*")', '[A-Za-z0-9_.]*")', 1)
     assert stricter != source, "the name rule of lockfile.py is where this test expects it"
-    (package / "lockfile.py").write_text(stricter)
+    (package / "lock" / "lockfile.py").write_text(stricter)
     refused = subprocess.run([sys.executable, "-c", code, str(lock)], env=environ, capture_output=True, text=True)
     assert refused.returncode == 1
     assert "repos.'i6-models': names may use only letters" in refused.stderr
@@ -108,9 +108,9 @@ def test_without_the_validating_source_nothing_is_cached(lock, tmp_path):
     package = tmp_path / "copy" / "sispin"
     shutil.copytree(RECIPE_DIR / "sispin", package, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "compileall", "-q", "-b", str(package)], check=True)
-    for name in lockcache.VALIDATING_MODULES:
-        (package / name).unlink()
-    code = "import sys; from sispin import lockcache; print(sorted(lockcache.load_cached(sys.argv[1]).sets))"
+    for name in lockcache.validating_modules():
+        (package.parent / name).unlink()
+    code = "import sys; from sispin.lock import cache; print(sorted(cache.load_cached(sys.argv[1]).sets))"
     environ = {**os.environ, "PYTHONPATH": str(package.parent)}
     result = subprocess.run([sys.executable, "-c", code, str(lock)], env=environ, capture_output=True, text=True)
     assert result.stdout.strip() == "['demo', 'empty']", result.stderr

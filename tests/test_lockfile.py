@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from sispin.errors import LockfileError, UnknownNameError
-from sispin.lockfile import find_lockfile, load_lockfile, parse_lockfile
-from sispin.urls import check_url
+from sispin.lock.lockfile import find_lockfile, load_lockfile, parse_lockfile
+from sispin.lock.urls import check_url
 
 SHA_A = "f7ad63a588359543e7882db517a5eb7fd99ec670"
 SHA_B = "81d2a067f8a8b02cb714857d89f378e2e39a78f7"

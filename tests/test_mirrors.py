@@ -14,10 +14,10 @@ from pathlib import Path
 
 from conftest import git, git_commit, make_setup, run, run_manager
 from sispin.cli.main import main
-from sispin.lockfile import load_lockfile
+from sispin.git.store import Store
+from sispin.lock.lockfile import load_lockfile
 from sispin.sets import ExperimentSet
 from sispin.settings_hook import redirect_entries, store_redirects
-from sispin.store import Store
 
 
 def demo_setup(root: Path, remote: Path, pinned: str, sisyphus: Path) -> Path:

@@ -6,8 +6,8 @@ import pytest
 
 from conftest import git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
-from sispin.lockfile import load_lockfile
-from sispin.snapshot import read_snapshot
+from sispin.graph.snapshot import read_snapshot
+from sispin.lock.lockfile import load_lockfile
 
 CONFIG = """\
 from sisyphus import tk

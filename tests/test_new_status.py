@@ -12,8 +12,8 @@ import pytest
 
 from conftest import git, git_commit
 from sispin.cli.main import main
-from sispin.lockfile import load_lockfile, parse_lockfile
-from sispin.store import Store, default_store_dir
+from sispin.git.store import Store, default_store_dir
+from sispin.lock.lockfile import load_lockfile, parse_lockfile
 
 
 def test_new_set_pins_every_repo_at_its_head(history, capsys):
@@ -177,7 +177,7 @@ def test_status_console_script_runs(history):
 
 
 def test_pin_facts_agree_with_git_on_a_history_with_merges(make_repo):
-    from sispin import git as sispin_git
+    from sispin.git import history as sispin_git
 
     repo = make_repo("merges")
     base = git_commit(repo, {"a": "1"}, "base")

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from conftest import PROJECT_ROOT, _real_required, git, make_setup
-from sispin.snapshot import read_snapshot
+from sispin.graph.snapshot import read_snapshot
 
 SHIPPED = "ce19c45bc67d98cfd34ab5753c75089c50cfab62"  # the shipped pin of [sets.nn_demo]
 DOC_FIX = "fc6b41cd7a27e9ab33b514e4470ef820442c0ed8"  # "fix doc": nothing in the net changes

@@ -19,9 +19,10 @@ import pytest
 from slow_remote import SlowRemote
 
 from conftest import RECIPE_DIR, git, git_commit
-from sispin import git as sispin_git
 from sispin.cli.main import main
 from sispin.errors import GitError
+from sispin.git import process as sispin_git
+from sispin.git.repo import clone_at_commit
 
 #: the remote sends 25 kB every 0.25 s: a 400 kB repository below takes ~4 s, and git reports progress every second
 CHUNK, PAUSE = 25_000, 0.25
@@ -60,7 +61,7 @@ def test_a_slow_but_moving_clone_runs_past_the_inactivity_timeout(slow, remotes,
     monkeypatch.setattr(sispin_git, "INACTIVITY_TIMEOUT", 1.5)
     commit = git(remotes / "a", "rev-parse", "HEAD")
     started = time.monotonic()
-    sispin_git.clone_at_commit(slow.url("a"), commit, tmp_path / "a")
+    clone_at_commit(slow.url("a"), commit, tmp_path / "a")
     assert time.monotonic() - started > 2 * sispin_git.INACTIVITY_TIMEOUT, "the clone must outlast the time-out"
     assert git(tmp_path / "a", "rev-parse", "HEAD") == commit
 
@@ -69,7 +70,7 @@ def test_a_stalled_clone_is_stopped_after_the_inactivity_timeout(stalling, remot
     monkeypatch.setattr(sispin_git, "INACTIVITY_TIMEOUT", 1.0)
     started = time.monotonic()
     with pytest.raises(GitError, match=rf"cannot clone {stalling.url('a')}: no progress for 1 s \(git was stopped\)"):
-        sispin_git.clone_at_commit(stalling.url("a"), git(remotes / "a", "rev-parse", "HEAD"), tmp_path / "a")
+        clone_at_commit(stalling.url("a"), git(remotes / "a", "rev-parse", "HEAD"), tmp_path / "a")
     assert time.monotonic() - started < 15
     assert not list(tmp_path.glob("*a*")), "no checkout, no half-made clone beside it"
 

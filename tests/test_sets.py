@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sispin import lockcache, sets
+from sispin import sets
 from sispin.errors import HashOverwriteError, UnknownNameError
-from sispin.lockfile import load_lockfile, parse_lockfile
+from sispin.lock import cache as lockcache
+from sispin.lock.lockfile import load_lockfile, parse_lockfile
 from sispin.sets import ExperimentSet, experiment_set
 
 SHA_A = "f7ad63a588359543e7882db517a5eb7fd99ec670"

@@ -205,7 +205,7 @@ def test_a_killed_writer_leaves_the_old_file_and_no_stale_lock(history):
     # a writer killed while it holds the file lock, between reading and replacing the file
     code = (
         "import time, sys\n"
-        "from sispin.editing import edit_lockfile\n"
+        "from sispin.lock.editing import edit_lockfile\n"
         "def edit(current, doc):\n"
         "    doc['sets']['demo']['rc'] = 'f' * 40\n"
         "    print('editing', flush=True)\n"

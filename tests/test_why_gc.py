@@ -19,11 +19,11 @@ from filelock import FileLock
 
 from conftest import git_commit, make_setup, run_manager, sisyphus_entry
 from sispin.cli.main import main
-from sispin.lockfile import load_lockfile
-from sispin.registry import register_lockfile, registered_lockfiles
+from sispin.git.gc import sweep
+from sispin.git.registry import register_lockfile, registered_lockfiles
+from sispin.git.store import Store
+from sispin.lock.lockfile import load_lockfile
 from sispin.sets import ExperimentSet
-from sispin.store import Store
-from sispin.sweep import sweep
 
 
 class Shared:
@@ -322,7 +322,7 @@ def test_why_names_the_finished_jobs_and_outputs_in_work(
         for p in (root / "work").glob("i6_core/tools/git/CloneGitRepositoryJob.*")
     ]
     assert len(clone) == 1
-    from sispin.snapshot import read_snapshot
+    from sispin.graph.snapshot import read_snapshot
 
     ids = {name: output.job for name, output in read_snapshot(root / "pin.snapshot.toml")["exp"].items()}
 

@@ -5,9 +5,10 @@ Every error a user can cause is a :class:`PinError`; the CLI prints its message 
 ``exit_code``, and config code (Sisyphus) sees it as an ordinary exception with the same one-line message.
 """
 
-from typing import Optional
+from typing import Dict, Optional
 
 __all__ = [
+    "EXIT_CODES",
     "PinError",
     "UsageError",
     "LockfileError",
@@ -24,6 +25,26 @@ __all__ = [
     "PinnedImportError",
     "StoreError",
 ]
+
+
+#: every exit code of ``pin``, with what it means: ``pin --help`` lists them from here, and every error class below
+#: carries one of them
+EXIT_CODES: Dict[int, str] = {
+    0: "ok",
+    1: "a check found problems",
+    2: "bad command line",
+    3: "pin.toml or pin.snapshot.toml missing or invalid",
+    4: "unknown set or repository, or a new name that exists already",
+    5: "git failed (unreachable remote, unknown or ambiguous revision)",
+    6: "a checkout differs from pin.toml",
+    7: "a pinned commit hidden from a hash (hash_overwrite)",
+    8: "a move that needs --allow-downgrade, --allow-unrelated, --allow-unreachable or --accept-drift",
+    9: "the job graph cannot be built (no Sisyphus, a config fails)",
+    10: "a file or directory cannot be read or written",
+    11: "another process changed the same pins meanwhile (nothing written)",
+    70: "internal error (a bug: pin --debug shows the traceback)",
+    130: "interrupted",
+}
 
 
 class PinError(Exception):

@@ -1,12 +1,12 @@
 """
 The config-facing API: an experiment set's pinned repositories as Sisyphus paths, local checkouts and imports.
 
-With :mod:`sispin.sisyphus_probe` (which the core runs in a subprocess), this is the only module that touches
+With :mod:`sispin.graph.probe` (which the core runs in a subprocess), this is the only module that touches
 Sisyphus and i6_core, and only inside the methods that build jobs, so the lockfile, git and CLI code stay
 importable without them. What settings.py calls lives in :mod:`sispin.settings_hook`.
 
 This is the config path, which every Sisyphus manager runs (and every worker imports): the lockfile is loaded only
-when a set is asked for (validated once, then from :mod:`sispin.lockcache` while its bytes stay the same), and
+when a set is asked for (validated once, then from :mod:`sispin.lock.cache` while its bytes stay the same), and
 GitPython, filelock and the import machinery only when :meth:`ExperimentSet.checkout` or
 :meth:`ExperimentSet.imported` needs them.
 """
@@ -16,11 +16,10 @@ from __future__ import annotations
 __all__ = ["ExperimentSet", "experiment_set", "current_set", "shown_overwrite"]
 
 import contextlib
-import functools
 import sys
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple
 
-from sispin.clonejob import checkout_folder, job_kwargs
+from sispin.clonejob import checkout_folder, job_class, job_kwargs
 from sispin.errors import GitError, HashOverwriteError, UnknownNameError
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
@@ -30,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
     from sisyphus import tk
 
     from sispin.imports import PinnedImport
-    from sispin.lockfile import Lockfile
+    from sispin.lock.lockfile import Lockfile
 
 
 class ExperimentSet:
@@ -79,7 +78,7 @@ class ExperimentSet:
         """
         # built anew each call, like a hand-written call: Sisyphus returns its one job per id and also records
         # the job in any active tk.block
-        return _clone_job_class()(**self.clone_kwargs(repo))
+        return job_class()(**self.clone_kwargs(repo))
 
     def repo(self, repo: str) -> tk.Path:
         """
@@ -88,7 +87,7 @@ class ExperimentSet:
         :raises HashOverwriteError: when other code set ``hash_overwrite`` on that path (Sisyphus shares one job
             object per id), which would take the commit out of every dependent job's hash
         """
-        path = _clone_job_class()(**self.clone_kwargs(repo)).out_repository  # clone_job(), one call less
+        path = job_class()(**self.clone_kwargs(repo)).out_repository  # clone_job(), one call less
         if path.hash_overwrite is not None:
             raise HashOverwriteError(
                 f"experiment set {self.name!r}, repository {repo!r}: the checkout path of commit "
@@ -106,8 +105,8 @@ class ExperimentSet:
         :return: the checkout directory, named like the clone job's output (the repo's ``checkout``)
         :raises GitError: when the commit cannot be had
         """
-        from sispin.registry import register_lockfile
-        from sispin.store import Store  # GitPython and filelock: only for code that asks for a checkout
+        from sispin.git.registry import register_lockfile
+        from sispin.git.store import Store  # GitPython and filelock: only for code that asks for a checkout
 
         spec = self.lockfile.get_repo(repo)
         store = Store()
@@ -145,15 +144,6 @@ class ExperimentSet:
 _PINNED_IMPORTS: Dict[Path, PinnedImport] = {}
 
 
-@functools.cache
-def _clone_job_class() -> Type[CloneGitRepositoryJob]:
-    # imported on first use, then taken from the cache: an import statement in repo() would cost a manager ~0.6 us
-    # on every one of its thousands of calls
-    from i6_core.tools.git import CloneGitRepositoryJob
-
-    return CloneGitRepositoryJob
-
-
 #: what experiment_set() reads, once found: the lockfile, and the sets asked for so far (asking twice gives the
 #: same object)
 _found: Optional[Tuple[Lockfile, Dict[str, ExperimentSet]]] = None
@@ -183,8 +173,8 @@ def _find() -> Tuple[Lockfile, Dict[str, ExperimentSet]]:
     # ~4 us a call, a third of all that sispin adds to 1,000 clone jobs.
     if _found is None:
         # not imported with sispin: Sisyphus workers import it (settings.py) and never read the lockfile
-        from sispin.lockcache import load_cached
-        from sispin.lockfile import find_lockfile
+        from sispin.lock.cache import load_cached
+        from sispin.lock.lockfile import find_lockfile
 
         _found = (load_cached(find_lockfile()), {})
     return _found
@@ -203,7 +193,7 @@ def current_set() -> ExperimentSet:
 
     from sisyphus.loader import config_manager
 
-    from sispin.lockfile import display_path
+    from sispin.lock.lockfile import display_path
 
     config = config_manager.current_config
     caller = sys._getframe(1).f_code

@@ -22,9 +22,9 @@ import os
 from typing import Dict, List, Sequence, Tuple
 
 from sispin.errors import PinError
-from sispin.gitenv import missing_commits
-from sispin.lockfile import Lockfile, find_lockfile, load_lockfile
-from sispin.store import Store
+from sispin.git.env import missing_commits
+from sispin.git.store import Store
+from sispin.lock.lockfile import Lockfile, find_lockfile, load_lockfile
 
 #: set by the process that decided the redirects (to the lockfile it read), inherited by the processes below it
 REDIRECT_MARKER = "SISPIN_STORE_REDIRECTS"

@@ -17,15 +17,16 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
-from sispin import git
 from sispin.cli.snapshot import skipped_line
 from sispin.errors import LockfileError, PinError
-from sispin.explain import SetChanges, compare_set
-from sispin.graph import load_graph
-from sispin.guard import hidden_commit_problems, off_lock_problems
-from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
-from sispin.snapshot import read_records, read_snapshot, snapshot_path
-from sispin.store import Store
+from sispin.git.env import missing_commits
+from sispin.git.history import on_a_ref
+from sispin.git.store import Store
+from sispin.graph.build import load_graph
+from sispin.graph.explain import SetChanges, compare_set
+from sispin.graph.guard import hidden_commit_problems, off_lock_problems
+from sispin.graph.snapshot import read_records, read_snapshot, snapshot_path
+from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -186,11 +187,11 @@ def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> 
         except PinError as exc:
             problems += [f"{key}: {exc}" for key, _ in pins]
             continue
-        missing = set(git.missing_commits(mirror, sorted({commit for _, commit in pins})))
+        missing = set(missing_commits(mirror, sorted({commit for _, commit in pins})))
         for key, commit in pins:
             if commit in missing:
                 problems.append(f"{key}: commit {commit} does not exist in {url}, nor in the store")
-            elif not git.on_a_ref(mirror, commit):
+            elif not on_a_ref(mirror, commit):
                 problems.append(
                     f"{key}: commit {commit} is on no branch or tag of {url} any more (force-pushed away?); "
                     f"the store still has it in {mirror}"

@@ -16,10 +16,10 @@ from typing import Any, Sequence
 
 import tomlkit
 
-from sispin.editing import add_value, edit_lockfile
 from sispin.errors import ConcurrentChangeError, UsageError
-from sispin.files import write_atomically
-from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.lock.editing import add_value, edit_lockfile
+from sispin.lock.files import write_atomically
+from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from sispin.errors import UnknownNameError
-from sispin.explain import Explanation, JobRecord, explain_output, pin_moved, short_id, shown
-from sispin.graph import load_graph
-from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
-from sispin.snapshot import read_records, read_snapshot, snapshot_path
+from sispin.graph.build import JobRecord, load_graph
+from sispin.graph.explain import Explanation, explain_output, pin_moved, short_id, shown
+from sispin.graph.snapshot import read_records, read_snapshot, snapshot_path
+from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

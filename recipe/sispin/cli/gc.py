@@ -1,6 +1,6 @@
 """
 ``pin gc [--dry-run]``: remove the store checkouts that no lockfile the store serves pins, and say how much disk
-that frees (see :mod:`sispin.sweep`).
+that frees (see :mod:`sispin.git.gc`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import argparse
 from pathlib import Path
 
 from sispin.errors import StoreError
-from sispin.lockfile import find_lockfile, load_lockfile
-from sispin.store import Store
-from sispin.sweep import sweep
+from sispin.git.gc import sweep
+from sispin.git.store import Store
+from sispin.lock.lockfile import find_lockfile, load_lockfile
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

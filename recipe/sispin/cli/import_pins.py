@@ -19,14 +19,14 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import tomlkit
 
-from sispin.adopt import Adoption, Proposal, add_to_document, adopt, status_of
+from sispin.adopt.propose import Adoption, Proposal, add_to_document, adopt, status_of
+from sispin.adopt.scan import CallSite, scan_paths
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
-from sispin.editing import edit_lockfile
 from sispin.errors import LockfileError, SisyphusError, UsageError
-from sispin.files import check_writable
-from sispin.lockfile import LOCK_ENV, LOCKFILE_NAME, display_path, find_lockfile, load_lockfile, valid_name
-from sispin.scan import CallSite, scan_paths
-from sispin.urls import redact_text, same_repository
+from sispin.lock.editing import edit_lockfile
+from sispin.lock.files import check_writable
+from sispin.lock.lockfile import LOCK_ENV, LOCKFILE_NAME, display_path, find_lockfile, load_lockfile, valid_name
+from sispin.lock.urls import redact_text, same_repository
 
 #: the arguments a report shows beside url and commit, in the job's parameter order
 _SHOWN_ARGUMENTS = tuple(name for name, _ in PARAMETERS if name not in ("url", "commit"))

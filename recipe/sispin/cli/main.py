@@ -13,10 +13,11 @@ import importlib
 import sys
 from typing import Optional, Sequence
 
-from sispin import __version__, git
+from sispin import __version__
 from sispin.cli.progress import TerminalProgress
-from sispin.errors import FileSystemError, LockfileError, PinError
-from sispin.urls import redact_text
+from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError
+from sispin.git.env import progress_to
+from sispin.lock.urls import redact_text
 
 #: every command, as it is typed, and its module in sispin.cli; a run imports only the module of its command (each
 #: brings its own dependencies: tomlkit, the scanner, Sisyphus probes), all of them only to list them
@@ -34,17 +35,16 @@ _COMMANDS = (
     ("why", "why"),
     ("gc", "gc"),
 )
+#: the exit codes that are no PinError's
+INTERNAL_ERROR, INTERRUPTED = 70, 130
 #: the commands that clone or fetch, and so show git's progress on a terminal unless told --quiet
 _TRANSFERRING = ("sync", "upgrade", "new", "status", "check")
 
-_EPILOG = """\
-exit codes: 0 ok, 1 check failed, 2 usage, 3 invalid/missing pin.toml, 4 unknown or already existing
-set or repository, 5 git failure (unreachable remote, unknown revision), 6 checkout differs from pin.toml,
-7 hash_overwrite on a pinned path, 8 move refused (needs --allow-downgrade, --allow-unrelated, --allow-unreachable
-or --accept-drift), 9 job graph unavailable (no Sisyphus, or a config fails to load), 10 a file or directory cannot
-be read or written, 11 another process changed the same pins meanwhile (nothing written), 70 internal error,
-130 interrupted.
-The lockfile is $PIN_LOCK if set, else the nearest pin.toml in the working directory or above."""
+_EPILOG = (
+    "exit codes:\n"
+    + "".join(f"  {code:>3}  {meaning}\n" for code, meaning in EXIT_CODES.items())
+    + "The lockfile is $PIN_LOCK if set, else the nearest pin.toml in the working directory or above."
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -109,7 +109,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     shown = not getattr(args, "quiet", True) and sys.stderr.isatty()
     try:
         _repair_after_a_kill()
-        with git.progress_to(TerminalProgress(sys.stderr) if shown else None):
+        with progress_to(TerminalProgress(sys.stderr) if shown else None):
             return int(args.run(args))
     except PinError as exc:
         if args.debug and exc.details:
@@ -128,7 +128,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return FileSystemError.exit_code
     except KeyboardInterrupt:
         print("pin: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except Exception as exc:  # a bug or an unforeseen fault: still one line, the traceback on request
         if args.debug:
             raise
@@ -136,13 +136,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"pin: internal error: {type(exc).__name__}: {_one_line(str(exc))} (pin --debug shows the traceback)",
             file=sys.stderr,
         )
-        return 70
+        return INTERNAL_ERROR
 
 
 def _repair_after_a_kill() -> None:
     """Before any command: finish what a killed command left half done beside the lockfile (when there is one)."""
-    from sispin.lockfile import find_lockfile
-    from sispin.snapshot import complete_interrupted
+    from sispin.graph.snapshot import complete_interrupted
+    from sispin.lock.lockfile import find_lockfile
 
     try:
         path = find_lockfile()

@@ -18,14 +18,22 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import tomlkit
 
-from sispin import git
-from sispin.editing import append_table, edit_lockfile, toml_pin
 from sispin.errors import ConcurrentChangeError, NameConflictError, RevisionError, SisyphusError, UsageError
-from sispin.files import check_writable
-from sispin.graph import SetGraph, load_graph
-from sispin.lockfile import Lockfile, Pin, display_path, find_lockfile, parse_lockfile, read_lockfile_text, valid_name
-from sispin.snapshot import edit_lock_and_snapshot, snapshot_path
-from sispin.store import Store
+from sispin.git.history import branch_commit
+from sispin.git.store import Store
+from sispin.graph.build import SetGraph, load_graph
+from sispin.graph.snapshot import edit_lock_and_snapshot, snapshot_path
+from sispin.lock.editing import append_table, edit_lockfile, toml_pin
+from sispin.lock.files import check_writable
+from sispin.lock.lockfile import (
+    Lockfile,
+    Pin,
+    display_path,
+    find_lockfile,
+    parse_lockfile,
+    read_lockfile_text,
+    valid_name,
+)
 
 #: a starter config is never written over a file
 _EXISTS = "--config {}: the file exists; refusing to overwrite it (list it with --configs)"
@@ -110,7 +118,7 @@ def new_set(
     for repo in pins:
         spec = lockfile.get_repo(repo)
         try:
-            heads[repo] = git.branch_commit(store.fetch(spec.url), spec.branch)
+            heads[repo] = branch_commit(store.fetch(spec.url), spec.branch)
         except RevisionError as exc:
             raise RevisionError(f"repos.{repo} ({spec.url}): {exc}") from None
 

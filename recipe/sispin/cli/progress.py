@@ -11,7 +11,7 @@ __all__ = ["TerminalProgress"]
 import shutil
 from typing import TextIO
 
-from sispin.urls import name_from_url
+from sispin.lock.urls import name_from_url
 
 
 class TerminalProgress:

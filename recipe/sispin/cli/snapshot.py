@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Sequence
 
 from sispin.errors import HashOverwriteError
-from sispin.graph import load_graph
-from sispin.guard import hidden_commit_problems
-from sispin.lockfile import display_path, find_lockfile, load_lockfile
-from sispin.snapshot import compare_outputs, read_snapshot, snapshot_path, update_snapshot
+from sispin.graph.build import load_graph
+from sispin.graph.guard import hidden_commit_problems
+from sispin.graph.snapshot import compare_outputs, read_snapshot, snapshot_path, update_snapshot
+from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

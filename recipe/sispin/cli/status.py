@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from sispin import git
 from sispin.errors import GitError, RevisionError
-from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
-from sispin.store import Store
+from sispin.git.history import PinFacts, branch_commit, pin_facts
+from sispin.git.store import Store
+from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 
 _COLUMNS = ("SET", "REPO", "COMMIT", "DATE", "BEHIND", "BRANCH")
 
@@ -57,7 +57,7 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
         for name, pin in spec.pins.items():
             pinned.setdefault(lockfile.get_repo(name).url, []).append(pin.commit)
     # ask each mirror once about all the commits pinned from it
-    facts: Dict[str, Dict[str, git.PinFacts]] = {}
+    facts: Dict[str, Dict[str, PinFacts]] = {}
     mirrors: Dict[str, Optional[Path]] = {}
     failed: Dict[str, str] = {}
     for repo in lockfile.repos.values():
@@ -71,9 +71,7 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
                     failed[repo.url] = str(exc)
             mirror = mirror or store.mirror(repo.url)
             mirrors[repo.url] = mirror
-            facts[repo.url] = (
-                git.pin_facts(mirror, _branch_head(mirror, repo.branch), pinned[repo.url]) if mirror else {}
-            )
+            facts[repo.url] = pin_facts(mirror, _branch_head(mirror, repo.branch), pinned[repo.url]) if mirror else {}
     records = []
     for spec in specs:
         for name, pin in spec.pins.items():
@@ -100,7 +98,7 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
 
 def _branch_head(mirror: Path, branch: Optional[str]) -> Optional[str]:
     try:
-        return git.branch_commit(mirror, branch)
+        return branch_commit(mirror, branch)
     except RevisionError:
         return None
 

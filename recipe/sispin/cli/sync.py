@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from sispin import git
 from sispin.clonejob import checkout_folder
 from sispin.errors import CheckoutStateError, FileSystemError, GitError, PinError
-from sispin.files import file_lock
-from sispin.lockfile import Lockfile, SetupCheckout, display_path, find_lockfile, inside_setup, load_lockfile
-from sispin.registry import register_lockfile
-from sispin.store import Store
+from sispin.git.registry import register_lockfile
+from sispin.git.repo import clone_at_commit, verify_checkout
+from sispin.git.store import Store
+from sispin.lock.files import file_lock
+from sispin.lock.lockfile import Lockfile, SetupCheckout, display_path, find_lockfile, inside_setup, load_lockfile
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -113,13 +113,13 @@ def _sync_one(root: Path, entry: SetupCheckout) -> str:
                 f"only inside the setup: remove the link or clone there yourself"
             )
         try:
-            git.clone_at_commit(entry.url, entry.commit, target)
+            clone_at_commit(entry.url, entry.commit, target)
         except OSError as exc:
             raise FileSystemError(f"{where}: cannot create the checkout: {exc.strerror} ({exc.filename})") from None
         return "cloned"
     where = display_path(target)
     try:
-        git.verify_checkout(target, entry.commit, where)
+        verify_checkout(target, entry.commit, where)
     except CheckoutStateError as exc:
         # sync never moves or cleans a checkout somebody may be working in: say how to resolve it
         raise CheckoutStateError(

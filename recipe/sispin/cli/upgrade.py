@@ -16,16 +16,16 @@ from typing import List, Optional, Sequence, Tuple
 
 import tomlkit
 
-from sispin import git
-from sispin.editing import edit_lockfile, set_string
 from sispin.errors import ConcurrentChangeError, RefusedMoveError, RevisionError, SisyphusError, UsageError
-from sispin.explain import explain_output, is_commit_only, shown, summary
-from sispin.files import check_writable
-from sispin.graph import SetGraph, load_graph
-from sispin.lockfile import Lockfile, display_path, find_lockfile, parse_lockfile, read_lockfile_text
-from sispin.moves import Move, format_move, plan_move
-from sispin.snapshot import edit_lock_and_snapshot, read_records, read_snapshot, snapshot_path
-from sispin.store import Store
+from sispin.git.history import branch_commit, on_a_ref, resolve_revision
+from sispin.git.moves import Move, format_move, plan_move
+from sispin.git.store import Store
+from sispin.graph.build import SetGraph, load_graph
+from sispin.graph.explain import explain_output, is_commit_only, shown, summary
+from sispin.graph.snapshot import edit_lock_and_snapshot, read_records, read_snapshot, snapshot_path
+from sispin.lock.editing import edit_lockfile, set_string
+from sispin.lock.files import check_writable
+from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, parse_lockfile, read_lockfile_text
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -265,11 +265,11 @@ def _plan(lockfile: Lockfile, set_name: str, name: str, to: Optional[str], store
     repo = lockfile.get_repo(name)
     mirror = store.fetch(repo.url)
     try:
-        target = git.resolve_revision(mirror, to) if to is not None else git.branch_commit(mirror, repo.branch)
+        target = resolve_revision(mirror, to) if to is not None else branch_commit(mirror, repo.branch)
     except RevisionError as exc:
         raise RevisionError(f"repos.{name} ({repo.url}): {exc}") from None
     # the mirror keeps objects the remote dropped (force-pushes): a SHA can resolve there and be gone from the remote
-    on_remote = to is None or git.on_a_ref(mirror, target)
+    on_remote = to is None or on_a_ref(mirror, target)
     return plan_move(mirror, name, pin.commit, target), on_remote
 
 

@@ -14,12 +14,12 @@ import argparse
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
-from sispin import git
 from sispin.clonejob import checkout_folder
 from sispin.errors import PinError, SisyphusError
-from sispin.graph import run_probe
-from sispin.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
-from sispin.store import Store
+from sispin.git.repo import verify_checkout
+from sispin.git.store import Store
+from sispin.graph.build import run_probe
+from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -69,7 +69,7 @@ def verify(path: Path, set_names: Sequence[str], store: Store) -> int:
     for label, checkout, commit in targets:
         where = display_path(checkout)
         try:
-            git.verify_checkout(checkout, commit, where)
+            verify_checkout(checkout, commit, where)
         except PinError as exc:
             problems += 1
             print(f"problem: {label}: {exc}")

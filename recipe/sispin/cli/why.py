@@ -13,10 +13,11 @@ __all__ = ["add_parser", "run", "why"]
 import argparse
 from pathlib import Path
 
-from sispin.lockfile import display_path, find_lockfile, load_lockfile
-from sispin.snapshot import read_snapshot, snapshot_path
-from sispin.store import Store
-from sispin.usage import WorkDir, find_usages, load_users, target_matcher
+from sispin.git.registry import load_users
+from sispin.git.store import Store
+from sispin.graph.snapshot import read_snapshot, snapshot_path
+from sispin.graph.usage import WorkDir, find_usages, target_matcher
+from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -3,7 +3,7 @@ Garbage collection of the store's checkouts (``pin gc``): remove every checkout 
 pins, and count the disk space that goes with it.
 
 Several setups can share one store, and each records its pin.toml there before it makes a checkout
-(:mod:`sispin.registry`), so the keepers are the current lockfile and every recorded one that still exists. Each
+(:mod:`sispin.git.registry`), so the keepers are the current lockfile and every recorded one that still exists. Each
 commit directory is swept under the lock :meth:`Store.checkout` takes to make a checkout in it, and what is kept is
 decided again under that lock from the lockfiles as they are then, so a checkout made, or a lockfile recorded or
 changed, while gc runs is never removed. A checkout is renamed aside before it is deleted, so a half-deleted tree
@@ -18,7 +18,6 @@ from __future__ import annotations
 __all__ = ["Removal", "Sweep", "sweep"]
 
 import os
-import re
 import secrets
 import shutil
 import stat
@@ -28,12 +27,17 @@ from typing import Dict, List, Optional, Tuple
 
 from filelock import FileLock
 
-from sispin.lockfile import Lockfile, display_path, load_lockfile
-from sispin.registry import forget_lockfile, register_lockfile, registered_lockfiles
-from sispin.store import Store
-from sispin.usage import StoreUsers, load_users, pin_uses
+from sispin.git.registry import (
+    StoreUsers,
+    forget_lockfile,
+    load_users,
+    pin_uses,
+    register_lockfile,
+    registered_lockfiles,
+)
+from sispin.git.store import Store
+from sispin.lock.lockfile import Lockfile, display_path, is_full_sha, load_lockfile
 
-_FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 #: the name a checkout gets while gc deletes it: hidden, so nothing takes it for a checkout
 _TRASH_INFIX = ".pin-gc-"
 
@@ -151,7 +155,7 @@ def sweep(store: Store, current: Lockfile, *, dry_run: bool) -> Sweep:
         if not repository.is_dir() or repository.is_symlink():
             continue
         for commit_dir in sorted(repository.iterdir()):
-            if commit_dir.is_dir() and not commit_dir.is_symlink() and _FULL_SHA_RE.match(commit_dir.name):
+            if commit_dir.is_dir() and not commit_dir.is_symlink() and is_full_sha(commit_dir.name):
                 if dry_run:
                     _sweep_commit(keepers, result, repository.name, commit_dir, dry_run=True)
                 else:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-from sispin import git
+from sispin.git.history import count_commits, log_oneline
+from sispin.git.repo import has_commit
 
 #: commits listed per moved repository before the rest are only counted
 LOG_LIMIT = 10
@@ -58,15 +59,15 @@ def plan_move(mirror: Path, repo: str, old: str, new: str) -> Move:
     """
     if old == new:
         return Move(repo, old, new, "none", 0, 0)
-    if not git.has_commit(mirror, old):
+    if not has_commit(mirror, old):
         return Move(repo, old, new, "unrelated")
-    added = git.count_commits(mirror, old, new)
-    dropped = git.count_commits(mirror, new, old)
+    added = count_commits(mirror, old, new)
+    dropped = count_commits(mirror, new, old)
     if dropped == 0:
-        return Move(repo, old, new, "forward", added, 0, tuple(git.log_oneline(mirror, old, new, LOG_LIMIT)))
+        return Move(repo, old, new, "forward", added, 0, tuple(log_oneline(mirror, old, new, LOG_LIMIT)))
     if added == 0:
-        return Move(repo, old, new, "downgrade", 0, dropped, tuple(git.log_oneline(mirror, new, old, LOG_LIMIT)))
-    return Move(repo, old, new, "unrelated", added, dropped, tuple(git.log_oneline(mirror, old, new, LOG_LIMIT)))
+        return Move(repo, old, new, "downgrade", 0, dropped, tuple(log_oneline(mirror, new, old, LOG_LIMIT)))
+    return Move(repo, old, new, "unrelated", added, dropped, tuple(log_oneline(mirror, old, new, LOG_LIMIT)))
 
 
 def format_move(move: Move, width: int) -> List[str]:

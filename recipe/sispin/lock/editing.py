@@ -22,8 +22,8 @@ import tomlkit
 from tomlkit.items import Comment, InlineTable, Table, Whitespace
 
 from sispin.errors import LockfileError
-from sispin.files import check_writable, file_lock, write_atomically
-from sispin.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text
+from sispin.lock.files import check_writable, file_lock, write_atomically
+from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text
 
 #: what a lockfile starts as when a command creates it
 EMPTY_LOCKFILE = "version = 1\n"
@@ -226,7 +226,7 @@ def _pop_trailing_trivia(table: Table) -> list:
 
 def toml_pin(value: Any) -> Any:
     """
-    :param value: a pin as :attr:`sispin.lockfile.Pin.value` gives it (a SHA, or a table with extra arguments)
+    :param value: a pin as :attr:`sispin.lock.lockfile.Pin.value` gives it (a SHA, or a table with extra arguments)
     :return: what tomlkit writes for it: a table becomes an inline table, the way pin.toml shows pins
     """
     if not isinstance(value, dict):

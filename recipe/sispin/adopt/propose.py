@@ -30,13 +30,21 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import tomlkit
 
+from sispin.adopt.scan import CallSite
 from sispin.clonejob import CLASS_NAME, checkout_of, pin_kwargs_of
-from sispin.editing import add_value, append_table, toml_pin
 from sispin.errors import SisyphusError
-from sispin.graph import run_probe
-from sispin.lockfile import LOCKFILE_NAME, SUPPORTED_VERSION, Lockfile, Pin, is_full_sha, parse_lockfile, valid_name
-from sispin.scan import CallSite
-from sispin.urls import check_url, name_from_url, same_repository
+from sispin.graph.build import run_probe
+from sispin.lock.editing import add_value, append_table, toml_pin
+from sispin.lock.lockfile import (
+    LOCKFILE_NAME,
+    SUPPORTED_VERSION,
+    Lockfile,
+    Pin,
+    is_full_sha,
+    parse_lockfile,
+    valid_name,
+)
+from sispin.lock.urls import check_url, name_from_url, same_repository
 
 #: the status of a call site: adopted as found, adopted with something to know (notes), or not adopted
 ADOPT, NOTE, BLOCKED = "adopt", "note", "blocked"

@@ -6,7 +6,7 @@ a read-only file, and with the temporary files of a killed writer removed.
 
 from __future__ import annotations
 
-__all__ = ["file_lock", "check_writable", "write_atomically", "leftovers", "remove_leftovers", "remove"]
+__all__ = ["file_lock", "check_writable", "replace_file", "write_atomically", "leftovers", "remove_leftovers", "remove"]
 
 import contextlib
 import os
@@ -15,10 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, List
 
-from filelock import FileLock
-
 from sispin.errors import FileSystemError
-from sispin.lockfile import display_path
+from sispin.lock.lockfile import display_path
 
 
 @contextlib.contextmanager
@@ -29,6 +27,8 @@ def file_lock(path: Path) -> Iterator[None]:
     :param path: a file sispin rewrites (pin.toml, pin.snapshot.toml), possibly a symlink
     :raises FileSystemError: when the lock file cannot be made (e.g. a read-only directory)
     """
+    from filelock import FileLock  # not for the config path, which writes without locks (replace_file)
+
     lock = FileLock(os.path.realpath(path) + ".lock")
     try:
         lock.acquire()
@@ -66,11 +66,39 @@ def check_writable(path: Path) -> None:
         )
 
 
+def replace_file(target: Path, data: bytes, mode: int, *, durable: bool = False) -> None:
+    """
+    Replace (or create) target with data: written to a temporary file beside it, given its mode, and renamed over
+    it, so that a reader sees the old content or the new, never a part. The temporary file is removed on any error.
+
+    :param target: the file (not a symlink: the caller resolves one)
+    :param data: its new content
+    :param mode: its permission bits
+    :param durable: also make the new content and the rename survive a crash (fsync of the file and the directory)
+    :raises OSError: when the directory cannot be written
+    """
+    handle, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as tmp:
+            tmp.write(data)
+            if durable:
+                tmp.flush()
+                os.fsync(tmp.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, target)
+    except BaseException:
+        os.unlink(tmp_name)
+        raise
+    if durable:
+        _sync_directory(target.parent)
+
+
 def write_atomically(path: Path, text: str) -> None:
     """
-    Replace (or create) a file so that readers and crashes only ever see the old or the new content. A symlink is
-    written through (its target is replaced, in the target's directory). Callers hold the file's lock
-    (:func:`file_lock`), so temporary files found beside it are a killed writer's: they are removed.
+    Replace (or create) a file sispin owns in a setup so that readers and crashes only ever see the old or the new
+    content (:func:`replace_file`, durable), keeping its permission bits. A symlink is written through (its target
+    is replaced, in the target's directory). Callers hold the file's lock (:func:`file_lock`), so temporary files
+    found beside it are a killed writer's: they are removed.
 
     :param path: the file
     :param text: its new content (written as is: no newline translation)
@@ -79,22 +107,8 @@ def write_atomically(path: Path, text: str) -> None:
     check_writable(path)
     target = Path(os.path.realpath(path))
     remove_leftovers(path)
-    handle, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as tmp:
-            tmp.write(text)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        if target.exists():
-            os.chmod(tmp_name, stat.S_IMODE(target.stat().st_mode))
-        else:
-            os.chmod(tmp_name, 0o666 & ~_umask())
-        os.replace(tmp_name, target)
-    except BaseException:
-        os.unlink(tmp_name)
-        raise
-    # the rename itself must survive a crash too
-    _sync_directory(target.parent)
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~_umask()
+    replace_file(target, text.encode("utf-8"), mode, durable=True)
 
 
 def _umask() -> int:

@@ -33,12 +33,11 @@ from typing import Any, Callable, Collection, Dict, List, Mapping, Optional
 
 import tomlkit
 
-from sispin.editing import edit_lockfile
 from sispin.errors import LockfileError
-from sispin.explain import Arg, JobRecord
-from sispin.files import check_writable, file_lock, leftovers, remove, remove_leftovers, write_atomically
-from sispin.graph import Output, SetGraph
-from sispin.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text, valid_name
+from sispin.graph.build import Arg, JobRecord, Output, SetGraph
+from sispin.lock.editing import edit_lockfile
+from sispin.lock.files import check_writable, file_lock, leftovers, remove, remove_leftovers, write_atomically
+from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text, shown_key
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -98,24 +97,20 @@ def _check_entry(where: str, set_name: str, entry: Any) -> None:
     """:raises LockfileError: when one set's entry (of the snapshot or of the journal) is malformed"""
     outputs = entry.get("outputs") if isinstance(entry, dict) else None
     if not isinstance(outputs, dict):
-        raise LockfileError(f"{where}: sets.{_key(set_name)}.outputs: missing or not a table")
+        raise LockfileError(f"{where}: sets.{shown_key(set_name)}.outputs: missing or not a table")
     for name, output in outputs.items():
         if not (
             isinstance(output, dict) and isinstance(output.get("job"), str) and isinstance(output.get("path", ""), str)
         ):
             raise LockfileError(
-                f"{where}: sets.{_key(set_name)}.outputs.{_key(name)}: needs a 'job' string (and a 'path' string)"
+                f"{where}: sets.{shown_key(set_name)}.outputs.{shown_key(name)}: needs a 'job' string (and a 'path' "
+                "string)"
             )
     jobs = entry.get("jobs", {})
     if not isinstance(jobs, dict) or not all(
         isinstance(args, dict) and all(isinstance(leaf, str) for leaf in args.values()) for args in jobs.values()
     ):
-        raise LockfileError(f"{where}: sets.{_key(set_name)}.jobs: each job must be a table of argument strings")
-
-
-def _key(name: str) -> str:
-    """A TOML key in a message: as it is when it is plain, quoted (one line, cut) otherwise."""
-    return name if valid_name(name) and len(name) <= 60 else f"{name!r:.60}"
+        raise LockfileError(f"{where}: sets.{shown_key(set_name)}.jobs: each job must be a table of argument strings")
 
 
 def read_snapshot(path: Path) -> Snapshot:
@@ -222,8 +217,8 @@ def edit_lock_and_snapshot(
     path: Path, edit: Callable[[Lockfile, tomlkit.TOMLDocument], None], graphs: List[SetGraph]
 ) -> Lockfile:
     """
-    Change pin.toml (as :func:`sispin.editing.edit_lockfile` does) and record the given sets in the snapshot, as one
-    change: both files are checked before either is written, and a journal written first lets the next ``pin``
+    Change pin.toml (as :func:`sispin.lock.editing.edit_lockfile` does) and record the given sets in the snapshot, as
+    one change: both files are checked before either is written, and a journal written first lets the next ``pin``
     command finish the snapshot if this one is killed after the lock was written.
 
     :param path: the pin.toml

@@ -3,7 +3,7 @@ Why a job id changed (nix-diff for Sisyphus): walk an output's old and new job d
 changed, to the root causes, the deepest jobs whose own hashed arguments differ, and name those arguments with old
 and new values.
 
-A job's record (made by :mod:`sispin.sisyphus_probe`) lists every hashed argument path with a digest of its
+A job's record (made by :mod:`sispin.graph.probe`) lists every hashed argument path with a digest of its
 content, its value when short, and for a path the id of the job that creates it. Two records of one job explain a
 change: a path whose creator's id changed is an input that changed (followed down); any other difference is the
 job's own. Records come from a live graph or from pin.snapshot.toml, so a change can be explained in CI, where the
@@ -13,8 +13,6 @@ old configs are gone.
 from __future__ import annotations
 
 __all__ = [
-    "Arg",
-    "JobRecord",
     "Difference",
     "Cause",
     "Explanation",
@@ -30,59 +28,13 @@ __all__ = [
     "compare_set",
 ]
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from sispin.clonejob import CLASS_NAME
-from sispin.lockfile import Lockfile
-
-if TYPE_CHECKING:  # pragma: no cover - annotations only: graph.py imports this module
-    from sispin.graph import Output, SetGraph
-
-
-@dataclass(frozen=True)
-class Arg:
-    """
-    One hashed argument leaf of a job.
-
-    :param digest: digest of its content (for a path: the creator's class, the file, the overwrite)
-    :param value: its value as Python shows it, when short enough to keep
-    :param job: for a path, the id of the job that creates it
-    """
-
-    digest: str
-    value: Optional[str] = None
-    job: Optional[str] = None
-
-    def encode(self) -> str:
-        """:return: the one-line form pin.snapshot.toml keeps: ``digest[ @job][ =value]``"""
-        return (
-            self.digest + (f" @{self.job}" if self.job else "") + (f" ={self.value}" if self.value is not None else "")
-        )
-
-    @classmethod
-    def decode(cls, text: str) -> Arg:
-        """:param text: what :meth:`encode` wrote"""
-        digest, _, rest = text.partition(" ")
-        job = None
-        if rest.startswith("@"):
-            job, _, rest = rest[1:].partition(" ")
-        return cls(digest, rest[1:] if rest.startswith("=") else None, job or None)
-
-
-@dataclass(frozen=True)
-class JobRecord:
-    """
-    :param args: argument path -> its leaf, cut at the size pin.snapshot.toml keeps
-    :param custom_hash: the job's class defines its own ``hash()``, so its arguments may not be what it hashes
-    :param detail: of a live graph, the leaves below that cut too, when there are more (None: args is complete)
-    """
-
-    args: Mapping[str, Arg]
-    custom_hash: bool = False
-    detail: Optional[Mapping[str, Arg]] = None
+from sispin.graph.build import Arg, JobRecord, Output, SetGraph
+from sispin.lock.lockfile import Lockfile, is_full_sha
 
 
 @dataclass(frozen=True)
@@ -193,12 +145,9 @@ def _unexplained(old_id: str, new_id: str) -> str:
     return "every recorded argument is equal: the difference lies below the recorded cut, or in the job's own hash()"
 
 
-_SHA_REPR_RE = re.compile(r"'[0-9a-f]{40}'")
-
-
 def is_full_sha_repr(value: Optional[str]) -> bool:
-    """:return: whether a recorded value is a quoted full commit SHA"""
-    return bool(value) and bool(_SHA_REPR_RE.fullmatch(value))
+    """:return: whether a recorded value is a quoted full commit SHA (its repr)"""
+    return bool(value) and value[0] == value[-1] == "'" and is_full_sha(value[1:-1])
 
 
 def shown(arg: Optional[Arg]) -> str:

@@ -1,7 +1,7 @@
 """
-Who uses which commit: the pins of the lockfiles a store serves, the finished CloneGitRepositoryJobs in a setup's
-work/ with the finished jobs built on them, and the registered outputs of pin.snapshot.toml among those.
-``pin why`` asks it about a commit or a repository; ``pin gc`` keeps every store checkout that a user pins.
+Who uses which commit: the pins of the lockfiles a store serves (:mod:`sispin.git.registry`), the finished
+CloneGitRepositoryJobs in a setup's work/ with the finished jobs built on them, the registered outputs of
+pin.snapshot.toml among those, and the store's checkouts. ``pin why`` asks it about a commit or a repository.
 
 work/ is read as Sisyphus leaves it, without Sisyphus: a job is the first directory below work/ whose name has a dot
 (``<module path>/<Class>.<hash>``: module path parts are identifiers); it is finished when it holds ``finished`` or
@@ -11,115 +11,26 @@ CloneGitRepositoryJob is a git checkout whose HEAD is the commit and whose ``ori
 
 from __future__ import annotations
 
-__all__ = [
-    "PinUse",
-    "StoreUsers",
-    "CloneRun",
-    "Usage",
-    "WorkDir",
-    "pin_uses",
-    "load_users",
-    "target_matcher",
-    "find_usages",
-    "store_checkouts",
-]
+__all__ = ["CloneRun", "Usage", "WorkDir", "target_matcher", "find_usages"]
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
-from sispin import git
-from sispin.clonejob import checkout_folder
-from sispin.errors import CheckoutStateError, LockfileError, UnknownNameError
-from sispin.graph import Output
-from sispin.lockfile import Lockfile, display_path, load_lockfile
-from sispin.registry import registered_lockfiles
-from sispin.store import Store
-from sispin.urls import name_from_url, same_repository
+from sispin.errors import CheckoutStateError, UnknownNameError
+from sispin.git.registry import PinUse, StoreUsers, pin_uses
+from sispin.git.repo import checkout_origin
+from sispin.git.store import Store
+from sispin.graph.build import Output
+from sispin.lock.lockfile import Lockfile, display_path, is_sha_prefix
+from sispin.lock.urls import name_from_url, same_repository
 
 #: (url, commit) -> whether it is what was asked about
 Matcher = Callable[[str, str], bool]
 
-_HEX_RE = re.compile(r"^[0-9a-fA-F]{4,40}$")
-_FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 _CLONE_JOB_PREFIX = "CloneGitRepositoryJob."
 _FINISHED_MARKERS = ("finished", "finished.tar.gz")
-
-
-@dataclass(frozen=True)
-class PinUse:
-    """
-    One pin of one lockfile.
-
-    :param lockfile: the pin.toml
-    :param key: where in it, e.g. ``sets.demo.returnn_common`` or ``setup.i6_core``
-    :param name: the repository's (or setup entry's) name in that lockfile
-    :param url: repository URL
-    :param commit: full commit SHA
-    :param folder: the folder of its store checkout (None for ``[setup.*]``: the store holds none of those)
-    """
-
-    lockfile: Path
-    key: str
-    name: str
-    url: str
-    commit: str
-    folder: Optional[str]
-
-
-def pin_uses(lockfile: Lockfile) -> List[PinUse]:
-    """:return: every pin of the lockfile's sets, then its ``[setup.*]`` entries, in file order"""
-    uses = []
-    for spec in lockfile.sets.values():
-        for name, pin in spec.pins.items():
-            repo = lockfile.get_repo(name)
-            folder = checkout_folder(repo.checkout)
-            uses.append(PinUse(lockfile.path, f"sets.{spec.name}.{name}", name, repo.url, pin.commit, folder))
-    for entry in lockfile.setup.values():
-        uses.append(PinUse(lockfile.path, f"setup.{entry.name}", entry.name, entry.url, entry.commit, None))
-    return uses
-
-
-@dataclass(frozen=True)
-class StoreUsers:
-    """
-    :param lockfiles: the lockfiles whose pins count: the current one first, then the store's other users
-    :param gone: lockfiles the store recorded that no longer exist
-    """
-
-    lockfiles: Tuple[Lockfile, ...]
-    gone: Tuple[Path, ...]
-
-
-def load_users(store_dir: Path, current: Lockfile) -> StoreUsers:
-    """
-    :param store_dir: the store directory
-    :param current: the lockfile of the setup asking
-    :return: it and every other lockfile the store recorded
-    :raises LockfileError: when a recorded lockfile exists but cannot be read: what it pins cannot be known
-    """
-    lockfiles = [current]
-    gone = []
-    for path in registered_lockfiles(store_dir):
-        if path == current.path.resolve():
-            continue
-        try:
-            os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            gone.append(path)
-            continue
-        except OSError:
-            pass  # load_lockfile says what is wrong
-        try:
-            lockfiles.append(load_lockfile(path))
-        except LockfileError as exc:
-            raise LockfileError(
-                f"{exc} (the store {store_dir} serves this lockfile, so what it pins is kept: fix it, or remove it "
-                "if that setup is gone)"
-            ) from None
-    return StoreUsers(tuple(lockfiles), tuple(gone))
 
 
 def target_matcher(lockfile: Lockfile, target: str) -> Matcher:
@@ -133,7 +44,7 @@ def target_matcher(lockfile: Lockfile, target: str) -> Matcher:
     if entry is not None:
         url = entry.url
         return lambda other, _: same_repository(other, url)
-    if _HEX_RE.match(target):
+    if is_sha_prefix(target.lower()):
         prefix = target.lower()
         return lambda _, commit: commit.startswith(prefix)
     known = ", ".join(sorted({*lockfile.repos, *lockfile.setup})) or "none"
@@ -207,7 +118,7 @@ class WorkDir:
                 if not (checkout / ".git").exists():
                     continue
                 try:
-                    commit, url = git.checkout_origin(checkout)
+                    commit, url = checkout_origin(checkout)
                 except CheckoutStateError:
                     continue  # not a checkout after all
                 if commit and url:
@@ -266,17 +177,6 @@ class Usage:
     checkouts: List[Path] = field(default_factory=list)
 
 
-def store_checkouts(store: Store, url: str) -> Iterator[Tuple[str, Path]]:
-    """:return: (commit, checkout) for every checkout the store holds of url"""
-    # the layout of Store.checkout_path: <store>/checkouts/<mirror name>/<commit>/<folder>
-    repository = store.directory / "checkouts" / store.mirror_path(url).stem
-    for commit_dir in sorted(repository.iterdir()) if repository.is_dir() else ():
-        if commit_dir.is_dir() and _FULL_SHA_RE.match(commit_dir.name):
-            for checkout in sorted(commit_dir.iterdir()):
-                if not checkout.name.startswith("."):  # a checkout being made or removed
-                    yield commit_dir.name, checkout
-
-
 def find_usages(
     users: StoreUsers,
     work: WorkDir,
@@ -314,7 +214,7 @@ def find_usages(
             built_on = work.built_on(clone.job)
             usage(clone.url, clone.commit, name_from_url(clone.url)).clones.append((clone, built_on))
     for url in urls:
-        for commit, checkout in store_checkouts(store, url):
+        for commit, checkout in store.checkouts(url):
             if matches(url, commit):
                 usage(url, commit, name_from_url(url)).checkouts.append(checkout)
     for found in usages:

@@ -1,7 +1,7 @@
 """
 Adapter side of the hash guard: load Sisyphus configs and describe the job graph they build, without running a job.
 
-Run by :mod:`sispin.graph` in the setup root, in a fresh process (Sisyphus keeps one global graph and one job
+Run by :mod:`sispin.graph.build` in the setup root, in a fresh process (Sisyphus keeps one global graph and one job
 object per id, so every set gets its own process), in one of three modes:
 
 - ``graph OUT CONFIG ...``: the outputs, jobs and clones the configs build, and every clone output that reaches a
@@ -14,7 +14,7 @@ object per id, so every set gets its own process), in one of three modes:
 It writes JSON to OUT rather than stdout, which config code may print to. It only reads work/ (to see which jobs
 finished). Sisyphus and recipe code (i6_core, the setup's own packages) are imported the way ``sis manager`` in the
 setup root imports them: Sisyphus from the ``[setup.*]`` checkout or the environment, recipes through Sisyphus's own
-finder of the setup's ``recipe/``; :mod:`sispin.graph` never puts the directory beside the installed sispin on the
+finder of the setup's ``recipe/``; :mod:`sispin.graph.build` never puts the directory beside the installed sispin on the
 path.
 """
 
@@ -281,9 +281,7 @@ def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
         (its first ``positional`` arguments positionally, in CloneGitRepositoryJob's parameter order)
     :return: per call {"original": job id of the call as written, "replacement": id of exp.clone_job(repo)}
     """
-    from i6_core.tools.git import CloneGitRepositoryJob
-
-    from sispin.clonejob import PARAMETERS
+    from sispin.clonejob import PARAMETERS, job_class
     from sispin.sets import experiment_set
 
     exp = experiment_set(request["set"])
@@ -294,7 +292,7 @@ def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
         kwargs = {k: v for k, v in call["arguments"].items() if k not in names}
         results.append(
             {
-                "original": CloneGitRepositoryJob(*args, **kwargs).job_id(),
+                "original": job_class()(*args, **kwargs).job_id(),
                 "replacement": exp.clone_job(call["repo"]).job_id(),
             }
         )

@@ -13,9 +13,9 @@ __all__ = ["overwrite_problems", "off_lock_problems", "commit_blind_problems", "
 
 from typing import Dict, List, Optional
 
-from sispin.graph import Clone, SetGraph, load_graph, uses
-from sispin.lockfile import Lockfile, is_full_sha
-from sispin.urls import same_repository
+from sispin.graph.build import Clone, SetGraph, load_graph, uses
+from sispin.lock.lockfile import Lockfile, is_full_sha
+from sispin.lock.urls import same_repository
 
 
 def overwrite_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:

@@ -1,7 +1,7 @@
 """
 The job graph of an experiment set, as Sisyphus builds it from the set's configs.
 
-The core never imports Sisyphus: it runs :mod:`sispin.sisyphus_probe` in a subprocess and reads what it reports.
+The core never imports Sisyphus: it runs :mod:`sispin.graph.probe` in a subprocess and reads what it reports.
 Nothing runs and nothing is written to work/. The subprocess sees Sisyphus and recipe code as ``sis manager`` in the
 setup root does: Sisyphus from a ``[setup.*]`` checkout when pin.toml has one, else from the environment (pip or
 PYTHONPATH); i6_core and the setup's packages through Sisyphus's own finder of ``recipe/``. sispin itself is loaded
@@ -11,7 +11,19 @@ setup never lends that setup's recipe code.
 
 from __future__ import annotations
 
-__all__ = ["Output", "Clone", "Escape", "SetGraph", "find_sisyphus", "load_graph", "run_probe", "outputs_using", "uses"]
+__all__ = [
+    "Arg",
+    "JobRecord",
+    "Output",
+    "Clone",
+    "Escape",
+    "SetGraph",
+    "find_sisyphus",
+    "load_graph",
+    "run_probe",
+    "outputs_using",
+    "uses",
+]
 
 import json
 import os
@@ -23,9 +35,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.errors import SisyphusError
-from sispin.explain import Arg, JobRecord
-from sispin.lockfile import Lockfile, inside_setup
-from sispin.urls import name_from_url
+from sispin.lock.lockfile import Lockfile, inside_setup
+from sispin.lock.urls import name_from_url
 
 #: loading a set's configs must not take longer than this
 PROBE_TIMEOUT = 600
@@ -40,9 +51,52 @@ spec = importlib.util.spec_from_file_location(
 )
 module = sys.modules["sispin"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
-from sispin.sisyphus_probe import main
+from sispin.graph.probe import main
 sys.exit(main(sys.argv[2:]))
 """
+
+
+@dataclass(frozen=True)
+class Arg:
+    """
+    One hashed argument leaf of a job.
+
+    :param digest: digest of its content (for a path: the creator's class, the file, the overwrite)
+    :param value: its value as Python shows it, when short enough to keep
+    :param job: for a path, the id of the job that creates it
+    """
+
+    digest: str
+    value: Optional[str] = None
+    job: Optional[str] = None
+
+    def encode(self) -> str:
+        """:return: the one-line form pin.snapshot.toml keeps: ``digest[ @job][ =value]``"""
+        return (
+            self.digest + (f" @{self.job}" if self.job else "") + (f" ={self.value}" if self.value is not None else "")
+        )
+
+    @classmethod
+    def decode(cls, text: str) -> Arg:
+        """:param text: what :meth:`encode` wrote"""
+        digest, _, rest = text.partition(" ")
+        job = None
+        if rest.startswith("@"):
+            job, _, rest = rest[1:].partition(" ")
+        return cls(digest, rest[1:] if rest.startswith("=") else None, job or None)
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """
+    :param args: argument path -> its leaf, cut at the size pin.snapshot.toml keeps
+    :param custom_hash: the job's class defines its own ``hash()``, so its arguments may not be what it hashes
+    :param detail: of a live graph, the leaves below that cut too, when there are more (None: args is complete)
+    """
+
+    args: Mapping[str, Arg]
+    custom_hash: bool = False
+    detail: Optional[Mapping[str, Arg]] = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +192,8 @@ def load_graph(
     :param lockfile: the setup's lockfile
     :param set_name: the set whose ``configs`` to load
     :param lock_text: load against this lockfile content instead of the file (to see a move before making it)
-    :param moved_pins: with every pinned clone job at another commit (see :func:`sispin.guard.commit_blind_problems`)
+    :param moved_pins: with every pinned clone job at another commit (see
+        :func:`sispin.graph.guard.commit_blind_problems`)
     :raises SisyphusError: when Sisyphus is missing, the set has no configs, or loading them fails
     """
     spec = lockfile.get_set(set_name)
@@ -194,7 +249,7 @@ def uses(inputs: Mapping[str, Sequence[str]], job: str, dependency: str) -> bool
 
 def run_probe(lockfile: Lockfile, arguments: List[str], what: str, lock_text: Optional[str] = None) -> Any:
     """
-    Run :mod:`sispin.sisyphus_probe` in the setup root with the setup's Sisyphus, and return what it reports.
+    Run :mod:`sispin.graph.probe` in the setup root with the setup's Sisyphus, and return what it reports.
 
     :param lockfile: the setup's lockfile (its root, and its ``[setup.*]`` Sisyphus)
     :param arguments: the probe's mode, then its arguments after OUT
@@ -211,7 +266,7 @@ def run_probe(lockfile: Lockfile, arguments: List[str], what: str, lock_text: Op
             lock_path.write_text(lock_text, encoding="utf-8")
         report_path = Path(scratch) / "report.json"
         env = {**os.environ, "PIN_LOCK": str(lock_path), "PYTHONPATH": python_path}
-        package = str(Path(__file__).resolve().parent)
+        package = str(Path(__file__).resolve().parent.parent)
         command = [sys.executable, "-c", _BOOTSTRAP, package, arguments[0], str(report_path), *arguments[1:]]
         try:
             result = subprocess.run(

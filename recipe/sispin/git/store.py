@@ -18,10 +18,11 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Iterator, Optional, Tuple
 
 from sispin.errors import FileSystemError, GitError
-from sispin.urls import name_from_url
+from sispin.lock.lockfile import is_full_sha
+from sispin.lock.urls import name_from_url
 
 PIN_HOME_ENV = "PIN_HOME"
 
@@ -76,7 +77,7 @@ class Store:
         """
         from filelock import FileLock
 
-        from sispin import git
+        from sispin.git.repo import create_mirror, update_mirror
 
         if url in self._fetched:
             return self._fetched[url]
@@ -86,9 +87,9 @@ class Store:
             with FileLock(str(path) + ".lock"):
                 if self.mirror(url) is None:
                     _clear(path)
-                    git.create_mirror(url, path)
+                    create_mirror(url, path)
                 else:
-                    git.update_mirror(url, path)
+                    update_mirror(url, path)
         except OSError as exc:
             raise FileSystemError(self._cannot_write(exc)) from None
         self._fetched[url] = path
@@ -122,7 +123,8 @@ class Store:
         """
         from filelock import FileLock
 
-        from sispin import git
+        from sispin.git.env import missing_commits
+        from sispin.git.repo import clone_at_commit
 
         path = self.checkout_path(url, commit, folder)
         if (path / ".git").is_dir():
@@ -132,12 +134,12 @@ class Store:
             with FileLock(str(path.parent) + ".lock"):
                 if not (path / ".git").is_dir():
                     mirror = self.mirror(url)
-                    if mirror is None or git.missing_commits(mirror, [commit]):
+                    if mirror is None or missing_commits(mirror, [commit]):
                         mirror = self.fetch(url)
-                        if git.missing_commits(mirror, [commit]):
+                        if missing_commits(mirror, [commit]):
                             raise GitError(f"commit {commit} does not exist in {url} (nor in the store)")
                     _clear(path)
-                    git.clone_at_commit(str(mirror), commit, path)
+                    clone_at_commit(str(mirror), commit, path)
                     _make_read_only(path)
         except OSError as exc:
             raise FileSystemError(self._cannot_write(exc)) from None
@@ -146,6 +148,15 @@ class Store:
     def checkout_path(self, url: str, commit: str, folder: str) -> Path:
         """:return: where :meth:`checkout` puts that checkout"""
         return self.directory / "checkouts" / self.mirror_path(url).stem / commit / folder
+
+    def checkouts(self, url: str) -> Iterator[Tuple[str, Path]]:
+        """:return: (commit, checkout) for every checkout the store holds of url (see :meth:`checkout_path`)"""
+        repository = self.checkout_path(url, "-", "-").parent.parent
+        for commit_dir in sorted(repository.iterdir()) if repository.is_dir() else ():
+            if commit_dir.is_dir() and is_full_sha(commit_dir.name):
+                for checkout in sorted(commit_dir.iterdir()):
+                    if not checkout.name.startswith("."):  # a checkout being made or removed
+                        yield commit_dir.name, checkout
 
 
 #: characters of the readable name in a mirror's directory name

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sispin.clonejob import CLASS_NAME, PARAMETERS, QUALIFIED_NAMES
-from sispin.lockfile import is_full_sha
-from sispin.urls import check_url, credential_spans
+from sispin.lock.lockfile import is_full_sha
+from sispin.lock.urls import check_url, credential_spans
 
 _UNREADABLE = object()
 

@@ -1,28 +1,33 @@
 """
-The environment of every git process sispin starts, and the one git call that must stay light.
+The environment of every git process sispin starts, who hears their progress, and the one git call that must stay
+light.
 
 Every git process gets no terminal prompts (a missing credential fails instead of hanging), git's own protocol
 allow-list limited to the transports pin.toml accepts (which also covers redirections made by
 ``url.<base>.insteadOf``), and none of the repository-local ``GIT_*`` variables a caller may have set (a git hook
 exports ``GIT_DIR`` and ``GIT_INDEX_FILE``; they would point every command at the caller's repository).
-:mod:`sispin.git` runs its commands through GitPython in this environment; :func:`missing_commits` runs git
-directly, because the settings hook calls it in every Sisyphus process, where GitPython's import would cost each
-one.
+:mod:`sispin.git.process` runs its commands through GitPython in this environment, and reports the progress of
+clones and fetches to the listener set here (the CLI's, on a terminal: :func:`progress_to`); :func:`missing_commits`
+runs git directly, because the settings hook calls it in every Sisyphus process, where GitPython's import would cost
+each one.
 """
 
 from __future__ import annotations
 
-__all__ = ["GIT_ENV", "no_git_env", "missing_commits"]
+__all__ = ["GIT_ENV", "no_git_env", "missing_commits", "ProgressListener", "progress_to", "progress_listener"]
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
-from typing import Dict, List, Mapping, Sequence
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence
+
+from sispin.lock.urls import ALLOWED_SCHEMES
 
 #: environment for every git process sispin starts
 GIT_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
-    "GIT_ALLOW_PROTOCOL": "file:git:https:ssh",
+    "GIT_ALLOW_PROTOCOL": ":".join(ALLOWED_SCHEMES),
 }
 
 #: the GIT_* variables that are the user's choices about how git connects and which configuration it reads, and
@@ -81,3 +86,29 @@ def missing_commits(repository: Path, commits: Sequence[str]) -> List[str]:
     except (OSError, subprocess.CalledProcessError):
         return list(commits)
     return [sha for sha, kind in zip(commits, answer) if kind.strip() != "commit"]
+
+
+#: hears what clones and fetches are doing: called with the URL and git's latest progress line, and with "" when the
+#: command is over; None (the default) when nobody listens. Set by the CLI for a terminal, see :func:`progress_to`.
+ProgressListener = Callable[[str, str], None]
+_listener: Optional[ProgressListener] = None
+
+
+@contextlib.contextmanager
+def progress_to(listener: Optional[ProgressListener]) -> Iterator[None]:
+    """
+    Report the progress of every clone and fetch in the block to listener.
+
+    :param listener: called with (url, latest progress line), and (url, "") when a command is over; None for nobody
+    """
+    global _listener
+    previous, _listener = _listener, listener
+    try:
+        yield
+    finally:
+        _listener = previous
+
+
+def progress_listener() -> Optional[ProgressListener]:
+    """:return: who hears the progress of clones and fetches now (None: nobody)"""
+    return _listener

@@ -1,0 +1,205 @@
+"""
+Repositories on disk: clones at a commit (made beside and renamed in), the store's bare mirrors (created and
+fetched), and what a checkout holds (its HEAD, its origin, local changes). Every git process runs through
+:mod:`sispin.git.process`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "clone_at_commit",
+    "verify_checkout",
+    "checkout_origin",
+    "create_mirror",
+    "update_mirror",
+    "has_commit",
+]
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator, Optional, Tuple
+
+import git
+
+from sispin.errors import CheckoutStateError, GitError
+from sispin.git.process import INACTIVITY_TIMEOUT, Repository, message, network, runner
+
+
+def _open(path: Path) -> git.Repo:
+    try:
+        return Repository(path)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise CheckoutStateError(f"{path}: exists but is not a git checkout; move it away and rerun") from None
+
+
+#: how many changed files a "local changes" error lists before it counts the rest
+_LISTED_CHANGES = 10
+
+
+def verify_checkout(path: Path, commit: str, where: str) -> None:
+    """
+    :param path: a checkout that must be exactly commit
+    :param commit: full commit SHA
+    :param where: how to name the checkout in messages
+    :raises CheckoutStateError: when it is not a checkout, HEAD is another commit, or files are modified, added,
+        deleted or untracked (listed)
+    """
+    repo = _open(path)
+    try:
+        head = repo.head.commit.hexsha
+    except ValueError:
+        raise CheckoutStateError(f"{where}: the checkout has no commit") from None
+    if head != commit:
+        raise CheckoutStateError(f"{where} is at {head[:12]}, pin.toml pins {commit[:12]}")
+    try:
+        status = repo.git.status("--porcelain", "--untracked-files=all")
+    except git.GitCommandError as exc:
+        raise GitError(f"{where}: git status failed: {message(exc)}") from None
+    changes = [line for line in status.splitlines() if line.strip()]
+    if changes:
+        listed = ", ".join(
+            f"{line[3:]} ({_CHANGE_NAMES.get(line[:2].strip()[:1], 'changed')})" for line in changes[:_LISTED_CHANGES]
+        )
+        more = f" and {len(changes) - _LISTED_CHANGES} more" if len(changes) > _LISTED_CHANGES else ""
+        raise CheckoutStateError(f"{where} has local changes: {listed}{more}")
+
+
+_CHANGE_NAMES = {"M": "modified", "A": "added", "D": "deleted", "R": "renamed", "?": "untracked", "U": "conflict"}
+
+
+def checkout_origin(path: Path) -> Tuple[Optional[str], Optional[str]]:
+    """
+    :param path: a checkout, e.g. the output of a finished CloneGitRepositoryJob
+    :return: its HEAD commit and the URL of its ``origin`` remote, each None when it has none
+    :raises CheckoutStateError: when path is not a git checkout
+    """
+    repo = _open(path)
+    try:
+        head: Optional[str] = repo.head.commit.hexsha
+    except ValueError:
+        head = None
+    try:
+        url: Optional[str] = repo.remotes.origin.url
+    except (AttributeError, ValueError):
+        url = None
+    return head, url
+
+
+def clone_at_commit(url: str, commit: str, dest: Path) -> None:
+    """
+    Clone url and check out commit (detached) at dest, atomically: the clone is made in a temporary sibling and
+    renamed into place only when complete, so an interrupted run never leaves a half-made checkout at dest.
+
+    :param url: repository URL (validated by the lockfile)
+    :param commit: full commit SHA
+    :param dest: target directory; must not exist
+    :raises GitError: when the remote cannot be cloned or does not have the commit
+    """
+    with _clone_beside(url, dest, "clone", "--no-checkout") as repo:
+        if not has_commit(Path(repo.working_tree_dir), commit):
+            # not reachable from any branch or tag (e.g. only under a pull-request ref): ask for it directly
+            try:
+                network(repo.git, url, "fetch", "fetch", "origin", commit)
+            except GitError:
+                pass
+            if not has_commit(Path(repo.working_tree_dir), commit):
+                raise GitError(f"commit {commit} does not exist in {url}")
+        try:
+            repo.git.checkout("--detach", commit)
+        except git.GitCommandError as exc:
+            raise GitError(f"cannot check out {commit} from {url}: {message(exc)}") from None
+
+
+@contextlib.contextmanager
+def _clone_beside(url: str, dest: Path, verb: str, *clone_options: str) -> Iterator[git.Repo]:
+    """
+    Clone url into a temporary sibling of dest, let the caller finish it, then rename it to dest; on any error
+    (or a kill) dest stays absent and the sibling is removed (now, or by the next run). Callers hold the lock
+    that serialises work on dest, so leftovers found beside it are never another process's work in progress.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(dest)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=_tmp_prefix(dest)))
+    try:
+        network(runner(dest.parent), url, verb, "clone", *clone_options, "--", url, str(tmp))
+        repo = Repository(tmp)
+        yield repo
+        repo.close()
+        os.rename(tmp, dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def has_commit(path: Path, commit: str) -> bool:
+    """
+    :param path: a repository (bare or not)
+    :param commit: full commit SHA
+    :return: whether the repository holds that commit
+    """
+    try:
+        runner(path).cat_file("-e", f"{commit}^{{commit}}")
+    except git.GitCommandError:
+        return False
+    return True
+
+
+def _tmp_prefix(dest: Path) -> str:
+    return f".{dest.name}.pin-partial-"
+
+
+def _remove_leftovers(dest: Path) -> None:
+    """Delete temporary clones a killed earlier run left beside dest (they are never used)."""
+    for leftover in dest.parent.glob(_tmp_prefix(dest) + "*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+#: branch heads and tags are mirrored; pull-request and other refs are not
+_MIRROR_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+
+
+def create_mirror(url: str, dest: Path) -> None:
+    """
+    Make a bare mirror of url's branches and tags at dest, atomically (built beside dest, then renamed).
+
+    :param url: repository URL (validated by the lockfile)
+    :param dest: mirror directory; must not exist
+    :raises GitError: when the remote cannot be reached
+    """
+    with _clone_beside(url, dest, "fetch", "--bare") as repo:
+        repo.git.config("--replace-all", "remote.origin.fetch", _MIRROR_REFSPECS[0])
+        repo.git.config("--add", "remote.origin.fetch", _MIRROR_REFSPECS[1])
+
+
+def update_mirror(url: str, path: Path) -> None:
+    """
+    Fetch url's branches and tags into the mirror at path; force-pushed branches follow the remote, deleted ones
+    are pruned (their commits stay in the object store until git collects garbage).
+
+    :param url: repository URL, for messages
+    :param path: mirror made by :func:`create_mirror`
+    :raises GitError: when the remote cannot be reached
+    """
+    network(runner(path), url, "fetch", "fetch", "--prune", "origin")
+    _follow_remote_head(url, path)
+
+
+def _follow_remote_head(url: str, path: Path) -> None:
+    """
+    Point the mirror's HEAD where the remote's HEAD points now: a fetch leaves it alone, and it names the default
+    branch that `pin upgrade` and `pin new` follow (a renamed default branch must not leave them on the old one, nor
+    fail for good once the old one is deleted). A remote whose HEAD is no branch leaves it as it is.
+    """
+    try:
+        # a short answer, without progress: the time-out is the inactivity one, for the whole command
+        answer = runner(path).ls_remote("--symref", "origin", "HEAD", kill_after_timeout=INACTIVITY_TIMEOUT)
+    except git.GitCommandError as exc:
+        raise GitError(f"cannot fetch {url}: {message(exc)}") from None
+    for line in answer.splitlines():
+        target, _, name = line.partition("\t")
+        if name == "HEAD" and target.startswith("ref: refs/heads/"):
+            runner(path).symbolic_ref("HEAD", target[len("ref: ") :])
+            return

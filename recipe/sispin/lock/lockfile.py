@@ -1,0 +1,343 @@
+"""
+pin.toml: the immutable value objects of a lockfile, and finding, reading and parsing it.
+
+Reading uses the standard ``tomllib`` (``tomli`` before Python 3.11) because it is fast and strict; the parsed data
+is validated by :mod:`sispin.lock.validate`, whose every error names the file and the key path. This is the config
+path (every Sisyphus config that calls ``experiment_set()`` loads it): it imports neither tomlkit nor filelock.
+Rewriting pin.toml, which must keep comments, lives in :mod:`sispin.lock.editing`; URL policy in
+:mod:`sispin.lock.urls`; what CloneGitRepositoryJob takes in :mod:`sispin.clonejob`.
+"""
+
+# No `from __future__ import annotations` here: typing.NamedTuple compiles every string annotation (~0.3 ms a field),
+# and every Sisyphus manager imports this module. The annotations below are all valid at run time on Python 3.9.
+
+__all__ = [
+    "LOCKFILE_NAME",
+    "LOCK_ENV",
+    "SUPPORTED_VERSION",
+    "RepoSpec",
+    "Pin",
+    "SetSpec",
+    "SetupCheckout",
+    "Lockfile",
+    "find_lockfile",
+    "load_lockfile",
+    "read_lockfile_text",
+    "parse_lockfile",
+    "display_path",
+    "is_full_sha",
+    "is_sha_prefix",
+    "known_names",
+    "shown_key",
+    "shown_value",
+    "valid_name",
+    "valid_branch",
+    "inside_setup",
+]
+
+import json
+import os
+import re
+import reprlib
+import sys
+from pathlib import Path
+from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+
+from sispin.errors import LockfileError, UnknownNameError
+
+LOCKFILE_NAME = "pin.toml"
+#: environment variable naming the lockfile explicitly (otherwise pin.toml is searched upwards from the cwd)
+LOCK_ENV = "PIN_LOCK"
+SUPPORTED_VERSION = 1
+
+# matched with fullmatch: "$" would also match before a trailing newline
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_FULL_SHA_RE = re.compile(r"[0-9a-f]{40}")
+_SHA_PREFIX_RE = re.compile(r"[0-9a-f]{4,40}")
+# git's rules for a branch name (git check-ref-format --branch): no control characters, space or ~^:?*[\, no "..",
+# "@{", "//", no component that starts with "." or ends with ".lock", not "@", no leading "-", no trailing "/" or "."
+_BRANCH_FORBIDDEN_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|(^|/)\.|\.lock(/|$)|^-|^@$|[/.]$")
+
+
+# The value objects are NamedTuples, not dataclasses: every Sisyphus manager imports this module, and creating five
+# frozen dataclasses costs it ~7 ms (most of what sispin may add to a manager's start), NamedTuples well under one.
+
+
+class RepoSpec(NamedTuple):
+    """
+    One ``[repos.NAME]`` table.
+
+    :param name: the repository's name in pin.toml
+    :param url: clone URL, hashed verbatim into every CloneGitRepositoryJob
+    :param branch: the branch ``pin upgrade`` follows (None: the remote's default branch); never a job argument
+    :param checkout: CloneGitRepositoryJob ``checkout_folder_name`` (None: i6_core's default)
+    """
+
+    name: str
+    url: str
+    branch: Optional[str] = None
+    checkout: Optional[str] = None
+
+
+class Pin(NamedTuple):
+    """
+    One repository pinned by one experiment set.
+
+    :param repo: name of the pinned repository (a key of ``[repos]``)
+    :param commit: full 40-hex commit SHA
+    :param job_kwargs: extra CloneGitRepositoryJob keyword arguments, kept for hash compatibility
+    """
+
+    repo: str
+    commit: str
+    job_kwargs: Mapping[str, Any]
+
+    @property
+    def value(self) -> Any:
+        """The pin as pin.toml writes it: the SHA, or a table of the commit and the extra arguments."""
+        return {"commit": self.commit, **self.job_kwargs} if self.job_kwargs else self.commit
+
+
+class SetSpec(NamedTuple):
+    """
+    One ``[sets.NAME]`` table: an experiment set.
+
+    :param name: set name
+    :param configs: Sisyphus config files (relative to the setup root) that make up the set
+    :param pins: repository name -> its pin, in file order
+    :param allow_unpinned: URLs of clones outside the lock the set accepts without a full commit (deliberately)
+    :param allow_hash_overwrite: URLs of clones outside the lock whose output may carry a hash_overwrite
+    """
+
+    name: str
+    configs: Tuple[str, ...]
+    pins: Mapping[str, Pin]
+    allow_unpinned: Tuple[str, ...] = ()
+    allow_hash_overwrite: Tuple[str, ...] = ()
+
+    def pin(self, repo: str) -> Pin:
+        """
+        :param repo: repository name
+        :return: this set's pin of it
+        :raises UnknownNameError: when the set does not pin that repository
+        """
+        try:
+            return self.pins[repo]
+        except KeyError:
+            raise UnknownNameError(
+                f"experiment set {self.name!r} pins no repository {repo!r} (it pins: {known_names(self.pins)})"
+            ) from None
+
+
+class SetupCheckout(NamedTuple):
+    """
+    One ``[setup.NAME]`` table: a checkout the setup itself needs (Sisyphus, i6_core), made by ``pin sync``.
+
+    :param name: entry name
+    :param url: clone URL
+    :param commit: full 40-hex commit SHA
+    :param path: checkout directory, relative to the setup root
+    """
+
+    name: str
+    url: str
+    commit: str
+    path: str
+
+
+class Lockfile(NamedTuple):
+    """
+    A validated pin.toml.
+
+    :param path: absolute path of the file; its directory is the setup root
+    :param repos: repository name -> spec, in file order
+    :param sets: set name -> spec, in file order
+    :param setup: setup checkout name -> spec, in file order
+    """
+
+    path: Path
+    repos: Mapping[str, RepoSpec]
+    sets: Mapping[str, SetSpec]
+    setup: Mapping[str, SetupCheckout]
+
+    @property
+    def root(self) -> Path:
+        """The setup root: the directory that holds pin.toml."""
+        return self.path.parent
+
+    def get_set(self, name: str) -> SetSpec:
+        """
+        :param name: experiment set name
+        :raises UnknownNameError: listing the known sets
+        """
+        return self._lookup(self.sets, name, "experiment set", "sets")
+
+    def select_sets(self, names: Sequence[str]) -> List[SetSpec]:
+        """
+        :param names: set names as a user gave them (repeats allowed); empty for every set
+        :return: the sets, each once, in the given order (file order when none were given)
+        :raises UnknownNameError: for the first unknown name, listing the known sets
+        """
+        return [self.get_set(name) for name in dict.fromkeys(names)] if names else list(self.sets.values())
+
+    def get_repo(self, name: str) -> RepoSpec:
+        """
+        :param name: repository name
+        :raises UnknownNameError: listing the known repositories
+        """
+        return self._lookup(self.repos, name, "repository", "repositories")
+
+    def _lookup(self, table: Mapping[str, Any], name: str, kind: str, kinds: str) -> Any:
+        try:
+            return table[name]
+        except KeyError:
+            raise UnknownNameError(
+                f"{display_path(self.path)}: no {kind} {name!r} (known {kinds}: {known_names(table)})"
+            ) from None
+
+
+def known_names(names: Mapping[str, Any]) -> str:
+    """:return: the names, sorted and comma-separated, for a message (``none`` when there are none)"""
+    return ", ".join(sorted(names)) or "none"
+
+
+#: how much of a bad value an error message repeats
+_SHOWN_LIMIT = 80
+
+
+def shown_key(name: str) -> str:
+    """A TOML key as a key path in a message: bare when it is a plain name, else quoted like :func:`shown_value`."""
+    return name if valid_name(name) else shown_value(name)
+
+
+def shown_value(value: Any, quote: str = "'") -> str:
+    """
+    A value as an error message repeats it: one line (escapes for control characters), cut when long.
+
+    :param quote: how a string is quoted: ``'`` (Python's repr) or ``"`` (TOML's basic string)
+    """
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False) if quote == '"' else repr(value)
+    else:
+        text = reprlib.repr(value)
+    return text if len(text) <= _SHOWN_LIMIT else f"{text[: _SHOWN_LIMIT - 4]}...{text[-1]}"
+
+
+def display_path(path: Path) -> str:
+    """
+    :param path: a file path
+    :return: the path relative to the working directory when it lies below it, else absolute (for messages)
+    """
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def is_full_sha(value: object) -> bool:
+    """:return: whether value is a full, lowercase 40-hex commit SHA"""
+    return isinstance(value, str) and bool(_FULL_SHA_RE.fullmatch(value))
+
+
+def is_sha_prefix(value: str) -> bool:
+    """:return: whether value is 4 to 40 lowercase hex digits: the start of a commit SHA, as git abbreviates one"""
+    return bool(_SHA_PREFIX_RE.fullmatch(value))
+
+
+def valid_name(name: str) -> bool:
+    """:return: whether name may name a repository, set or setup entry"""
+    return bool(_NAME_RE.fullmatch(name))
+
+
+def valid_branch(name: str) -> bool:
+    """:return: whether name is a branch name git accepts (so ``main~2`` or ``a..b`` never pass for a branch)"""
+    return bool(name) and not _BRANCH_FORBIDDEN_RE.search(name)
+
+
+def inside_setup(root: Path, relative: str) -> bool:
+    """
+    :param root: the setup root
+    :param relative: a validated setup-relative path from pin.toml
+    :return: whether the path, with every symlink on the way resolved, stays inside the setup (a symlink must not
+        lead a clone or a config out of it)
+    """
+    real_root = Path(os.path.realpath(root))
+    return Path(os.path.realpath(root / relative)).is_relative_to(real_root)
+
+
+def find_lockfile(start: Optional[Path] = None) -> Path:
+    """
+    Locate the lockfile: ``$PIN_LOCK`` when set, else the first pin.toml in ``start`` (default: the working
+    directory) or one of its parents, as git finds its repository.
+
+    :param start: directory to search from
+    :return: absolute path of the lockfile
+    :raises LockfileError: when there is none
+    """
+    explicit = os.environ.get(LOCK_ENV)
+    if explicit:
+        path = Path(explicit).absolute()
+        if not path.is_file():
+            raise LockfileError(f"{LOCK_ENV}={explicit}: no such file")
+        return path
+    here = (start or Path.cwd()).absolute()
+    for directory in (here, *here.parents):
+        candidate = directory / LOCKFILE_NAME
+        if candidate.is_file():
+            return candidate
+    raise LockfileError(f"no {LOCKFILE_NAME} in {here} or any parent directory (set {LOCK_ENV} to name one)")
+
+
+def load_lockfile(path: Path) -> Lockfile:
+    """
+    Read and validate a lockfile.
+
+    :param path: the pin.toml to read
+    :raises LockfileError: naming the file and the offending key
+    """
+    path = Path(path).absolute()
+    return parse_lockfile(read_lockfile_text(path), path)
+
+
+def read_lockfile_text(path: Path) -> str:
+    """
+    :param path: a lockfile (or its snapshot)
+    :return: its text exactly as stored: line endings are not translated, so a rewrite can keep them
+    :raises LockfileError: when it does not exist or cannot be read as UTF-8
+    """
+    try:
+        return Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise LockfileError(f"{display_path(path)}: no such file") from None
+    except OSError as exc:
+        raise LockfileError(f"{display_path(path)}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise LockfileError(
+            f"{display_path(path)}: cannot read: not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
+
+
+def parse_lockfile(text: str, path: Path) -> Lockfile:
+    """
+    Validate lockfile content.
+
+    :param text: the TOML text
+    :param path: where it comes from (for messages and the setup root)
+    :raises LockfileError: naming the file and the offending key
+    """
+    # imported here: a manager whose lockfile comes from sispin.lock.cache never parses TOML
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised by the Python 3.9 CI run
+        import tomli as tomllib
+
+    where = display_path(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LockfileError(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise LockfileError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
+    from sispin.lock.validate import validate  # only a lockfile that is not in the cache is validated
+
+    return validate(data, Path(path).absolute(), where)
