@@ -23,7 +23,7 @@ def _naive_scan(tree: Path) -> List[int]:
 
 def bench_import_scan(work: Path, files: int = 10_000, runs: int = 3) -> Result:
     """A tree of files, one in a hundred with a CloneGitRepositoryJob call, scanned both ways."""
-    from sispin.adopt.scan import scan_paths
+    from sispin.adopt.follow import scan_paths
 
     body = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(30))
     for number in range(files):

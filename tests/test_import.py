@@ -8,7 +8,8 @@ import subprocess
 import pytest
 
 from conftest import RECIPE_DIR
-from sispin.adopt.scan import scan_paths, scan_source
+from sispin.adopt.follow import scan_paths
+from sispin.adopt.scan import scan_source
 from sispin.cli.main import main
 from sispin.lock.lockfile import load_lockfile
 

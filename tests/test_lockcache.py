@@ -103,6 +103,32 @@ def test_other_validating_code_validates_again(lock, tmp_path):
     assert "repos.'i6-models': names may use only letters" in refused.stderr
 
 
+def test_the_validating_modules_are_read_from_the_imports_of_the_validator():
+    # never a hand-written list: every module whose code validation runs is there, the writing side is not
+    modules = lockcache.validating_modules()
+    for needed in ("validate.py", "lockfile.py", "urls.py"):
+        assert f"sispin/lock/{needed}" in modules
+    assert "sispin/clonejob.py" in modules and "sispin/errors.py" in modules
+    assert "sispin/lock/editing.py" not in modules and "sispin/lock/cache.py" not in modules
+
+
+def test_a_change_of_the_url_rules_validates_again(lock, tmp_path):
+    package = tmp_path / "copy" / "sispin"
+    shutil.copytree(RECIPE_DIR / "sispin", package, ignore=shutil.ignore_patterns("__pycache__"))
+    code = "import sys; from sispin.lock import cache; print(cache.load_cached(sys.argv[1]).repos['i6-models'].url)"
+    environ = {**os.environ, "PYTHONPATH": str(package.parent)}
+    run = [sys.executable, "-c", code, str(lock)]
+    assert subprocess.run(run, env=environ, capture_output=True, text=True, check=True).stdout.strip()
+    urls = package / "lock" / "urls.py"
+    stricter = urls.read_text().replace(
+        "if _SCP_LIKE_RE.fullmatch(url):\n        return None", "if False:\n        pass"
+    )
+    assert stricter != urls.read_text(), "the scp-like rule of urls.py is where this test expects it"
+    urls.write_text(stricter)
+    refused = subprocess.run(run, env=environ, capture_output=True, text=True)
+    assert refused.returncode == 1 and "repos.i6-models.url" in refused.stderr, refused.stderr
+
+
 def test_without_the_validating_source_nothing_is_cached(lock, tmp_path):
     # an installation of bytecode only: the key cannot name the code, so every load validates
     package = tmp_path / "copy" / "sispin"

@@ -174,9 +174,7 @@ def propose(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: Optio
     :param set_name: the set to pin in
     """
     proposal = Proposal()
-    existing_repos = dict(lockfile.repos) if lockfile else {}
-    existing_pins = lockfile.sets[set_name].pins if lockfile and set_name in lockfile.sets else {}
-    urls = {name: spec.url for name, spec in existing_repos.items()}
+    entries = _Entries(proposal, lockfile, set_name)
     for index, site in enumerate(sites):
         if site.followed and "commit" in site.expressions and len(site.expressions) == 1:
             message = "in a helper that takes its commit as a parameter: its calls with a literal commit are listed"
@@ -186,37 +184,7 @@ def propose(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: Optio
         if blocking is not None:
             proposal.reasons[index] = [blocking]
             continue
-        checkout, pin = checkout_of(site.arguments), _pin_of(site)
-
-        def checkout_of_repo(name: str) -> Optional[str]:
-            spec = existing_repos.get(name)
-            return spec.checkout if spec is not None else proposal.repos[name].get("checkout")
-
-        def pin_of_repo(name: str) -> Any:
-            return existing_pins[name].value if name in existing_pins else proposal.pins.get(name)
-
-        # the URL is hashed verbatim: only an entry of exactly this URL, checkout folder and (free or equal) pin fits
-        name = next(
-            (
-                name
-                for name, url in urls.items()
-                if url == site.url and checkout_of_repo(name) == checkout and pin_of_repo(name) in (None, pin)
-            ),
-            None,
-        )
-        if name is None:
-            commits = {n: _commit(pin_of_repo(n)) for n in urls if pin_of_repo(n) is not None}
-            name = _name_for(site.url, pin, checkout, urls, commits)
-            urls[name] = site.url
-            table: Dict[str, Any] = {"url": site.url}
-            if site.arguments.get("branch"):
-                table["branch"] = site.arguments["branch"]
-            if checkout is not None:
-                table["checkout"] = checkout
-            proposal.repos[name] = table
-        if name not in existing_pins:
-            proposal.pins[name] = pin
-        proposal.repo_of_site[index] = name
+        proposal.repo_of_site[index] = entries.entry_for(site)
         notes = [
             Reason(
                 "hash_overwrite",
@@ -230,6 +198,49 @@ def propose(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: Optio
         if notes:
             proposal.reasons[index] = notes
     return proposal
+
+
+class _Entries:
+    """The repository entries of pin.toml as it is, and those a proposal adds, with the set's pins of them."""
+
+    def __init__(self, proposal: Proposal, lockfile: Optional[Lockfile], set_name: Optional[str]):
+        self.proposal = proposal
+        self.existing_repos = dict(lockfile.repos) if lockfile else {}
+        self.existing_pins = lockfile.sets[set_name].pins if lockfile and set_name in lockfile.sets else {}
+        self.urls = {name: spec.url for name, spec in self.existing_repos.items()}
+
+    def checkout(self, name: str) -> Optional[str]:
+        spec = self.existing_repos.get(name)
+        return spec.checkout if spec is not None else self.proposal.repos[name].get("checkout")
+
+    def pin(self, name: str) -> Any:
+        return self.existing_pins[name].value if name in self.existing_pins else self.proposal.pins.get(name)
+
+    def entry_for(self, site: CallSite) -> str:
+        """:return: the entry a call is adopted as: an existing one that fits, else a new one (added, with its pin)"""
+        checkout, pin = checkout_of(site.arguments), _pin_of(site)
+        # the URL is hashed verbatim: only an entry of exactly this URL, checkout folder and (free or equal) pin fits
+        name = next(
+            (
+                name
+                for name, url in self.urls.items()
+                if url == site.url and self.checkout(name) == checkout and self.pin(name) in (None, pin)
+            ),
+            None,
+        )
+        if name is None:
+            commits = {n: _commit(self.pin(n)) for n in self.urls if self.pin(n) is not None}
+            name = _name_for(site.url, pin, checkout, self.urls, commits)
+            self.urls[name] = site.url
+            table: Dict[str, Any] = {"url": site.url}
+            if site.arguments.get("branch"):
+                table["branch"] = site.arguments["branch"]
+            if checkout is not None:
+                table["checkout"] = checkout
+            self.proposal.repos[name] = table
+        if name not in self.existing_pins:
+            self.proposal.pins[name] = pin
+        return name
 
 
 def _commit(pin: Any) -> str:

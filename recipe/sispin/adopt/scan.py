@@ -10,14 +10,12 @@ assigned on its output, arguments that are not literals.
 
 from __future__ import annotations
 
-__all__ = ["CallSite", "scan_source", "scan_paths"]
+__all__ = ["CallSite", "Helper", "scan_source", "scan_file", "module_constants", "commit_risks"]
 
 import ast
 import copy
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from sispin.clonejob import CLASS_NAME, PARAMETERS, QUALIFIED_NAMES
 from sispin.lock.lockfile import is_full_sha
@@ -76,110 +74,14 @@ class CallSite:
         return f"{self.file}:{self.line}"
 
 
-def scan_paths(paths: Sequence[Path]) -> Tuple[List[CallSite], List[str]]:
-    """
-    :param paths: Python files and directories (searched recursively for ``*.py``)
-    :return: the call sites in file order (calls of helper functions that pass a literal commit on to a
-        CloneGitRepositoryJob among them), and one warning per file that could not be read or parsed
-    """
-    sites: List[CallSite] = []
-    warnings: List[str] = []
-    helpers: Dict[str, List[_Helper]] = {}
-    sources: List[Tuple[str, bytes]] = []
-    for path in _python_files(paths):
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            warnings.append(f"{path}: cannot read: {exc.strerror}")
-            continue
-        sources.append((path, data))
-        # most files never mention the class: skip them before paying for a parse
-        if CLASS_NAME.encode() not in data:
-            continue
-        try:
-            found, file_helpers = _scan(data.decode("utf-8", errors="replace"), path)
-        except SyntaxError as exc:
-            warnings.append(f"{path}:{exc.lineno}: not valid Python, skipped: {exc.msg}")
-            continue
-        sites += found
-        for helper in file_helpers:
-            helpers.setdefault(helper.name, []).append(helper)
-    # one level through helpers: a name defined twice is ambiguous, and is not followed
-    unique = {name: found[0] for name, found in helpers.items() if len(found) == 1}
-    for helper in unique.values():
-        helper.site.followed = True
-    for path, data in sources:
-        if not any(name.encode() in data for name in unique):
-            continue
-        try:
-            tree = ast.parse(data.decode("utf-8", errors="replace"), filename=path)
-        except SyntaxError:
-            continue  # warned above when it mentions the class; otherwise it is no concern of this scan
-        sites += _helper_calls(tree, path, unique)
-    order = {path: index for index, (path, _) in enumerate(sources)}
-    return sorted(sites, key=lambda site: (order.get(site.file, 0), site.line)), warnings
-
-
 @dataclass
-class _Helper:
+class Helper:
     """A module-level function whose parameter is passed as the commit of a CloneGitRepositoryJob it calls."""
 
     name: str
     parameter: str
     index: Optional[int]
     site: CallSite
-
-
-def _helper_calls(tree: ast.Module, path: str, helpers: Dict[str, _Helper]) -> List[CallSite]:
-    """The calls of helpers in tree that pass a literal commit, each as the clone it makes."""
-    constants = _module_constants(tree)
-    found = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
-        helper = helpers.get(name or "")
-        if helper is None:
-            continue
-        value: Optional[ast.expr] = next((k.value for k in node.keywords if k.arg == helper.parameter), None)
-        positional = node.args[: helper.index + 1] if helper.index is not None else []
-        if value is None and helper.index is not None and len(positional) > helper.index:
-            if not any(isinstance(argument, ast.Starred) for argument in positional):
-                value = node.args[helper.index]
-        if isinstance(value, ast.Name) and value.id in constants:
-            commit: Any = constants[value.id]
-        elif isinstance(value, ast.Constant) and isinstance(value.value, str):
-            commit = value.value
-        else:
-            continue  # no literal commit here: the pin, if any, is made elsewhere
-        clone = helper.site
-        arguments = {**clone.arguments, "commit": commit}
-        site = CallSite(
-            file=path,
-            line=node.lineno,
-            arguments=arguments,
-            expressions={key: text for key, text in clone.expressions.items() if key != "commit"},
-            risks=[risk for risk in clone.risks if not risk.startswith("commit is not a literal")],
-            positional=clone.positional,
-            imported=clone.imported,
-            helper=f"{helper.name}({helper.parameter}=...), whose clone is at {clone.where}",
-        )
-        site.risks += _commit_risks(arguments)
-        found.append(site)
-    return found
-
-
-def _python_files(paths: Sequence[Path]) -> Iterator[str]:
-    for path in paths:
-        if os.path.isdir(path):
-            for directory, subdirectories, files in os.walk(path):
-                subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d != "__pycache__")
-                for name in sorted(files):
-                    if name.endswith(".py"):
-                        yield os.path.join(directory, name)
-        else:
-            yield str(path)
 
 
 def scan_source(source: str, filename: str) -> List[CallSite]:
@@ -189,17 +91,22 @@ def scan_source(source: str, filename: str) -> List[CallSite]:
     :return: the CloneGitRepositoryJob call sites in it, in line order
     :raises SyntaxError: when the source does not parse
     """
-    return _scan(source, filename)[0]
+    return scan_file(source, filename)[0]
 
 
-def _scan(source: str, filename: str) -> Tuple[List[CallSite], List[_Helper]]:
-    """:return: the call sites in line order, and the helper functions of the file"""
+def scan_file(source: str, filename: str) -> Tuple[List[CallSite], List[Helper]]:
+    """
+    :param source: Python source text
+    :param filename: its name, for the call sites
+    :return: the call sites in line order, and the helper functions of the file
+    :raises SyntaxError: when the source does not parse
+    """
     tree = ast.parse(source, filename=filename)
-    scanner = _Scanner(filename, _module_constants(tree), _import_aliases(tree), _star_imports(tree))
+    scanner = _Scanner(filename, module_constants(tree), _import_aliases(tree), _star_imports(tree))
     return sorted(scanner.scan(tree), key=lambda site: site.line), scanner.helpers
 
 
-def _module_constants(tree: ast.Module) -> Dict[str, str]:
+def module_constants(tree: ast.Module) -> Dict[str, str]:
     """Module-level ``NAME = "string"`` bindings (a name bound twice is not a constant)."""
     constants: Dict[str, str] = {}
     rebound = set()
@@ -291,7 +198,7 @@ class _Scanner(ast.NodeVisitor):
         # the module-level function being visited (helpers are followed from there only), and those found
         self.function: Optional[ast.FunctionDef] = None
         self.in_class = 0
-        self.helpers: List[_Helper] = []
+        self.helpers: List[Helper] = []
 
     def scan(self, tree: ast.Module) -> List[CallSite]:
         """:return: the call sites of the tree, each with its risks"""
@@ -363,7 +270,7 @@ class _Scanner(ast.NodeVisitor):
         keyword_only = [a.arg for a in arguments.kwonlyargs]
         if isinstance(commit, ast.Name) and commit.id in positional + keyword_only:
             where = positional.index(commit.id) if commit.id in positional else None
-            self.helpers.append(_Helper(self.function.name, commit.id, where, site))
+            self.helpers.append(Helper(self.function.name, commit.id, where, site))
 
     def assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
         if isinstance(target, ast.Attribute) and target.attr == "hash_overwrite":
@@ -445,7 +352,7 @@ class _Scanner(ast.NodeVisitor):
         if "commit" in site.expressions:
             site.risks.append(f"commit is not a literal ({site.expressions['commit']})")
         else:
-            site.risks += _commit_risks(site.arguments)
+            site.risks += commit_risks(site.arguments)
         self.sites.append(site)
         return site
 
@@ -458,7 +365,7 @@ class _Scanner(ast.NodeVisitor):
             return _UNREADABLE
 
 
-def _commit_risks(arguments: Dict[str, Any]) -> List[str]:
+def commit_risks(arguments: Dict[str, Any]) -> List[str]:
     """:return: what is wrong with a literal commit argument (none given: the call follows a branch)"""
     commit = arguments.get("commit")
     if commit is None:

@@ -9,20 +9,21 @@ pin.snapshot.toml.
 
 from __future__ import annotations
 
-__all__ = ["add_parser", "run", "check"]
+__all__ = ["add_parser", "run", "check", "check_lock_only", "CheckResult"]
 
 import argparse
-import json
-from dataclasses import asdict
-from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
+from sispin.cli.options import add_command, json_output, set_names
+from sispin.cli.output import Output
 from sispin.cli.snapshot import skipped_line
 from sispin.errors import LockfileError, PinError
 from sispin.git.env import missing_commits
 from sispin.git.history import on_a_ref
 from sispin.git.store import Store
-from sispin.graph.build import load_graph
+from sispin.graph.build import JobRecord, load_graph
+from sispin.graph.build import Output as RecordedOutput
 from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import hidden_commit_problems, off_lock_problems
 from sispin.graph.snapshot import read_records, read_snapshot, snapshot_path
@@ -31,120 +32,149 @@ from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_loc
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "check",
+        run,
         help="verify the lock, the pinned commits, the job graphs and the snapshot (for CI)",
         description="Check that pin.toml is valid, every pinned commit exists (skipped with --offline), each "
         "set's job graph (built by real Sisyphus) clones locked repositories only at the pinned commit and never "
         "with hash_overwrite, and every registered output still has the job id recorded in pin.snapshot.toml. "
         "Prints every problem and exits 1 when there is one.",
     )
-    parser.add_argument("sets", metavar="SET", nargs="*", help="sets to check (default: all)")
+    set_names(parser, "check")
     parser.add_argument("--offline", action="store_true", help="do not contact remotes to verify the commits")
-    parser.add_argument("--verbose", action="store_true", help="list every changed output with its old and new id")
-    parser.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
+    json_output(parser)
     parser.add_argument(
         "--lock-only",
         action="store_true",
         help="only validate pin.toml and pin.snapshot.toml: no git, no Sisyphus (fast: a pre-commit hook)",
     )
-    parser.set_defaults(run=run, trailing="sets")
+    parser.set_defaults(trailing="sets")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return check(
-        find_lockfile(),
-        args.sets,
-        offline=args.offline,
-        store=Store(),
-        verbose=args.verbose,
-        as_json=args.json,
-        lock_only=args.lock_only,
-    )
+    try:
+        lockfile = load_lockfile(find_lockfile())
+    except LockfileError as exc:
+        if args.json:
+            out.json({"problems": [str(exc)]})
+        else:
+            out.result(f"problem: {exc}\npin check: 1 problem")
+        return exc.exit_code
+    if args.lock_only:
+        return check_lock_only(lockfile, args.sets, out)
+    result = check(lockfile, args.sets, offline=args.offline, store=Store(), verbose=out.verbose)
+    if args.json:
+        out.json({"sets": result.changes, "skipped": result.skipped, "problems": result.problems})
+    else:
+        _print(result, out)
+    return 1 if result.problems else 0
 
 
-def check(
-    path: Path,
-    set_names: Sequence[str],
-    *,
-    offline: bool,
-    store: Store,
-    verbose: bool = False,
-    as_json: bool = False,
-    lock_only: bool = False,
-) -> int:
+def check_lock_only(lockfile: Lockfile, set_names: Sequence[str], out: Output) -> int:
     """
-    :param path: the pin.toml
+    Validate pin.snapshot.toml too (pin.toml is valid): no git, no Sisyphus.
+
+    :raises LockfileError: when the snapshot is invalid
+    """
+    names = lockfile.select_sets(set_names)
+    read_snapshot(snapshot_path(lockfile.path))
+    out.result(f"pin check: lock ok ({_count(len(names), 'set')}; the job graphs were not checked)")
+    return 0
+
+
+@dataclass
+class CheckResult:
+    """
+    What ``pin check`` found.
+
+    :param problems: one line each, in the order they are printed
+    :param summaries: one line per set whose outputs changed
+    :param skipped: the sets without configs (nothing builds a graph to check)
+    :param changes: set name -> how its graph differs from the snapshot (see :class:`SetChanges`), as plain data
+    :param checked: how many sets' graphs were built
+    :param outputs: how many outputs those graphs register
+    """
+
+    problems: List[str] = field(default_factory=list)
+    summaries: List[str] = field(default_factory=list)
+    skipped: List[str] = field(default_factory=list)
+    changes: Dict[str, Any] = field(default_factory=dict)
+    checked: int = 0
+    outputs: int = 0
+
+
+def check(lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store: Store, verbose: bool) -> CheckResult:
+    """
+    :param lockfile: the validated pin.toml
     :param set_names: sets to check; empty for all
     :param offline: skip verifying that pinned commits exist in their remotes
     :param store: where the mirrors are (fetched unless offline)
     :param verbose: list every changed output with its ids, not only a few per root cause
-    :param as_json: print JSON instead of text
-    :param lock_only: only validate the lockfile and the snapshot (invalid: exit 3)
-    :return: 0 when nothing is wrong, else 1 (3 when pin.toml itself is invalid)
     """
-    try:
-        lockfile = load_lockfile(path)
-    except LockfileError as exc:
-        print(json.dumps({"problems": [str(exc)]}) if as_json else f"problem: {exc}\npin check: 1 problem")
-        return exc.exit_code
     specs = lockfile.select_sets(set_names)
-    names = [spec.name for spec in specs]
-    if lock_only:
-        read_snapshot(snapshot_path(lockfile.path))
-        print(f"pin check: lock ok ({len(names)} set{'s' if len(names) != 1 else ''}; the job graphs were not checked)")
-        return 0
-    problems = [] if offline else _missing_commits(lockfile, names, store)
+    result = CheckResult(skipped=[spec.name for spec in specs if not spec.configs])
+    if not offline:
+        result.problems += _missing_commits(lockfile, [spec.name for spec in specs], store)
     target = snapshot_path(lockfile.path)
-    recorded = read_snapshot(target)
-    records = read_records(target)
-    problems += [
+    recorded, records = read_snapshot(target), read_records(target)
+    result.problems += [
         f"{display_path(target)}: sets.{name}: no such set in {display_path(lockfile.path)} (stale: `pin snapshot` "
         "drops it)"
         for name in sorted(recorded)
         if name not in lockfile.sets
     ]
-    outputs = 0
-    summaries: List[str] = []
-    report: Dict[str, Any] = {"sets": {}, "skipped": [spec.name for spec in specs if not spec.configs]}
-    for name in names:
-        if name in report["skipped"]:
-            continue  # no configs: nothing builds a graph to check (its pins were verified above)
-        try:
-            graph = load_graph(lockfile, name)
-        except PinError as exc:
-            problems.append(f"sets.{name}: {exc}")
-            continue
-        outputs += len(graph.outputs)
-        problems += off_lock_problems(lockfile, graph) + hidden_commit_problems(lockfile, graph)
-        if name not in recorded:
-            problems.append(f"sets.{name}: no snapshot in {display_path(target)} (run `pin snapshot {name}`)")
-            continue
-        changes = compare_set(recorded[name], records.get(name, {}), graph, lockfile.root / "work")
-        report["sets"][name] = asdict(changes)
-        if changes.changed:
-            summaries.append(
-                f"sets.{name}: {_count(len(changes.changed), 'output')} changed, {_count(changes.renewed, 'job')} "
-                f"renewed ({changes.finished} finished in work/)"
-            )
-        problems += [f"sets.{name}: {line}" for line in _change_lines(changes, verbose)]
-    if as_json:
-        print(json.dumps({**report, "problems": problems}, indent=2))
-        return 1 if problems else 0
-    for name in report["skipped"]:
-        print(skipped_line(name))
-    for line in summaries:
-        print(f"summary: {line}")
-    for problem in problems:
-        print(f"problem: {problem}")
-    if problems:
-        print(f"pin check: {_count(len(problems), 'problem')}")
-        return 1
-    checked = len(names) - len(report["skipped"])
-    skipped = f", {len(report['skipped'])} skipped" if report["skipped"] else ""
-    print(f"pin check: ok ({_count(checked, 'set')}, {outputs} outputs{skipped})")
-    return 0
+    for spec in specs:
+        if spec.configs:  # a set without configs has no graph to check (its pins were verified above)
+            _check_set(lockfile, spec.name, recorded, records, result, verbose)
+    return result
+
+
+def _check_set(
+    lockfile: Lockfile,
+    name: str,
+    recorded: Mapping[str, Mapping[str, RecordedOutput]],
+    records: Mapping[str, Mapping[str, JobRecord]],
+    result: CheckResult,
+    verbose: bool,
+) -> None:
+    """Build one set's graph and add what is wrong with it to result."""
+    try:
+        graph = load_graph(lockfile, name)
+    except PinError as exc:
+        result.problems.append(f"sets.{name}: {exc}")
+        return
+    result.checked += 1
+    result.outputs += len(graph.outputs)
+    result.problems += off_lock_problems(lockfile, graph) + hidden_commit_problems(lockfile, graph)
+    if name not in recorded:
+        target = display_path(snapshot_path(lockfile.path))
+        result.problems.append(f"sets.{name}: no snapshot in {target} (run `pin snapshot {name}`)")
+        return
+    changes = compare_set(recorded[name], records.get(name, {}), graph, lockfile.root / "work")
+    result.changes[name] = asdict(changes)
+    if changes.changed:
+        result.summaries.append(
+            f"sets.{name}: {_count(len(changes.changed), 'output')} changed, {_count(changes.renewed, 'job')} "
+            f"renewed ({changes.finished} finished in work/)"
+        )
+    result.problems += [f"sets.{name}: {line}" for line in _change_lines(changes, verbose)]
+
+
+def _print(result: CheckResult, out: Output) -> None:
+    for name in result.skipped:
+        out.info(skipped_line(name))
+    for line in result.summaries:
+        out.result(f"summary: {line}")
+    for problem in result.problems:
+        out.result(f"problem: {problem}")
+    if result.problems:
+        out.result(f"pin check: {_count(len(result.problems), 'problem')}")
+    else:
+        skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
+        out.result(f"pin check: ok ({_count(result.checked, 'set')}, {result.outputs} outputs{skipped})")
 
 
 #: outputs named per root cause before the rest are counted (all of them with --verbose)

@@ -16,6 +16,8 @@ from typing import Any, Sequence
 
 import tomlkit
 
+from sispin.cli.options import add_command, one_set
+from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, UsageError
 from sispin.lock.editing import add_value, edit_lockfile
 from sispin.lock.files import write_atomically
@@ -24,27 +26,29 @@ from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_loc
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "configs",
+        run,
         help="list, add or remove the Sisyphus configs of a set",
         description="Without options, list the configs of set SET. --add appends existing config files (setup-"
         "relative) to sets.SET.configs, --remove takes listed ones out; comments and layout of pin.toml stay.",
     )
-    parser.add_argument("set", metavar="SET", help="the experiment set")
+    one_set(parser, "the experiment set")
     parser.add_argument("--add", metavar="PATH", nargs="+", default=[], help="config files to add (must exist)")
     parser.add_argument("--remove", metavar="PATH", nargs="+", default=[], help="config files to remove")
-    parser.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return edit_configs(find_lockfile(), args.set, add=args.add, remove=args.remove)
+    return edit_configs(find_lockfile(), args.set, out, add=args.add, remove=args.remove)
 
 
-def edit_configs(path: Path, name: str, *, add: Sequence[str], remove: Sequence[str]) -> int:
+def edit_configs(path: Path, name: str, out: Output, *, add: Sequence[str], remove: Sequence[str]) -> int:
     """
     :param path: the pin.toml
     :param name: the set whose configs to list or change
+    :param out: where the listing or the change is said
     :param add: config files to append (each must exist and not be listed yet)
     :param remove: listed config files to take out
     :return: exit code
@@ -55,9 +59,9 @@ def edit_configs(path: Path, name: str, *, add: Sequence[str], remove: Sequence[
     spec = lockfile.get_set(name)
     if not add and not remove:
         for config in spec.configs:
-            print(config)
+            out.result(config)
         if not spec.configs:
-            print(f"sets.{name}: no configs (add one with `pin configs {name} --add PATH`)")
+            out.result(f"sets.{name}: no configs (add one with `pin configs {name} --add PATH`)")
         return 0
     for config in add:
         if config in spec.configs or add.count(config) > 1:
@@ -89,7 +93,7 @@ def edit_configs(path: Path, name: str, *, add: Sequence[str], remove: Sequence[
         write_atomically(target, text)
 
     edit_lockfile(path, change, rewritable_key="configs", write=write)
-    print(f"{display_path(path)}: sets.{name}.configs = [{', '.join(repr(c) for c in wanted)}]")
+    out.info(f"{display_path(path)}: sets.{name}.configs = [{', '.join(repr(c) for c in wanted)}]")
     return 0
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 __all__ = ["add_parser", "run", "explain", "explanation_lines"]
 
 import argparse
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from sispin.cli.options import add_command, json_output, set_names
+from sispin.cli.output import Output
 from sispin.errors import UnknownNameError
 from sispin.graph.build import JobRecord, load_graph
 from sispin.graph.explain import Explanation, explain_output, pin_moved, short_id, shown
@@ -25,28 +26,31 @@ from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_loc
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "explain",
+        run,
         help="say why job ids differ from the snapshot: the argument that changed, old -> new",
         description="For every registered output whose job id differs from pin.snapshot.toml, show the chain from "
         "the output down to the root causes (the deepest jobs whose own arguments changed) and the argument paths "
         "that differ, old -> new. Works from the snapshot alone. Exit 1 when some output differs.",
     )
-    parser.add_argument("sets", metavar="SET", nargs="*", help="sets to explain (default: all)")
+    set_names(parser, "explain")
     parser.add_argument("--output", metavar="NAME", help="explain this registered output only")
-    parser.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
-    parser.set_defaults(run=run, trailing="sets")
+    json_output(parser)
+    parser.set_defaults(trailing="sets")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return explain(find_lockfile(), args.sets, output=args.output, as_json=args.json)
+    return explain(find_lockfile(), args.sets, out, output=args.output, as_json=args.json)
 
 
-def explain(path: Path, set_names: Sequence[str], *, output: Optional[str], as_json: bool) -> int:
+def explain(path: Path, set_names: Sequence[str], out: Output, *, output: Optional[str], as_json: bool) -> int:
     """
     :param path: the pin.toml
     :param set_names: sets to explain; empty for all
+    :param out: the explanations (or JSON)
     :param output: only this output
     :param as_json: print JSON instead of text
     :return: 0 when every output has its recorded id, else 1
@@ -75,10 +79,10 @@ def explain(path: Path, set_names: Sequence[str], *, output: Optional[str], as_j
     if not found:
         raise UnknownNameError(f"no registered output {output!r} in set(s) {', '.join(names)}")
     if as_json:
-        print(json.dumps(report, indent=2))
+        out.json(report)
     else:
         for line in lines or [f"every output has the job id recorded in {snapshot_name(lockfile)}"]:
-            print(line)
+            out.result(line)
     return 1 if report else 0
 
 

@@ -10,6 +10,8 @@ __all__ = ["add_parser", "run", "gc"]
 import argparse
 from pathlib import Path
 
+from sispin.cli.options import add_command, dry_run
+from sispin.cli.output import Output
 from sispin.errors import StoreError
 from sispin.git.gc import sweep
 from sispin.git.store import Store
@@ -18,43 +20,45 @@ from sispin.lock.lockfile import find_lockfile, load_lockfile
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "gc",
+        run,
         help="remove the store checkouts that no lockfile using the store pins",
         description="Remove every checkout in the store that no set pins, in this pin.toml or in any other "
         "lockfile the store serves (each setup records its pin.toml in the store when it makes a checkout there); "
         "forget recorded lockfiles that no longer exist; report the disk space freed. Each checkout is removed "
         "under the store's lock for it. Mirrors are kept. Exit 10 when a checkout cannot be removed.",
     )
-    parser.add_argument("--dry-run", action="store_true", help="only report what would be removed and freed")
-    parser.set_defaults(run=run)
+    dry_run(parser, "only report what would be removed and freed")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return gc(find_lockfile(), Store(), dry_run=args.dry_run)
+    return gc(find_lockfile(), Store(), out, dry_run=args.dry_run)
 
 
-def gc(path: Path, store: Store, *, dry_run: bool) -> int:
+def gc(path: Path, store: Store, out: Output, *, dry_run: bool) -> int:
     """
     :param path: the pin.toml of the setup running gc
     :param store: the store to clean
+    :param out: where the report goes
     :param dry_run: change nothing, only report
     :return: exit code (0)
     :raises StoreError: after the report, when a checkout could not be removed
     """
     result = sweep(store, load_lockfile(path), dry_run=dry_run)
     for gone in result.gone:
-        print(f"{'would forget' if dry_run else 'forgot'}  {gone}  (no longer exists)")
+        out.result(f"{'would forget' if dry_run else 'forgot'}  {gone}  (no longer exists)")
     for checkout, pins in result.kept.items():
         repository, commit = checkout.parent.parent.name, checkout.parent.name
-        print(f"kept  {_name(result.names, repository)}  {commit[:7]}  {checkout}  ({'; '.join(pins)})")
+        out.result(f"kept  {_name(result.names, repository)}  {commit[:7]}  {checkout}  ({'; '.join(pins)})")
     freed = failed = 0
     for removal in result.removed:
         verb = "would remove" if dry_run else "removed" if removal.error is None else "FAILED"
         size = _size(removal.freed) + (f" (+{_size(removal.shared)} shared)" if removal.shared else "")
         line = f"{verb}  {_name(result.names, removal.repository)}  {removal.commit[:7]}  {removal.path}  {size}"
-        print(line + (f": {removal.error}" if removal.error else ""))
+        out.result(line + (f": {removal.error}" if removal.error else ""))
         if removal.error is None:
             freed += removal.freed
         else:
@@ -63,9 +67,9 @@ def gc(path: Path, store: Store, *, dry_run: bool) -> int:
     summary = f"{_size(freed)} ({freed} bytes) in {_count(done, 'checkout')}"
     kept = f"kept {_count(len(result.kept), 'checkout')} pinned by {_count(len(result.users), 'lockfile')}"
     if dry_run:
-        print(f"pin gc: dry run: would free {summary}; {kept}; nothing changed")
+        out.result(f"pin gc: dry run: would free {summary}; {kept}; nothing changed")
     else:
-        print(f"pin gc: freed {summary}; {kept}")
+        out.result(f"pin gc: freed {summary}; {kept}")
     if failed:
         raise StoreError(f"{_count(failed, 'checkout')} in {store.directory} could not be removed (see above)")
     return 0

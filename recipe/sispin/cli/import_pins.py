@@ -12,15 +12,17 @@ from __future__ import annotations
 __all__ = ["add_parser", "run", "import_pins"]
 
 import argparse
-import json
 import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import tomlkit
 
+from sispin.adopt.follow import scan_paths
 from sispin.adopt.propose import Adoption, Proposal, add_to_document, adopt, status_of
-from sispin.adopt.scan import CallSite, scan_paths
+from sispin.adopt.scan import CallSite
+from sispin.cli.options import add_command, json_output
+from sispin.cli.output import Output
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
 from sispin.errors import LockfileError, SisyphusError, UsageError
 from sispin.lock.editing import edit_lockfile
@@ -34,8 +36,10 @@ _SHOWN_ARGUMENTS = tuple(name for name, _ in PARAMETERS if name not in ("url", "
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "import",
+        run,
         help="find hand-written CloneGitRepositoryJob pins and move them into pin.toml",
         description="Scan Python files (statically: nothing is executed) for CloneGitRepositoryJob calls, report "
         "each with its arguments and risks, and propose [repos.*] and the pins of set NAME. --write adds them to "
@@ -45,18 +49,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("paths", metavar="PATH", nargs="+", type=Path, help="Python files or directories")
     parser.add_argument("--set", dest="set_name", metavar="NAME", help="the set that pins the found commits")
     parser.add_argument("--write", action="store_true", help="add the proposal to pin.toml (needs --set)")
-    parser.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
-    parser.set_defaults(run=run)
+    json_output(parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return import_pins(args.paths, set_name=args.set_name, write=args.write, as_json=args.json)
+    return import_pins(args.paths, out, set_name=args.set_name, write=args.write, as_json=args.json)
 
 
-def import_pins(paths: Sequence[Path], *, set_name: Optional[str], write: bool, as_json: bool) -> int:
+def import_pins(paths: Sequence[Path], out: Output, *, set_name: Optional[str], write: bool, as_json: bool) -> int:
     """
     :param paths: files and directories to scan
+    :param out: the report (or JSON)
     :param set_name: the set to propose (and write) pins for
     :param write: add the proposal to pin.toml
     :param as_json: print JSON instead of text
@@ -85,10 +89,10 @@ def import_pins(paths: Sequence[Path], *, set_name: Optional[str], write: bool, 
     # what is shown never repeats a secret-looking string found in the code; what is written is checked by pin.toml's
     # rules, which refuse a URL with credentials
     if as_json:
-        print(json.dumps(_masked(_json_report(sites, warnings, adoption)), indent=2))
+        out.json(_masked(_json_report(sites, warnings, adoption)))
     else:
         for line in _report_lines(sites, warnings, adoption, shown_set):
-            print(redact_text(line))
+            out.result(redact_text(line))
     if adoption.ids_note:
         # the promise is the same job id for every replacement: unconfirmed, nothing is adopted
         raise SisyphusError(redact_text(f"{adoption.ids_note}{' (nothing written)' if write else ''}"))
@@ -96,7 +100,7 @@ def import_pins(paths: Sequence[Path], *, set_name: Optional[str], write: bool, 
         path = lockfile.path if lockfile else Path(os.environ.get(LOCK_ENV) or LOCKFILE_NAME).absolute()
         edit_lockfile(path, lambda current, document: add_to_document(document, proposal, set_name), create=True)
         added = f"{len(proposal.repos)} repositories and {len(proposal.pins)} pins of set {set_name!r}"
-        print(f"{display_path(path)}: added {added}")
+        out.info(f"{display_path(path)}: added {added}")
     return 1 if adoption.problems else 0
 
 

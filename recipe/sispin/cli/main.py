@@ -14,6 +14,8 @@ import sys
 from typing import Optional, Sequence
 
 from sispin import __version__
+from sispin.cli.options import output_of
+from sispin.cli.output import Output
 from sispin.cli.progress import TerminalProgress
 from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError
 from sispin.git.env import progress_to
@@ -37,8 +39,6 @@ _COMMANDS = (
 )
 #: the exit codes that are no PinError's
 INTERNAL_ERROR, INTERRUPTED = 70, 130
-#: the commands that clone or fetch, and so show git's progress on a terminal unless told --quiet
-_TRANSFERRING = ("sync", "upgrade", "new", "status", "check")
 
 _EPILOG = (
     "exit codes:\n"
@@ -72,11 +72,6 @@ def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParse
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in modules:
         importlib.import_module(f"sispin.cli.{module}").add_parser(subparsers)
-    for name in _TRANSFERRING:
-        if name in subparsers.choices:
-            subparsers.choices[name].add_argument(
-                "--quiet", action="store_true", help="do not show the progress of clones and fetches on a terminal"
-            )
     return parser
 
 
@@ -88,35 +83,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     :return: the process exit code
     """
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(argv)
     try:
-        for word in argv:
-            # argparse turns `--to=--` into an empty list instead of the value "--" or an error
-            option, equals, value = word.partition("=")
-            if option.startswith("--") and equals and value == "--":
-                parser.error(f"argument {option}: expected a value, not '--'")
-        args, extras = parser.parse_known_args(argv)
-        # argparse gives a trailing "REPO ..." positional nothing once an option came between (`upgrade demo
-        # --to v1 rc`); commands that take such a list name it in `trailing`, and the words after options join it
-        trailing = getattr(args, "trailing", None)
-        if extras and trailing and not any(word.startswith("-") for word in extras):
-            getattr(args, trailing).extend(extras)
-        elif extras:
-            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        args = _parse(build_parser(argv), argv)
     except SystemExit as exc:  # --help, --version and command-line errors (already printed)
         return int(exc.code or 0)
+    out = output_of(args)
     # progress only where somebody watches it: not in a pipe, a log file or CI
-    shown = not getattr(args, "quiet", True) and sys.stderr.isatty()
+    shown = not out.quiet and sys.stderr.isatty()
     try:
-        _repair_after_a_kill()
+        _repair_after_a_kill(out)
         with progress_to(TerminalProgress(sys.stderr) if shown else None):
-            return int(args.run(args))
+            return int(args.run(args, out))
     except PinError as exc:
         if args.debug and exc.details:
             print(exc.details.rstrip(), file=sys.stderr)  # e.g. the failing config's own traceback
         elif args.debug:
             raise
-        print(f"pin: error: {_one_line(str(exc))}", file=sys.stderr)
+        out.error(_one_line(str(exc)))
         return exc.exit_code
     except OSError as exc:
         # the file system refused (permissions, a file where a directory belongs, a full disk): the environment's
@@ -124,7 +107,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.debug:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"pin: error: {_one_line(where + (exc.strerror or str(exc)))}", file=sys.stderr)
+        out.error(_one_line(where + (exc.strerror or str(exc))))
         return FileSystemError.exit_code
     except KeyboardInterrupt:
         print("pin: interrupted", file=sys.stderr)
@@ -139,7 +122,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return INTERNAL_ERROR
 
 
-def _repair_after_a_kill() -> None:
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """:raises SystemExit: for --help, --version and a bad command line (said in one line)"""
+    for word in argv:
+        # argparse turns `--to=--` into an empty list instead of the value "--" or an error
+        option, equals, value = word.partition("=")
+        if option.startswith("--") and equals and value == "--":
+            parser.error(f"argument {option}: expected a value, not '--'")
+    args, extras = parser.parse_known_args(argv)
+    # argparse gives a trailing "REPO ..." positional nothing once an option came between (`upgrade demo --to v1
+    # rc`); commands that take such a list name it in `trailing`, and the words after options join it
+    trailing = getattr(args, "trailing", None)
+    if extras and trailing and not any(word.startswith("-") for word in extras):
+        getattr(args, trailing).extend(extras)
+    elif extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
+def _repair_after_a_kill(out: Output) -> None:
     """Before any command: finish what a killed command left half done beside the lockfile (when there is one)."""
     from sispin.graph.snapshot import complete_interrupted
     from sispin.lock.lockfile import find_lockfile
@@ -150,7 +151,7 @@ def _repair_after_a_kill() -> None:
         return  # the command says so, if it needs one
     note = complete_interrupted(path)
     if note:
-        print(f"pin: note: {note}", file=sys.stderr)
+        out.note(note)
 
 
 def _one_line(message: str) -> str:

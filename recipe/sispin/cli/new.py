@@ -14,10 +14,12 @@ __all__ = ["add_parser", "run", "new_set"]
 import argparse
 import os
 from pathlib import Path, PurePosixPath
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import tomlkit
 
+from sispin.cli.options import add_command
+from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, NameConflictError, RevisionError, SisyphusError, UsageError
 from sispin.git.history import branch_commit
 from sispin.git.store import Store
@@ -41,8 +43,10 @@ _EXISTS = "--config {}: the file exists; refusing to overwrite it (list it with 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "new",
+        run,
         help="start a new experiment set at the newest commits",
         description="Add experiment set SET to pin.toml, pinned to the head of each repository's branch: all "
         "repositories of [repos], or those OTHER pins (--from). Refuses an existing name (exit 4).",
@@ -61,19 +65,29 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="write a starter config at PATH that uses experiment_set(SET), and list it in the set's configs",
     )
-    parser.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
     return new_set(
-        find_lockfile(), args.set, from_set=args.from_set, configs=args.configs, store=Store(), starter=args.config
+        find_lockfile(),
+        args.set,
+        out,
+        from_set=args.from_set,
+        configs=args.configs,
+        store=Store(),
+        starter=args.config,
     )
+
+
+#: a pin.toml edit: changes the document, given the lockfile as it is when the edit is made
+Edit = Callable[[Lockfile, tomlkit.TOMLDocument], None]
 
 
 def new_set(
     path: Path,
     name: str,
+    out: Output,
     *,
     from_set: Optional[str],
     configs: Sequence[str],
@@ -83,6 +97,7 @@ def new_set(
     """
     :param path: the pin.toml
     :param name: the new set's name
+    :param out: what was added
     :param from_set: take the repositories (and their extra job arguments) from this set; None for all repositories
     :param configs: the new set's config files; each must exist
     :param store: the mirrors to resolve branch heads in (fetched first)
@@ -93,47 +108,15 @@ def new_set(
     """
     text = read_lockfile_text(path)
     lockfile = parse_lockfile(text, path)
-    if not valid_name(name):
-        raise UsageError(f"{name!r} is not a valid set name (letters, digits, '_', '.', '-')")
-    if name in lockfile.sets:
-        raise NameConflictError(f"{display_path(lockfile.path)}: experiment set {name!r} already exists")
-    configs = list(configs) + ([starter] if starter is not None and starter not in configs else [])
-    # a path that is not a clean relative one is refused by the lock's own validation below, naming the field
-    for config in configs:
-        exists = os.path.lexists(lockfile.root / config)
-        if config == starter and exists:
-            raise UsageError(_EXISTS.format(config))
-        if config != starter and not exists and _clean_relative(config):
-            raise UsageError(
-                f"--configs {config}: no such file (write it first, or let --config {config} write a starter)"
-            )
+    configs = _checked_configs(lockfile, name, configs, starter)
     check_writable(path)  # say it before fetching, not after
     if from_set is not None:
         template = lockfile.get_set(from_set).pins
         pins: Dict[str, Dict[str, object]] = {repo: dict(pin.job_kwargs) for repo, pin in template.items()}
     else:
         pins = {repo: {} for repo in lockfile.repos}
-
-    heads = {}
-    for repo in pins:
-        spec = lockfile.get_repo(repo)
-        try:
-            heads[repo] = branch_commit(store.fetch(spec.url), spec.branch)
-        except RevisionError as exc:
-            raise RevisionError(f"repos.{repo} ({spec.url}): {exc}") from None
-
-    def add(current: Lockfile, document: tomlkit.TOMLDocument) -> None:
-        if name in current.sets:
-            raise ConcurrentChangeError(
-                f"{display_path(current.path)}: another process added experiment set {name!r} while this command "
-                f"ran; nothing written"
-            )
-        table = tomlkit.table()
-        table["configs"] = list(configs)
-        for repo, kwargs in pins.items():
-            table[repo] = toml_pin(Pin(repo, heads[repo], kwargs).value)
-        append_table(document, "sets", name, table)
-
+    heads = {repo: _head(lockfile, repo, store) for repo in pins}
+    add = _adding(name, configs, {repo: Pin(repo, heads[repo], kwargs) for repo, kwargs in pins.items()})
     parse_lockfile(_with_set(text, lockfile, add), path)  # a bad config path fails here, before any file is written
     written = _write_starter(lockfile.root, starter, name, list(pins)) if starter is not None else None
     try:
@@ -146,23 +129,70 @@ def new_set(
         if written is not None:
             written.unlink()  # the set was not added: its starter config would belong to nothing
         raise
-    width = max((len(repo) for repo in heads), default=0)
-    print(f"{display_path(path)}: new set {name!r}" + (f" from {from_set!r}" if from_set else ""))
+    out.info(f"{display_path(path)}: new set {name!r}" + (f" from {from_set!r}" if from_set else ""))
     if written is not None:
-        print(f"{starter}: starter config written (it uses experiment_set({name!r}); build the set's graph in py())")
+        out.info(f"{starter}: starter config written (it uses experiment_set({name!r}); build the set's graph in py())")
+    width = max((len(repo) for repo in heads), default=0)
     for repo, sha in heads.items():
-        branch = lockfile.get_repo(repo).branch or "default branch"
-        print(f"{repo:<{width}}  {sha[:7]}  ({branch} head)")
+        out.result(f"{repo:<{width}}  {sha[:7]}  ({lockfile.get_repo(repo).branch or 'default branch'} head)")
     if graph is not None:
-        print(f"{display_path(snapshot_path(path))}: recorded sets.{name} ({len(graph.outputs)} outputs)")
+        out.info(f"{display_path(snapshot_path(path))}: recorded sets.{name} ({len(graph.outputs)} outputs)")
     else:
-        print(f"{display_path(snapshot_path(path))}: sets.{name} not recorded ({not_recorded})")
+        out.info(f"{display_path(snapshot_path(path))}: sets.{name} not recorded ({not_recorded})")
     return 0
 
 
-def _new_graph(
-    lockfile: Lockfile, text: str, name: str, add: Callable[[Lockfile, tomlkit.TOMLDocument], None]
-) -> Tuple[Optional[SetGraph], str]:
+def _checked_configs(lockfile: Lockfile, name: str, configs: Sequence[str], starter: Optional[str]) -> List[str]:
+    """
+    :return: the new set's configs, the starter among them
+    :raises UsageError: for an invalid name, a listed config that does not exist, a starter whose file does
+    :raises NameConflictError: when the set exists
+    """
+    if not valid_name(name):
+        raise UsageError(f"{name!r} is not a valid set name (letters, digits, '_', '.', '-')")
+    if name in lockfile.sets:
+        raise NameConflictError(f"{display_path(lockfile.path)}: experiment set {name!r} already exists")
+    configs = list(configs) + ([starter] if starter is not None and starter not in configs else [])
+    # a path that is not a clean relative one is refused by the lock's own validation later, naming the field
+    for config in configs:
+        exists = os.path.lexists(lockfile.root / config)
+        if config == starter and exists:
+            raise UsageError(_EXISTS.format(config))
+        if config != starter and not exists and _clean_relative(config):
+            raise UsageError(
+                f"--configs {config}: no such file (write it first, or let --config {config} write a starter)"
+            )
+    return configs
+
+
+def _head(lockfile: Lockfile, repo: str, store: Store) -> str:
+    """:return: the head of the repository's branch, fetched now"""
+    spec = lockfile.get_repo(repo)
+    try:
+        return branch_commit(store.fetch(spec.url), spec.branch)
+    except RevisionError as exc:
+        raise RevisionError(f"repos.{repo} ({spec.url}): {exc}") from None
+
+
+def _adding(name: str, configs: Sequence[str], pins: Dict[str, Pin]) -> Edit:
+    """:return: the edit that adds the set, refusing when another process added one of its name meanwhile"""
+
+    def add(current: Lockfile, document: tomlkit.TOMLDocument) -> None:
+        if name in current.sets:
+            raise ConcurrentChangeError(
+                f"{display_path(current.path)}: another process added experiment set {name!r} while this command "
+                f"ran; nothing written"
+            )
+        table = tomlkit.table()
+        table["configs"] = list(configs)
+        for repo, pin in pins.items():
+            table[repo] = toml_pin(pin.value)
+        append_table(document, "sets", name, table)
+
+    return add
+
+
+def _new_graph(lockfile: Lockfile, text: str, name: str, add: Edit) -> Tuple[Optional[SetGraph], str]:
     """
     The new set's job graph, built from the lock as it will be, so that its snapshot is written with it and `pin
     check` passes right away.
@@ -176,7 +206,7 @@ def _new_graph(
         return None, str(exc)
 
 
-def _with_set(text: str, lockfile: Lockfile, add: Callable[[Lockfile, tomlkit.TOMLDocument], None]) -> str:
+def _with_set(text: str, lockfile: Lockfile, add: Edit) -> str:
     """:return: the text of pin.toml as it will be with the new set"""
     document = tomlkit.parse(text)
     add(lockfile, document)

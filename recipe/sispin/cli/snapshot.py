@@ -12,6 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
+from sispin.cli.options import add_command, set_names
+from sispin.cli.output import Output
 from sispin.errors import HashOverwriteError
 from sispin.graph.build import load_graph
 from sispin.graph.guard import hidden_commit_problems
@@ -21,35 +23,38 @@ from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "snapshot",
+        run,
         help="record the job id behind every output of each set (pin.snapshot.toml)",
         description="Load each set's configs with real Sisyphus (no job runs, nothing is written to work/) and "
         "record every registered output and the id of the job that creates it in pin.snapshot.toml, beside "
         "pin.toml. `pin check` compares against it. Exit 9 when Sisyphus is missing or a config fails to load, exit 7 "
         "(nothing recorded) when a clone output, or a copy of it that a job hashes, has hash_overwrite set.",
     )
-    parser.add_argument("sets", metavar="SET", nargs="*", help="sets to record (default: all)")
-    parser.set_defaults(run=run, trailing="sets")
+    set_names(parser, "record")
+    parser.set_defaults(trailing="sets")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return snapshot(find_lockfile(), args.sets)
+    return snapshot(find_lockfile(), args.sets, out)
 
 
-def snapshot(path: Path, set_names: Sequence[str]) -> int:
+def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
     """
     :param path: the pin.toml
-    :param set_names: sets to record; empty for all
+    :param names: sets to record; empty for all
+    :param out: what was recorded, and the problems
     :return: exit code
     """
     lockfile = load_lockfile(path)
-    specs = lockfile.select_sets(set_names)
+    specs = lockfile.select_sets(names)
     # a set without configs has no graph yet (just created): said once, and no failure of the sets that have one
     for spec in specs:
         if not spec.configs:
-            print(skipped_line(spec.name))
+            out.info(skipped_line(spec.name))
     names = [spec.name for spec in specs if spec.configs]
     target = snapshot_path(lockfile.path)
     before = read_snapshot(target)
@@ -58,7 +63,7 @@ def snapshot(path: Path, set_names: Sequence[str]) -> int:
     hidden = [problem for graph in graphs for problem in hidden_commit_problems(lockfile, graph)]
     if hidden:
         for problem in hidden:
-            print(f"problem: {problem}")
+            out.result(f"problem: {problem}")
         raise HashOverwriteError(
             f"{len(hidden)} place{'s' if len(hidden) != 1 else ''} in the job graph hide a pinned commit from a job's "
             "hash (listed above): remove what hides it; nothing recorded"
@@ -70,8 +75,8 @@ def snapshot(path: Path, set_names: Sequence[str]) -> int:
             news = f"{changed} output{'s' if changed != 1 else ''} changed"
         else:
             news = "new in the snapshot"
-        print(f"{graph.set_name}: {len(graph.outputs)} outputs, {len(graph.jobs)} jobs ({news})")
-    print(f"{display_path(target)}: {'written' if written else 'unchanged'}")
+        out.info(f"{graph.set_name}: {len(graph.outputs)} outputs, {len(graph.jobs)} jobs ({news})")
+    out.info(f"{display_path(target)}: {'written' if written else 'unchanged'}")
     return 0
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 __all__ = ["add_parser", "run", "status", "collect"]
 
 import argparse
-import json
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sispin.cli.options import add_command, json_output, set_names
+from sispin.cli.output import Output
 from sispin.errors import GitError, RevisionError
 from sispin.git.history import PinFacts, branch_commit, pin_facts
 from sispin.git.store import Store
@@ -26,21 +26,23 @@ _COLUMNS = ("SET", "REPO", "COMMIT", "DATE", "BEHIND", "BRANCH")
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "status",
+        run,
         help="show each set's pins and how far they are behind their branches",
         description="Show, per experiment set and repository, the pinned commit, its date and how many commits "
         "it is behind the head of the repository's branch. Offline: reads the store as last fetched.",
     )
-    parser.add_argument("sets", metavar="SET", nargs="*", help="sets to show (default: all)")
-    parser.add_argument("--json", action="store_true", help="print JSON for scripts instead of a table")
+    set_names(parser, "show")
+    json_output(parser, "a table")
     parser.add_argument("--fetch", action="store_true", help="update the store's mirrors from the remotes first")
-    parser.set_defaults(run=run, trailing="sets")
+    parser.set_defaults(trailing="sets")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return status(find_lockfile(), args.sets, as_json=args.json, fetch=args.fetch, store=Store())
+    return status(find_lockfile(), args.sets, out, as_json=args.json, fetch=args.fetch, store=Store())
 
 
 def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store: Store) -> List[Dict[str, Any]]:
@@ -103,10 +105,11 @@ def _branch_head(mirror: Path, branch: Optional[str]) -> Optional[str]:
         return None
 
 
-def status(path: Path, set_names: Sequence[str], *, as_json: bool, fetch: bool, store: Store) -> int:
+def status(path: Path, set_names: Sequence[str], out: Output, *, as_json: bool, fetch: bool, store: Store) -> int:
     """
     :param path: the pin.toml
     :param set_names: sets to show; empty for all
+    :param out: the table (or JSON), notes, and the failed fetches
     :param as_json: print JSON instead of a table
     :param fetch: update the mirrors first
     :param store: where the mirrors are
@@ -125,24 +128,24 @@ def status(path: Path, set_names: Sequence[str], *, as_json: bool, fetch: bool, 
     }
     if as_json:
         report = {"lockfile": str(lockfile.path), "store": str(store.directory), "pins": records, "accepted": accepted}
-        print(json.dumps(report, indent=2))
+        out.json(report)
     elif not records:
-        print(f"{display_path(path)}: no pins" + (f" in {', '.join(set_names)}" if set_names else ""))
+        out.result(f"{display_path(path)}: no pins" + (f" in {', '.join(set_names)}" if set_names else ""))
     else:
         rows = [_COLUMNS] + [_row(record) for record in records]
         widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
         for row in rows:
-            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+            out.result("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
         for note in _notes(records):
-            print(note)
+            out.result(note)
     if not as_json:
         for set_name, lists in accepted.items():
             for key, urls in lists.items():
                 for url in urls:
-                    print(f"sets.{set_name} accepts ({key}): {url}")
+                    out.result(f"sets.{set_name} accepts ({key}): {url}")
     failures = {record["repo"]: record["fetch_error"] for record in records if record["fetch_error"]}
     for repo, error in failures.items():
-        print(f"pin: error: {repo}: {error} (its rows show the store as last fetched)", file=sys.stderr)
+        out.error(f"{repo}: {error} (its rows show the store as last fetched)")
     return GitError.exit_code if failures else 0
 
 

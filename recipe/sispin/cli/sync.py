@@ -13,10 +13,11 @@ __all__ = ["add_parser", "run", "sync", "sync_sets"]
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Sequence
 
+from sispin.cli.options import add_command
+from sispin.cli.output import Output
 from sispin.clonejob import checkout_folder
 from sispin.errors import CheckoutStateError, FileSystemError, GitError, PinError
 from sispin.git.registry import register_lockfile
@@ -28,8 +29,10 @@ from sispin.lock.lockfile import Lockfile, SetupCheckout, display_path, find_loc
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "sync",
+        run,
         help="clone the setup's own checkouts ([setup.*]), or a set's store checkouts, at their pinned commits",
         description="Without SET: clone every [setup.*] entry of pin.toml at its pinned commit into its path. "
         "Idempotent: a checkout already at the pinned commit with a clean tree is left alone; one at another "
@@ -37,22 +40,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "read-only checkouts of those sets' pinned commits (what exp.checkout() and exp.imported() use).",
     )
     parser.add_argument("sets", metavar="SET", nargs="*", help="make the store checkouts of these sets instead")
-    parser.set_defaults(run=run, trailing="sets")
+    parser.set_defaults(trailing="sets")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
     lockfile = load_lockfile(find_lockfile())
     if args.sets:
-        return sync_sets(lockfile, args.sets, Store())
-    return sync(lockfile)
+        return sync_sets(lockfile, args.sets, Store(), out)
+    return sync(lockfile, out)
 
 
-def sync_sets(lockfile: Lockfile, set_names: Sequence[str], store: Store) -> int:
+def sync_sets(lockfile: Lockfile, set_names: Sequence[str], store: Store, out: Output) -> int:
     """
     :param lockfile: the validated pin.toml
     :param set_names: sets whose pins to check out in the store
     :param store: the store
+    :param out: a line per checkout
     :return: exit code
     """
     specs = lockfile.select_sets(set_names)
@@ -67,17 +71,18 @@ def sync_sets(lockfile: Lockfile, set_names: Sequence[str], store: Store) -> int
             path = store.checkout(spec.url, commit, folder)
         except GitError as exc:
             raise GitError(f"sets.{set_name}.{repo}: {exc}") from None
-        print(f"{set_name + '/' + repo:<{width}}  {commit[:7]}  {path}  {'ok' if existed else 'made'}", flush=True)
+        out.info(f"{set_name + '/' + repo:<{width}}  {commit[:7]}  {path}  {'ok' if existed else 'made'}")
     return 0
 
 
-def sync(lockfile: Lockfile) -> int:
+def sync(lockfile: Lockfile, out: Output) -> int:
     """
     :param lockfile: the validated pin.toml
+    :param out: a line per checkout, and the errors
     :return: exit code: 0 when every checkout is at its commit, else the code of the first failure
     """
     if not lockfile.setup:
-        print(f"{display_path(lockfile.path)} has no [setup.*] entries: nothing to sync")
+        out.info(f"{display_path(lockfile.path)} has no [setup.*] entries: nothing to sync")
         return 0
     name_width = max(len(entry.name) for entry in lockfile.setup.values())
     path_width = max(len(entry.path) for entry in lockfile.setup.values())
@@ -89,11 +94,11 @@ def sync(lockfile: Lockfile) -> int:
             try:
                 outcome = _sync_one(lockfile.root, entry)
             except PinError as exc:
-                print(f"{prefix}  failed", flush=True)
-                print(f"pin: error: setup.{entry.name}: {exc}", file=sys.stderr, flush=True)
+                out.result(f"{prefix}  failed")
+                out.error(f"setup.{entry.name}: {exc}")
                 exit_code = exit_code or exc.exit_code
             else:
-                print(f"{prefix}  {outcome}", flush=True)
+                out.info(f"{prefix}  {outcome}")
     return exit_code
 
 

@@ -8,14 +8,17 @@ atomically, keeping its comments and formatting.
 
 from __future__ import annotations
 
-__all__ = ["add_parser", "run", "upgrade"]
+__all__ = ["add_parser", "run", "upgrade", "Allowed"]
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 import tomlkit
 
+from sispin.cli.options import add_command, dry_run, one_set
+from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, RefusedMoveError, RevisionError, SisyphusError, UsageError
 from sispin.git.history import branch_commit, on_a_ref, resolve_revision
 from sispin.git.moves import Move, format_move, plan_move
@@ -30,20 +33,22 @@ from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, parse_lo
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "upgrade",
+        run,
         help="move an experiment set's pins to newer commits",
         description="Move the pins of experiment set SET (all its repositories, or the REPOs named) to the head "
         "of each repository's branch, or to --to REV. Shows every move with the commits in between; every job of "
         "the set that depends on a moved repository gets a new id. Exit 8 when a move needs --allow-downgrade or "
         "--allow-unrelated.",
     )
-    parser.add_argument("set", metavar="SET", help="experiment set name ([sets.SET] in pin.toml)")
+    one_set(parser)
     parser.add_argument("repos", metavar="REPO", nargs="*", help="repositories to move (default: all of the set's)")
     parser.add_argument(
         "--to", metavar="REV", help="a tag, branch or (unambiguous, possibly short) commit SHA; needs exactly one REPO"
     )
-    parser.add_argument("--dry-run", action="store_true", help="show what would move; write nothing")
+    dry_run(parser, "show what would move; write nothing")
     parser.add_argument(
         "--allow-downgrade", action="store_true", help="allow moving to an ancestor of the pinned commit"
     )
@@ -65,49 +70,62 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="allow a target that no branch or tag of the remote contains (it exists only in the store, e.g. after "
         "a force-push); a CloneGitRepositoryJob cannot check such a commit out",
     )
-    parser.set_defaults(run=run, trailing="repos")
+    parser.set_defaults(trailing="repos")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return upgrade(
-        find_lockfile(),
-        args.set,
-        args.repos,
-        to=args.to,
-        dry_run=args.dry_run,
-        allow_downgrade=args.allow_downgrade,
-        allow_unrelated=args.allow_unrelated,
-        allow_unreachable=args.allow_unreachable,
-        accept_drift=args.accept_drift,
-        store=Store(),
+    allowed = Allowed(
+        downgrade=args.allow_downgrade,
+        unrelated=args.allow_unrelated,
+        unreachable=args.allow_unreachable,
+        drift=args.accept_drift,
     )
+    return upgrade(find_lockfile(), args.set, args.repos, out, to=args.to, dry_run=args.dry_run, allowed=allowed)
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """The flags that let a move through that is refused otherwise (each refusal names its flag)."""
+
+    #: ``--allow-downgrade``: to an ancestor of the pinned commit
+    downgrade: bool = False
+    #: ``--allow-unrelated``: to a commit neither ancestor nor descendant of the pinned one
+    unrelated: bool = False
+    #: ``--allow-unreachable``: to a commit on no branch or tag of the remote
+    unreachable: bool = False
+    #: ``--accept-drift``: of a set whose graph differs from its snapshot already
+    drift: bool = False
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A move, and whether its target is on a branch or tag of the remote (as just fetched)."""
+
+    move: Move
+    on_remote: bool
 
 
 def upgrade(
     path: Path,
     set_name: str,
     repos: Sequence[str],
+    out: Output,
     *,
     to: Optional[str],
     dry_run: bool,
-    allow_downgrade: bool,
-    allow_unrelated: bool,
-    allow_unreachable: bool,
-    accept_drift: bool,
-    store: Store,
+    allowed: Allowed = Allowed(),
+    store: Optional[Store] = None,
 ) -> int:
     """
     :param path: the pin.toml
     :param set_name: the set to move
     :param repos: repositories to move; empty for all of the set's
+    :param out: the moves, the blast radius and what was written
     :param to: target revision; None for each repository's branch head
     :param dry_run: print only
-    :param allow_downgrade: permit moves to an ancestor
-    :param allow_unrelated: permit moves to unrelated history
-    :param allow_unreachable: permit a target that no branch or tag of the remote contains any more
-    :param accept_drift: move although the set's graph differs from its snapshot already
-    :param store: the mirrors to resolve in (fetched first)
+    :param allowed: the moves to let through that are refused otherwise
+    :param store: the mirrors to resolve in (fetched first; default: the user's store)
     :return: exit code
     :raises RefusedMoveError: when a move needs a flag that was not given (nothing is written)
     :raises ConcurrentChangeError: when another process moved or removed one of the pins meanwhile
@@ -117,48 +135,70 @@ def upgrade(
     lockfile = parse_lockfile(text, path)
     if not dry_run:
         check_writable(path)  # say it before fetching and planning, not after
+    planned = _plan_set(lockfile, set_name, repos, to, store or Store())
+    if not planned:
+        out.result(f"experiment set {set_name!r} pins no repositories: nothing to upgrade")
+        return 0
+    width = max(len(p.move.repo) for p in planned)
+    for p in planned:
+        out.result("\n".join(format_move(p.move, width)))
+        if not p.on_remote:
+            out.result(f"    ! {p.move.new[:7]} is on no branch or tag of {lockfile.get_repo(p.move.repo).url}")
+    refusal, flags = _refusal(planned, allowed)
+    if refusal and not dry_run:
+        raise RefusedMoveError(refusal)
+    moving = [p.move for p in planned if p.move.kind != "none"]
+    if not moving:
+        return 0
+    out.result(f"Every job of set {set_name!r} that depends on {', '.join(m.repo for m in moving)} will get a new id.")
+    graphs = _graphs(lockfile, text, set_name, moving, out)
+    if graphs is not None:
+        if not allowed.drift:
+            _refuse_drift(lockfile, graphs[0], out)
+        _show_blast_radius(out, set_name, *graphs)
+    if dry_run:
+        if refusal:
+            out.result(f"the real move needs {' '.join(flags)}")
+        out.info(f"dry run: {display_path(path)} not changed")
+        return 0
+    _write(path, set_name, moving, graphs[1] if graphs else None, out)
+    return 0
+
+
+def _plan_set(
+    lockfile: Lockfile, set_name: str, repos: Sequence[str], to: Optional[str], store: Store
+) -> List[_Planned]:
+    """
+    :return: the planned move of each repository named (all of the set's when none is)
+    :raises UsageError: when ``--to`` goes with other than exactly one repository
+    """
     spec = lockfile.get_set(set_name)
     names = list(dict.fromkeys(repos)) or list(spec.pins)
     if to is not None and len(names) != 1:
         raise UsageError(f"--to needs exactly one REPO (set {set_name!r} pins: {', '.join(spec.pins) or 'none'})")
-    if not names:
-        print(f"experiment set {set_name!r} pins no repositories: nothing to upgrade")
-        return 0
-    planned = [_plan(lockfile, set_name, name, to, store) for name in names]
-    moves = [move for move, _ in planned]
+    return [_plan(lockfile, set_name, name, to, store) for name in names]
 
-    width = max(len(name) for name in names)
-    for move, on_remote in planned:
-        print("\n".join(format_move(move, width)))
-        if not on_remote:
-            print(f"    ! {move.new[:7]} is on no branch or tag of {lockfile.get_repo(move.repo).url}")
-    refused = [m for m in moves if (m.kind == "downgrade" and not allow_downgrade)]
-    refused += [m for m in moves if (m.kind == "unrelated" and not allow_unrelated)]
-    unreachable = [m for m, on_remote in planned if not on_remote and not allow_unreachable]
-    if refused or unreachable:
-        flags = sorted({"--allow-downgrade" if m.kind == "downgrade" else "--allow-unrelated" for m in refused})
-        flags += ["--allow-unreachable"] if unreachable else []
-        what = [f"{m.repo} {m.old[:7]} -> {m.new[:7]} is a {_kind_name(m)}" for m in refused]
-        what += [
-            f"{m.repo} {m.new[:7]} is on no branch or tag of the remote (only the store still has it): a clone job "
-            f"could not check it out"
-            for m in unreachable
-        ]
-        refusal = f"{'; '.join(what)}: pass {' '.join(flags)} to move anyway (nothing written)"
-        if not dry_run:
-            raise RefusedMoveError(refusal)
-    moving = [m for m in moves if m.kind != "none"]
-    if not moving:
-        return 0
 
-    moved = ", ".join(m.repo for m in moving)
-    print(f"Every job of set {set_name!r} that depends on {moved} will get a new id.")
-    moved_graph = _report_blast_radius(lockfile, text, set_name, moving, refuse_drift=not accept_drift)
-    if dry_run:
-        if refused or unreachable:
-            print(f"the real move needs {' '.join(flags)}")
-        print(f"dry run: {display_path(path)} not changed")
-        return 0
+def _refusal(planned: Sequence[_Planned], allowed: Allowed) -> Tuple[Optional[str], List[str]]:
+    """:return: why the moves are refused (None: they are not), and the flags that would let them through"""
+    refused = [p.move for p in planned if p.move.kind == "downgrade" and not allowed.downgrade]
+    refused += [p.move for p in planned if p.move.kind == "unrelated" and not allowed.unrelated]
+    unreachable = [p.move for p in planned if not p.on_remote and not allowed.unreachable]
+    if not refused and not unreachable:
+        return None, []
+    flags = sorted({"--allow-downgrade" if m.kind == "downgrade" else "--allow-unrelated" for m in refused})
+    flags += ["--allow-unreachable"] if unreachable else []
+    what = [f"{m.repo} {m.old[:7]} -> {m.new[:7]} is a {_kind_name(m)}" for m in refused]
+    what += [
+        f"{m.repo} {m.new[:7]} is on no branch or tag of the remote (only the store still has it): a clone job "
+        f"could not check it out"
+        for m in unreachable
+    ]
+    return f"{'; '.join(what)}: pass {' '.join(flags)} to move anyway (nothing written)", flags
+
+
+def _write(path: Path, set_name: str, moving: List[Move], moved_graph: Optional[SetGraph], out: Output) -> None:
+    """Write the moves into pin.toml, and the set's graph after them into the snapshot when there is one."""
     already: List[Move] = []
 
     def apply(current: Lockfile, document: tomlkit.TOMLDocument) -> None:
@@ -170,52 +210,52 @@ def upgrade(
         # the snapshot moves with the lock, so that `pin check` keeps comparing against the state in force
         edit_lock_and_snapshot(path, apply, [moved_graph])
     for move in already:
-        print(f"{move.repo}: another process moved sets.{set_name}.{move.repo} to {move.new[:7]} meanwhile")
+        out.info(f"{move.repo}: another process moved sets.{set_name}.{move.repo} to {move.new[:7]} meanwhile")
     if len(already) == len(moving):
-        print(f"{display_path(path)}: not changed (already as planned)")
-        return 0
-    print(f"{display_path(path)}: updated sets.{set_name}")
+        out.info(f"{display_path(path)}: not changed (already as planned)")
+        return
+    out.info(f"{display_path(path)}: updated sets.{set_name}")
     if moved_graph is not None:
-        print(f"{display_path(snapshot_path(path))}: updated sets.{set_name}")
-    return 0
+        out.info(f"{display_path(snapshot_path(path))}: updated sets.{set_name}")
 
 
-def _report_blast_radius(
-    lockfile: Lockfile, text: str, set_name: str, moving: List[Move], *, refuse_drift: bool
-) -> Optional[SetGraph]:
+def _graphs(
+    lockfile: Lockfile, text: str, set_name: str, moving: List[Move], out: Output
+) -> Optional[Tuple[SetGraph, SetGraph]]:
     """
-    Print how much of the set's job graph the move renews, what would run, what finished work it leaves unused,
-    and per output whether only the pinned commit changes or content built from the pinned code too.
-
     :param text: the lockfile's text the moves were planned on
-    :param refuse_drift: refuse when the graph at the current pins already differs from the snapshot (the move
-        would silently record that difference)
-    :return: the graph after the move, or None when it cannot be built (no Sisyphus, no configs)
-    :raises RefusedMoveError: on drift, when refused
+    :return: the set's graph before and after the moves, or None (said) when they cannot be built (no Sisyphus, no
+        configs)
     """
     document = tomlkit.parse(text)
     _apply(lockfile, document, set_name, moving)
     try:
-        before = load_graph(lockfile, set_name, lock_text=text)
-        after = load_graph(lockfile, set_name, lock_text=tomlkit.dumps(document))
+        return (
+            load_graph(lockfile, set_name, lock_text=text),
+            load_graph(lockfile, set_name, lock_text=tomlkit.dumps(document)),
+        )
     except SisyphusError as exc:
-        print(f"Blast radius: not computed ({exc})")
+        out.result(f"Blast radius: not computed ({exc})")
         return None
-    if refuse_drift:
-        _refuse_drift(lockfile, before)
+
+
+def _show_blast_radius(out: Output, set_name: str, before: SetGraph, after: SetGraph) -> None:
+    """
+    How much of the set's job graph the move renews, what would run, what finished work it leaves unused, and per
+    output whether only the pinned commit changes or content built from the pinned code too.
+    """
     renewed = [job for job in before.jobs if job not in after.jobs]
     would_run = [job for job in after.jobs if job not in before.jobs and not after.jobs[job]]
     unused = [job for job in renewed if before.jobs[job]]
-    print(
+    out.result(
         f"Blast radius: {len(renewed)} of {len(before.jobs)} jobs of set {set_name!r} get new ids; "
         f"{len(would_run)} would run (not finished in work/), {len(unused)} finished jobs would no longer be used."
     )
     outputs = sorted(set(before.outputs) | set(after.outputs))
     changed = [name for name in outputs if before.outputs.get(name) != after.outputs.get(name)]
-    print(f"Outputs that change: {', '.join(changed) or 'none'}")
+    out.result(f"Outputs that change: {', '.join(changed) or 'none'}")
     for name in changed:
-        print(f"  {name}: {_advice(name, before, after)}")
-    return after
+        out.result(f"  {name}: {_advice(name, before, after)}")
 
 
 def _advice(name: str, before: SetGraph, after: SetGraph) -> str:
@@ -232,7 +272,7 @@ def _advice(name: str, before: SetGraph, after: SetGraph) -> str:
     return f"content changes too: {listed or content[0].reason}"
 
 
-def _refuse_drift(lockfile: Lockfile, current: SetGraph) -> None:
+def _refuse_drift(lockfile: Lockfile, current: SetGraph, out: Output) -> None:
     """Refuse to move a set whose graph at its current pins already differs from its snapshot."""
     target = snapshot_path(lockfile.path)
     recorded = read_snapshot(target).get(current.set_name)
@@ -251,7 +291,7 @@ def _refuse_drift(lockfile: Lockfile, current: SetGraph) -> None:
         old = recorded[name].job if name in recorded else None
         new = current.outputs[name].job if name in current.outputs else None
         reason = summary(explain_output(name, old, new, records, current.records))
-        print(f"drift: output/{name}: {old or '(none)'} -> {new or '(none)'}" + (f" ({reason})" if reason else ""))
+        out.result(f"drift: output/{name}: {old or '(none)'} -> {new or '(none)'}" + (f" ({reason})" if reason else ""))
     raise RefusedMoveError(
         f"set {current.set_name!r} already differs from {display_path(target)} before the move "
         f"({len(drifted)} output{'s' if len(drifted) != 1 else ''}, listed above): review it with `pin explain`, "
@@ -259,8 +299,8 @@ def _refuse_drift(lockfile: Lockfile, current: SetGraph) -> None:
     )
 
 
-def _plan(lockfile: Lockfile, set_name: str, name: str, to: Optional[str], store: Store) -> Tuple[Move, bool]:
-    """:return: the move, and whether its target is on a branch or tag of the remote (as just fetched)"""
+def _plan(lockfile: Lockfile, set_name: str, name: str, to: Optional[str], store: Store) -> _Planned:
+    """:return: the move of one repository"""
     pin = lockfile.get_set(set_name).pin(name)
     repo = lockfile.get_repo(name)
     mirror = store.fetch(repo.url)
@@ -270,7 +310,7 @@ def _plan(lockfile: Lockfile, set_name: str, name: str, to: Optional[str], store
         raise RevisionError(f"repos.{name} ({repo.url}): {exc}") from None
     # the mirror keeps objects the remote dropped (force-pushes): a SHA can resolve there and be gone from the remote
     on_remote = to is None or on_a_ref(mirror, target)
-    return plan_move(mirror, name, pin.commit, target), on_remote
+    return _Planned(plan_move(mirror, name, pin.commit, target), on_remote)
 
 
 def _kind_name(move: Move) -> str:

@@ -14,6 +14,8 @@ import argparse
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
+from sispin.cli.options import add_command, set_names
+from sispin.cli.output import Output
 from sispin.clonejob import checkout_folder
 from sispin.errors import PinError, SisyphusError
 from sispin.git.repo import verify_checkout
@@ -24,27 +26,30 @@ from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_loc
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "verify",
+        run,
         help="check that setup checkouts, store checkouts and finished clone jobs are untouched",
         description="Verify that every [setup.*] checkout, every store checkout of the sets' pins and every "
         "finished clone job of the sets in work/ is at its pinned commit with a clean tree. Lists tampered files; "
         "exit 1 when anything differs, exit 9 when the clone jobs in work/ cannot be identified (no Sisyphus).",
     )
-    parser.add_argument("sets", metavar="SET", nargs="*", help="sets whose checkouts to verify (default: all)")
-    parser.set_defaults(run=run, trailing="sets")
+    set_names(parser, "verify the checkouts of")
+    parser.set_defaults(trailing="sets")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return verify(find_lockfile(), args.sets, Store())
+    return verify(find_lockfile(), args.sets, Store(), out)
 
 
-def verify(path: Path, set_names: Sequence[str], store: Store) -> int:
+def verify(path: Path, set_names: Sequence[str], store: Store, out: Output) -> int:
     """
     :param path: the pin.toml
     :param set_names: sets to verify; empty for all
     :param store: the store whose checkouts to verify
+    :param out: one line per checkout, and the count
     :return: 0 when everything is as pinned, else 1
     :raises SisyphusError: after the report, when the clone jobs in work/ could not be identified (no Sisyphus)
     """
@@ -72,10 +77,10 @@ def verify(path: Path, set_names: Sequence[str], store: Store) -> int:
             verify_checkout(checkout, commit, where)
         except PinError as exc:
             problems += 1
-            print(f"problem: {label}: {exc}")
+            out.result(f"problem: {label}: {exc}")
         else:
-            print(f"ok: {label}: {where} at {commit[:7]}")
-    print(f"pin verify: {problems} problem{'s' if problems != 1 else ''} in {len(targets)} checkouts")
+            out.info(f"ok: {label}: {where} at {commit[:7]}")
+    out.result(f"pin verify: {problems} problem{'s' if problems != 1 else ''} in {len(targets)} checkouts")
     if unverified is not None:
         raise unverified
     return 1 if problems else 0

@@ -13,6 +13,8 @@ __all__ = ["add_parser", "run", "why"]
 import argparse
 from pathlib import Path
 
+from sispin.cli.options import add_command
+from sispin.cli.output import Output
 from sispin.git.registry import load_users
 from sispin.git.store import Store
 from sispin.graph.snapshot import read_snapshot, snapshot_path
@@ -22,8 +24,10 @@ from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """:param subparsers: the ``pin`` subcommand registry"""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "why",
+        run,
         help="show which sets, finished jobs and outputs use a commit or a repository",
         description="Show what uses a commit (a full SHA or a prefix of at least 4 hex digits) or, given a "
         "repository name of pin.toml, each commit of that repository: the sets that pin it in pin.toml and in the "
@@ -32,19 +36,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "Reads only; needs neither Sisyphus nor the network.",
     )
     parser.add_argument("target", metavar="COMMIT|REPO", help="a commit SHA or prefix, or a repository name")
-    parser.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return why(find_lockfile(), args.target, Store())
+    return why(find_lockfile(), args.target, Store(), out)
 
 
-def why(path: Path, target: str, store: Store) -> int:
+def why(path: Path, target: str, store: Store, out: Output) -> int:
     """
     :param path: the pin.toml
     :param target: a commit SHA or prefix, or a repository name of the lockfile
     :param store: the store whose users and checkouts to consult
+    :param out: where the answer goes
     :return: exit code (0: an answer, also when nothing uses it)
     """
     lockfile = load_lockfile(path)
@@ -54,23 +58,23 @@ def why(path: Path, target: str, store: Store) -> int:
     snapshot = read_snapshot(snapshot_path(lockfile.path))
     usages = find_usages(users, work, snapshot, store, matches)
     for usage in usages:
-        print(f"{usage.name} {usage.commit}  {usage.url}")
+        out.result(f"{usage.name} {usage.commit}  {usage.url}")
         for pin in usage.pins:
-            print(f"  pinned by  {pin.key}  ({display_path(pin.lockfile)})")
+            out.result(f"  pinned by  {pin.key}  ({display_path(pin.lockfile)})")
         if not usage.pins:
-            print("  pinned by  no set" + ("  (`pin gc` removes its store checkout)" if usage.checkouts else ""))
+            out.result("  pinned by  no set" + ("  (`pin gc` removes its store checkout)" if usage.checkouts else ""))
         for clone, built_on in usage.clones:
             jobs = f"{len(built_on)} finished job{'' if len(built_on) == 1 else 's'}"
-            print(f"  work       {clone.job}  finished, {jobs} built on it")
+            out.result(f"  work       {clone.job}  finished, {jobs} built on it")
         for set_name, output, job in usage.outputs:
-            print(f"  output     {set_name}: {output}  ({job})")
+            out.result(f"  output     {set_name}: {output}  ({job})")
         for checkout in usage.checkouts:
-            print(f"  store      {checkout}")
+            out.result(f"  store      {checkout}")
     for directory in work.unreadable:
-        print(f"note: {display_path(directory)} cannot be read: jobs below it are not counted")
+        out.result(f"note: {display_path(directory)} cannot be read: jobs below it are not counted")
     if not usages:
         others = len(users.lockfiles) - 1
-        print(
+        out.result(
             f"nothing uses {target}: no pin in {display_path(lockfile.path)}"
             + (f" or the {others} other lockfile{'s' if others != 1 else ''} of the store" if others else "")
             + ", no finished clone job in work/, no store checkout"

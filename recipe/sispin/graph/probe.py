@@ -56,69 +56,70 @@ def describe(config_files: List[str], moved_pins: bool = False) -> Dict[str, Any
     """
     from sisyphus import graph
     from sisyphus import toolkit as tk
-    from sisyphus.job import job_finished
     from sisyphus.loader import config_manager
 
-    from sispin.clonejob import CLASS_NAME
-    from sispin.sets import ExperimentSet, shown_overwrite
-
     if moved_pins:
-        pinned = ExperimentSet.clone_kwargs
-
-        def moved(self: Any, repo: str) -> Dict[str, Any]:
-            kwargs = pinned(self, repo)
-            # another commit than the pin: a job whose id stays the same does not depend on the commit
-            kwargs["commit"] = kwargs["commit"][:-1] + format((int(kwargs["commit"][-1], 16) + 1) % 16, "x")
-            return kwargs
-
-        ExperimentSet.clone_kwargs = moved  # type: ignore[method-assign]
+        _move_pins()
     config_manager.load_configs(config_files)
-    outputs = {}
+    report: Dict[str, Any] = {"outputs": {}, "jobs": {}, "clones": [], "escapes": [], "records": {}, "inputs": {}}
     for target in tk.sis_graph.targets:
         if isinstance(target, graph.OutputPath):
             path = target._sis_path
             creator = path.creator
-            outputs[target.name] = {"job": creator.job_id() if creator else None, "path": path.path}
-    jobs = {}
-    clones = []
-    escapes = []
-    records = {}
-    inputs: Dict[str, Set[str]] = {}
+            report["outputs"][target.name] = {"job": creator.job_id() if creator else None, "path": path.path}
     # update_graph=False: walk the graph as built, without the runnable checks that would touch work/
     for job in tk.sis_graph.jobs(update_graph=False):
-        job_id = job.job_id()
-        jobs[job_id] = job_finished(job._sis_path())
-        inputs[job_id] = {path.creator.job_id() for path in job._sis_inputs if path.creator is not None}
-        records[job_id] = _record(job)
-        if type(job).__name__ == CLASS_NAME:
-            clones.append(
+        _describe_job(job, report)
+    return report
+
+
+def _move_pins() -> None:
+    """Make every ``exp.repo()``/``exp.clone_job()`` of this process clone another commit than the pin."""
+    from sispin.sets import ExperimentSet
+
+    pinned = ExperimentSet.clone_kwargs
+
+    def moved(self: Any, repo: str) -> Dict[str, Any]:
+        kwargs = pinned(self, repo)
+        # another commit than the pin: a job whose id stays the same does not depend on the commit
+        kwargs["commit"] = kwargs["commit"][:-1] + format((int(kwargs["commit"][-1], 16) + 1) % 16, "x")
+        return kwargs
+
+    ExperimentSet.clone_kwargs = moved  # type: ignore[method-assign]
+
+
+def _describe_job(job: Any, report: Dict[str, Any]) -> None:
+    """Add a job to the report: whether it finished, its inputs, its record, and its clone or escapes."""
+    from sisyphus.job import job_finished
+
+    from sispin.clonejob import CLASS_NAME
+    from sispin.sets import shown_overwrite
+
+    job_id = job.job_id()
+    report["jobs"][job_id] = job_finished(job._sis_path())
+    report["inputs"][job_id] = sorted({path.creator.job_id() for path in job._sis_inputs if path.creator is not None})
+    report["records"][job_id] = _record(job)
+    if type(job).__name__ == CLASS_NAME:
+        report["clones"].append(
+            {
+                "job": job_id,
+                "url": job.url,
+                "commit": job.commit,
+                "branch": job.branch,
+                "hash_overwrite": shown_overwrite(job.out_repository.hash_overwrite),
+            }
+        )
+    for argument, path in _hashed_paths(job):
+        creator = path.creator
+        if path.hash_overwrite is not None and type(creator).__name__ == CLASS_NAME:
+            report["escapes"].append(
                 {
                     "job": job_id,
-                    "url": job.url,
-                    "commit": job.commit,
-                    "branch": job.branch,
-                    "hash_overwrite": shown_overwrite(job.out_repository.hash_overwrite),
+                    "argument": argument,
+                    "clone": creator.job_id(),
+                    "hash_overwrite": shown_overwrite(path.hash_overwrite),
                 }
             )
-        for argument, path in _hashed_paths(job):
-            creator = path.creator
-            if path.hash_overwrite is not None and type(creator).__name__ == CLASS_NAME:
-                escapes.append(
-                    {
-                        "job": job_id,
-                        "argument": argument,
-                        "clone": creator.job_id(),
-                        "hash_overwrite": shown_overwrite(path.hash_overwrite),
-                    }
-                )
-    return {
-        "outputs": outputs,
-        "jobs": jobs,
-        "clones": clones,
-        "escapes": escapes,
-        "records": records,
-        "inputs": {job: sorted(ids) for job, ids in inputs.items()},
-    }
 
 
 def _record(job: Any) -> Dict[str, Any]:

@@ -1,0 +1,88 @@
+"""
+The command line of ``pin``, each option defined once (pip-tools' way): a command module declares itself with
+:func:`add_command` and asks here for the arguments it shares with others, so that the same option has the same
+name, spelling and help everywhere.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "add_command",
+    "set_names",
+    "one_set",
+    "json_output",
+    "dry_run",
+    "output_of",
+]
+
+import argparse
+from typing import Any, Callable, Optional
+
+from sispin.cli.output import NORMAL, QUIET, VERBOSE, Output
+
+#: what every command takes: how much it prints
+_LEVELS = argparse.ArgumentParser(add_help=False)
+_level = _LEVELS.add_mutually_exclusive_group()
+_level.add_argument(
+    "-q",
+    "--quiet",
+    dest="level",
+    action="store_const",
+    const=QUIET,
+    default=NORMAL,
+    help="print only results, problems and errors (no progress of clones and fetches, no narration)",
+)
+_level.add_argument(
+    "-v", "--verbose", dest="level", action="store_const", const=VERBOSE, help="print every detail as well"
+)
+
+
+def add_command(
+    subparsers: argparse._SubParsersAction,
+    name: str,
+    run: Callable[[argparse.Namespace, Output], int],
+    *,
+    help: str,
+    description: str,
+    trailing: Optional[str] = None,
+) -> argparse.ArgumentParser:
+    """
+    Declare a ``pin`` subcommand with the options every command takes (``--quiet``, ``--verbose``).
+
+    :param subparsers: the ``pin`` subcommand registry
+    :param name: the command as typed
+    :param run: ``run(args, out) -> exit code``
+    :param help: one line for ``pin --help``
+    :param description: the paragraph of ``pin NAME --help``
+    :param trailing: the name of a trailing positional list that words after options join (``upgrade demo --to v1
+        rc``: argparse alone would refuse ``rc``)
+    :return: the command's parser, for its own arguments
+    """
+    parser = subparsers.add_parser(name, help=help, description=description, parents=[_LEVELS])
+    parser.set_defaults(run=run, trailing=trailing)
+    return parser
+
+
+def set_names(parser: argparse.ArgumentParser, verb: str) -> None:
+    """``SET ...``: the sets a command works on, all of them when none is named."""
+    parser.add_argument("sets", metavar="SET", nargs="*", help=f"sets to {verb} (default: all)")
+
+
+def one_set(parser: argparse.ArgumentParser, help: str = "experiment set name ([sets.SET] in pin.toml)") -> None:
+    """``SET``: the one set a command works on."""
+    parser.add_argument("set", metavar="SET", help=help)
+
+
+def json_output(parser: argparse.ArgumentParser, instead: str = "text") -> None:
+    """``--json``: the result as JSON for scripts."""
+    parser.add_argument("--json", action="store_true", help=f"print JSON for scripts instead of {instead}")
+
+
+def dry_run(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--dry-run``: show, change nothing."""
+    parser.add_argument("--dry-run", action="store_true", help=help)
+
+
+def output_of(args: Any) -> Output:
+    """:return: the output layer at the level the command line asked for"""
+    return Output(getattr(args, "level", NORMAL))

@@ -1,0 +1,66 @@
+"""
+What the ``pin`` commands print, through one small layer with three levels: ``--quiet`` keeps a command's results
+(the table of ``pin status``, the problems of ``pin check``, an explanation) and its errors, the default adds what
+the command did and notes, ``--verbose`` adds the details (every output behind a summary). Results go to stdout,
+notes and errors to stderr, each line flushed: git's progress shares the terminal.
+"""
+
+from __future__ import annotations
+
+__all__ = ["QUIET", "NORMAL", "VERBOSE", "Output"]
+
+import json
+import sys
+from typing import Any, Optional, TextIO
+
+QUIET, NORMAL, VERBOSE = 0, 1, 2
+
+
+class Output:
+    """
+    :param level: QUIET, NORMAL or VERBOSE
+    :param stdout: where results and narration go (default: sys.stdout at the time of writing)
+    :param stderr: where notes and errors go (default: sys.stderr at the time of writing)
+    """
+
+    def __init__(self, level: int = NORMAL, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None):
+        self.level = level
+        self._stdout = stdout
+        self._stderr = stderr
+
+    @property
+    def verbose(self) -> bool:
+        """Whether details are shown (``--verbose``)."""
+        return self.level >= VERBOSE
+
+    @property
+    def quiet(self) -> bool:
+        """Whether only results and errors are shown (``--quiet``)."""
+        return self.level <= QUIET
+
+    def result(self, text: str = "") -> None:
+        """A line of what the command found or answers: shown at every level."""
+        print(text, file=self._stdout or sys.stdout, flush=True)
+
+    def info(self, text: str = "") -> None:
+        """A line of what the command did: not with ``--quiet``."""
+        if self.level >= NORMAL:
+            print(text, file=self._stdout or sys.stdout, flush=True)
+
+    def detail(self, text: str) -> None:
+        """A line only ``--verbose`` shows."""
+        if self.level >= VERBOSE:
+            print(text, file=self._stdout or sys.stdout, flush=True)
+
+    def note(self, text: str) -> None:
+        """``pin: note: ...`` on stderr: something the user should know that is no error; not with ``--quiet``."""
+        if self.level >= NORMAL:
+            print(f"pin: note: {text}", file=self._stderr or sys.stderr, flush=True)
+
+    def error(self, text: str) -> None:
+        """``pin: error: ...`` on stderr, at every level."""
+        print(f"pin: error: {text}", file=self._stderr or sys.stderr, flush=True)
+
+    def json(self, data: Any) -> None:
+        """The result as JSON, for scripts (indented: diffs of it stay readable)."""
+        self.result(json.dumps(data, indent=2))

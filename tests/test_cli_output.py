@@ -1,0 +1,52 @@
+"""
+What ``pin`` prints at each level (one output layer for every command), and the exit codes it documents.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from sispin import errors
+from sispin.cli.main import main
+
+
+def test_help_lists_every_exit_code_with_its_meaning(capsys):
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    for code, meaning in errors.EXIT_CODES.items():
+        assert f"{code:>3}  {meaning}" in text
+
+
+def test_every_error_class_exits_with_a_documented_code():
+    classes = [cls for _, cls in inspect.getmembers(errors, inspect.isclass) if issubclass(cls, errors.PinError)]
+    assert len(classes) == len(errors.__all__) - 1  # every class but the table is exported
+    for cls in classes:
+        assert cls.exit_code in errors.EXIT_CODES, cls.__name__
+    assert 70 in errors.EXIT_CODES and 130 in errors.EXIT_CODES
+
+
+@pytest.mark.parametrize("command", ["sync", "status", "upgrade", "check", "explain", "why", "gc", "import"])
+def test_every_command_takes_quiet_and_verbose(command, capsys):
+    assert main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "--quiet" in text and "--verbose" in text
+
+
+def test_quiet_keeps_results_and_drops_narration(history, capsys):
+    assert main(["status", "--fetch"]) == 0
+    table = capsys.readouterr().out
+    assert main(["status", "--quiet"]) == 0
+    assert capsys.readouterr().out == table, "a result is shown at every level"
+    # the narration of a command that writes is not
+    assert main(["upgrade", "demo", "--to", history.c[1], "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "updated sets.demo" not in out and f"{history.c[0][:7]} -> {history.c[1][:7]}" in out
+    assert main(["upgrade", "other", "--to", history.c[3]]) == 0
+    assert "pin.toml: updated sets.other" in capsys.readouterr().out
+
+
+def test_quiet_and_verbose_exclude_each_other(capsys):
+    assert main(["status", "--quiet", "--verbose"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -1,0 +1,106 @@
+"""
+The package's rooms and the direction of their imports (each subpackage's docstring says what it may import): read
+from every import statement of the package, those inside functions too, so that a back-arrow fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, Set
+
+import pytest
+
+from conftest import RECIPE_DIR
+
+PACKAGE = RECIPE_DIR / "sispin"
+#: the config path: what a Sisyphus config and settings.py load
+CONFIG_PATH = {"sispin", "sispin.errors", "sispin.clonejob", "sispin.sets", "sispin.imports", "sispin.settings_hook"}
+#: room -> the rooms its modules may import (beside their own)
+ALLOWED = {
+    "errors": set(),
+    "clonejob": set(),
+    "lock": {"errors", "clonejob"},
+    "git": {"errors", "clonejob", "lock"},
+    "config": {"errors", "clonejob", "lock", "git"},
+    # the probe runs the config path in its own process
+    "graph": {"errors", "clonejob", "lock", "git", "config"},
+    "adopt": {"errors", "clonejob", "lock", "git", "graph"},
+    "cli": {"errors", "clonejob", "lock", "git", "graph", "adopt", "config"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(RECIPE_DIR).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def room(module: str) -> str:
+    top = module.split(".")[1] if "." in module else ""
+    if top in ("errors", "clonejob"):
+        return top
+    if module == "sispin.__main__":
+        return "cli"
+    return "config" if module in CONFIG_PATH else top
+
+
+def imports_of(path: Path) -> Set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "sispin"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "sispin":
+            found.add(node.module)
+            directory = RECIPE_DIR / node.module.replace(".", "/")
+            found |= {
+                f"{node.module}.{alias.name}" for alias in node.names if (directory / f"{alias.name}.py").is_file()
+            }
+    return found
+
+
+MODULES: Dict[str, Path] = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_go_down_the_layers_only(module):
+    own = room(module)
+    wrong = sorted(
+        imported
+        for imported in imports_of(MODULES[module])
+        if imported != "sispin" and room(imported) != own and room(imported) not in ALLOWED[own]
+    )
+    assert not wrong, f"{module} ({own}) may import only {sorted(ALLOWED[own])}, not {wrong}"
+
+
+def test_every_subpackage_says_what_it_owns_and_may_import():
+    for init in PACKAGE.glob("*/__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert "import" in doc, f"{init.relative_to(RECIPE_DIR)} must say what it may import"
+
+
+def test_no_module_over_450_lines_and_no_function_over_60():
+    for module, path in MODULES.items():
+        text = path.read_text()
+        assert len(text.splitlines()) <= 450, f"{module}: {len(text.splitlines())} lines"
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                assert length <= 60, f"{module}.{node.name}: {length} lines"
+
+
+def test_only_the_cli_prints():
+    for module, path in MODULES.items():
+        if room(module) == "cli" or module == "sispin.graph.probe":  # the probe writes its one line for graph.build
+            continue
+        calls = [
+            node.lineno
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+        ]
+        assert not calls, f"{module} prints at lines {calls}"
+
+
+def test_the_packages_pyproject_installs_are_every_subpackage():
+    text = (RECIPE_DIR.parent / "pyproject.toml").read_text()
+    for init in PACKAGE.rglob("__init__.py"):
+        assert f'"{module_name(init)}"' in text, f"pyproject.toml does not install {module_name(init)}"
