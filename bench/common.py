@@ -25,6 +25,25 @@ _GIT_ENV = {
 }
 
 
+@dataclass(frozen=True)
+class Goal:
+    """
+    What sispin promises about one figure of a row.
+
+    :param text: how the report writes it, e.g. ``<= 1.5x``
+    :param limit: the figure's bound, in the figure's own unit (a ratio, seconds)
+    :param at_most: the figure must stay at or below the limit (else at or above it)
+    """
+
+    text: str
+    limit: float
+    at_most: bool = True
+
+    def met(self, figure: float) -> bool:
+        """:return: whether a measured figure keeps the promise"""
+        return figure <= self.limit if self.at_most else figure >= self.limit
+
+
 @dataclass
 class Result:
     """
@@ -34,8 +53,8 @@ class Result:
     :param measured: sispin's figure
     :param baseline: the plain way's figure ("-" when there is none)
     :param ratio: how they compare
-    :param goal: what sispin promises ("-" for a row that only informs)
-    :param met: whether the goal was met; None when the row has no goal or could not run
+    :param goal: what sispin promises about ``figure`` (None for a row that only informs)
+    :param figure: the number the goal is about (None when the row has no goal or could not run)
     :param skipped: why the row could not run ("" when it ran)
     """
 
@@ -43,9 +62,14 @@ class Result:
     measured: str
     baseline: str
     ratio: str
-    goal: str
-    met: Optional[bool]
+    goal: Optional[Goal] = None
+    figure: Optional[float] = None
     skipped: str = ""
+
+    @property
+    def met(self) -> Optional[bool]:
+        """Whether the goal was met; None when the row has no goal or could not run."""
+        return None if self.goal is None or self.figure is None else self.goal.met(self.figure)
 
 
 def timed(action: Callable[[], object]) -> float:

@@ -35,7 +35,15 @@ def report(results: List[Result]) -> str:
     columns = ("benchmark", "sispin", "plain way", "ratio", "goal", "met")
     met = {True: "yes", False: "NO", None: "-"}
     rows = [columns] + [
-        (r.name, r.measured, r.baseline, r.ratio, r.goal, "skipped" if r.skipped else met[r.met]) for r in results
+        (
+            r.name,
+            r.measured,
+            r.baseline,
+            r.ratio,
+            r.goal.text if r.goal else "-",
+            "skipped" if r.skipped else met[r.met],
+        )
+        for r in results
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]

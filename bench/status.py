@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from bench.common import Result, child_cpu, git, lock_text, make_history, python, s
+from bench.common import Goal, Result, child_cpu, git, lock_text, make_history, python, s
 
 
 def bench_status(work: Path, sets: int = 50, repos: int = 5, commits: int = 300, runs: int = 7) -> Result:
@@ -39,6 +39,6 @@ def bench_status(work: Path, sets: int = 50, repos: int = 5, commits: int = 300,
         s(seconds),
         "-",
         "-",
-        "< 0.3 s",
-        seconds < 0.3,
+        Goal("<= 0.3 s", 0.3),
+        seconds,
     )

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable, Dict, Iterator, Optional, Sequence
 
@@ -26,6 +27,36 @@ _GIT_FIXTURE_ENV = {
     "GIT_COMMITTER_EMAIL": "tests@sispin.invalid",
     "GIT_CONFIG_NOSYSTEM": "1",
 }
+
+
+#: the variables a test run takes from its caller: git's offline redirect through the environment (the README's way to
+#: run the suite without network), and whether CI demands the real Sisyphus; every other PIN_*, SISPIN_*, GIT_* and
+#: PYTHONPATH is the caller's own business and would change what the tests see
+_KEPT_VARIABLES = ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "SISPIN_REQUIRE_REAL")
+_SCRUBBED_PREFIXES = ("PIN_", "SISPIN_", "GIT_", "XDG_")
+_hermetic_home: Optional[str] = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """
+    Run the suite in an environment of its own, whatever machine it is on: a fresh HOME and global git config (a
+    researcher's ~/.gitconfig may redirect github.com, their ~/.cache hold a store), no system git config, and none
+    of the caller's PYTHONPATH, PIN_*, SISPIN_*, GIT_* or XDG_* variables but those in _KEPT_VARIABLES. Tests that
+    need one of them set it themselves.
+    """
+    global _hermetic_home
+    _hermetic_home = tempfile.mkdtemp(prefix="sispin-tests-home-")
+    for name in list(os.environ):
+        if name == "PYTHONPATH" or (name.startswith(_SCRUBBED_PREFIXES) and not name.startswith(_KEPT_VARIABLES)):
+            del os.environ[name]
+    gitconfig = Path(_hermetic_home) / ".gitconfig"
+    gitconfig.write_text("[user]\n\tname = sispin tests\n\temail = tests@sispin.invalid\n")
+    os.environ.update(HOME=_hermetic_home, GIT_CONFIG_GLOBAL=str(gitconfig), GIT_CONFIG_NOSYSTEM="1")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _hermetic_home is not None:
+        shutil.rmtree(_hermetic_home, ignore_errors=True)
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -33,10 +34,15 @@ def test_benchmarks_run_at_tiny_sizes(bench, tmp_path: Path, monkeypatch):
     results.append(status.bench_status(tmp_path / "status", sets=3, repos=2, commits=10, runs=1))
     results.append(scan.bench_import_scan(tmp_path / "scan", files=200, runs=1))
     assert len(results) == 11
-    goals = [r for r in results if r.goal != "-"]
-    assert all(r.measured and r.met in (True, False) for r in goals), goals
+    goals = [r for r in results if r.goal is not None]
+    assert len(goals) == 10 and all(r.measured and r.figure is not None for r in goals), goals
     table = bench.report(results)
     assert len(table.splitlines()) == 1 + len(results)
+    # each goal is judged on its row's figure, so a figure beyond the limit is reported as missed
+    for row in goals:
+        beyond = row.goal.limit * (2 if row.goal.at_most else 0.5)
+        missed = dataclasses.replace(row, figure=beyond)
+        assert missed.met is False and bench.report([missed]).splitlines()[1].rstrip().endswith("NO")
 
 
 def test_manager_benchmark_runs(bench, real_sisyphus, tmp_path: Path):
@@ -45,4 +51,5 @@ def test_manager_benchmark_runs(bench, real_sisyphus, tmp_path: Path):
     for edited in (False, True):
         (tmp_path / str(edited)).mkdir()
         result = startup.bench_manager(tmp_path / str(edited), sets=20, runs=1, edited=edited)
-        assert result.met in (True, False) and result.goal.endswith("ms"), result
+        assert result.figure is not None and result.goal.text.endswith("ms"), result
+        assert result.met == (result.figure <= result.goal.limit)

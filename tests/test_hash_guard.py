@@ -5,6 +5,9 @@ and the blast radius of ``pin upgrade``.
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import py_compile
 from pathlib import Path
 
 import pytest
@@ -115,6 +118,22 @@ def test_semantic_change_fails_the_check_naming_the_outputs(setup, capsys):
     assert setup.run("check", "--offline", "--verbose") == 1
     verbose = capsys.readouterr().out
     assert f"    output/exp/config: {old['exp/config'].job} -> i6_core/returnn/config/WriteReturnnConfigJob." in verbose
+
+
+def test_a_config_rewritten_within_the_second_of_its_bytecode_is_checked_from_its_source(setup, capsys):
+    # what a `sis manager` run (any import) leaves: the config's bytecode, stamped with the source's whole second
+    # and size; a rewrite at the same size within that second, after the bytecode was written, passes for unchanged
+    assert setup.run("snapshot") == 0
+    second = setup.config.stat().st_mtime_ns // 10**9 * 10**9
+    os.utime(setup.config, ns=(second + 10**8,) * 2)
+    bytecode = Path(py_compile.compile(str(setup.config), cfile=importlib.util.cache_from_source(str(setup.config))))
+    os.utime(bytecode, ns=(second + 2 * 10**8,) * 2)
+    setup.config.write_text(CONFIG.replace("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3"))
+    os.utime(setup.config, ns=(second + 5 * 10**8,) * 2)
+    capsys.readouterr()
+    assert setup.run("check", "--offline") == 1
+    assert "returnn_config.config['learning_rate']: 0.001 -> 0.002" in capsys.readouterr().out
+    assert bytecode.stat().st_mtime_ns == second + 2 * 10**8, "the probe writes no bytecode"
 
 
 def test_cosmetic_change_passes_the_check(setup, capsys):

@@ -58,7 +58,6 @@ def test_checkout_is_read_only_and_cheap_to_repeat(two_sets, store_dir):
     assert path.name == PACKAGE and path.parent.name == first
     assert path.is_relative_to(store_dir)
     assert (path / "sub.py").read_text() == "SUB = 'one'\n"
-    assert not os.access(path / "sub.py", os.W_OK) or os.geteuid() == 0
     assert not (os.stat(path / "sub.py").st_mode & 0o222), "no write bits"
     mtime = (path / ".git").stat().st_mtime_ns
     assert exp.checkout("pkg") == path

@@ -21,8 +21,9 @@ from sispin.cli.output import Output
 from sispin.clonejob import checkout_folder
 from sispin.errors import CheckoutStateError, FileSystemError, GitError, PinError
 from sispin.git.registry import register_lockfile
-from sispin.git.repo import clone_at_commit, verify_checkout
+from sispin.git.repo import clone_at_commit
 from sispin.git.store import Store
+from sispin.git.verify import verify_checkout
 from sispin.lock.files import file_lock
 from sispin.lock.lockfile import Lockfile, SetupCheckout, display_path, find_lockfile, inside_setup, load_lockfile
 
@@ -124,7 +125,7 @@ def _sync_one(root: Path, entry: SetupCheckout) -> str:
         return "cloned"
     where = display_path(target)
     try:
-        verify_checkout(target, entry.commit, where)
+        verify_checkout(target, entry.commit, where, ignored=False)
     except CheckoutStateError as exc:
         # sync never moves or cleans a checkout somebody may be working in: say how to resolve it
         raise CheckoutStateError(

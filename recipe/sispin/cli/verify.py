@@ -18,8 +18,8 @@ from sispin.cli.options import add_command, set_names
 from sispin.cli.output import Output
 from sispin.clonejob import checkout_folder
 from sispin.errors import PinError, SisyphusError
-from sispin.git.repo import verify_checkout
 from sispin.git.store import Store
+from sispin.git.verify import verify_checkout
 from sispin.graph.build import run_probe
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 

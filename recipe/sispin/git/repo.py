@@ -8,7 +8,6 @@ from __future__ import annotations
 
 __all__ = [
     "clone_at_commit",
-    "verify_checkout",
     "checkout_origin",
     "create_mirror",
     "update_mirror",
@@ -33,41 +32,6 @@ def _open(path: Path) -> git.Repo:
         return Repository(path)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise CheckoutStateError(f"{path}: exists but is not a git checkout; move it away and rerun") from None
-
-
-#: how many changed files a "local changes" error lists before it counts the rest
-_LISTED_CHANGES = 10
-
-
-def verify_checkout(path: Path, commit: str, where: str) -> None:
-    """
-    :param path: a checkout that must be exactly commit
-    :param commit: full commit SHA
-    :param where: how to name the checkout in messages
-    :raises CheckoutStateError: when it is not a checkout, HEAD is another commit, or files are modified, added,
-        deleted or untracked (listed)
-    """
-    repo = _open(path)
-    try:
-        head = repo.head.commit.hexsha
-    except ValueError:
-        raise CheckoutStateError(f"{where}: the checkout has no commit") from None
-    if head != commit:
-        raise CheckoutStateError(f"{where} is at {head[:12]}, pin.toml pins {commit[:12]}")
-    try:
-        status = repo.git.status("--porcelain", "--untracked-files=all")
-    except git.GitCommandError as exc:
-        raise GitError(f"{where}: git status failed: {message(exc)}") from None
-    changes = [line for line in status.splitlines() if line.strip()]
-    if changes:
-        listed = ", ".join(
-            f"{line[3:]} ({_CHANGE_NAMES.get(line[:2].strip()[:1], 'changed')})" for line in changes[:_LISTED_CHANGES]
-        )
-        more = f" and {len(changes) - _LISTED_CHANGES} more" if len(changes) > _LISTED_CHANGES else ""
-        raise CheckoutStateError(f"{where} has local changes: {listed}{more}")
-
-
-_CHANGE_NAMES = {"M": "modified", "A": "added", "D": "deleted", "R": "renamed", "?": "untracked", "U": "conflict"}
 
 
 def checkout_origin(path: Path) -> Tuple[Optional[str], Optional[str]]:

@@ -308,6 +308,36 @@ def set_clones(set_names: List[str]) -> Dict[str, Dict[str, str]]:
     return {exp.name: {repo: exp.clone_job(repo).job_id() for repo in exp.spec.pins} for exp in sets}
 
 
+def _never_stale_bytecode(root: str) -> None:
+    """
+    Load no module of the setup from bytecode older than its source, and write none.
+
+    A .pyc records its source's modification time in whole seconds, with its size: a config rewritten within the
+    second its bytecode was written, at the same size (a script, the pre-commit hook right after an edit), passes
+    for unchanged, and Python would run the old code. Below the setup root, bytecode is used only when it was written
+    after the source last changed; otherwise the source is compiled (and, as nothing is written, left as it was).
+    """
+    import importlib.machinery
+    import importlib.util
+
+    sys.dont_write_bytecode = True
+    prefix = os.path.join(os.path.abspath(root), "")
+    stats_of = importlib.machinery.SourceFileLoader.path_stats
+
+    def path_stats(self: Any, path: str) -> Dict[str, Any]:
+        stats = stats_of(self, path)
+        if path.startswith(prefix):
+            try:
+                written = os.stat(importlib.util.cache_from_source(path)).st_mtime_ns
+            except (OSError, ValueError, NotImplementedError):
+                return stats  # no bytecode to trust or distrust
+            if written <= os.stat(path).st_mtime_ns:
+                return {**stats, "mtime": -1}  # matches no .pyc: the source is compiled
+        return stats
+
+    importlib.machinery.SourceFileLoader.path_stats = path_stats  # type: ignore[method-assign]
+
+
 def _find_sisyphus() -> None:
     """Exit with NO_SISYPHUS and one line when no rwth-i6 Sisyphus can be imported (PyPI's 'sisyphus' is another)."""
     try:
@@ -326,6 +356,7 @@ def _find_sisyphus() -> None:
 def main(argv: List[str]) -> int:
     """:param argv: ``graph OUT CONFIG ...``, ``clone-ids OUT REQUEST`` or ``set-clones OUT SET ...``"""
     mode, out, rest = argv[0], argv[1], argv[2:]
+    _never_stale_bytecode(os.getcwd())
     _find_sisyphus()
     code = 0
     try:

@@ -1,0 +1,142 @@
+"""
+``pin verify``: a checkout is exactly its commit, as git sees it with nothing hiding a difference, and Python's
+bytecode caches in it count only when they run the code of the source beside them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import py_compile
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import git, git_commit
+from sispin.cli.main import main
+
+SOURCE = "VALUE = 'pinned'\n"
+
+
+@pytest.fixture
+def checkout(make_repo, write_lock, capsys) -> Path:
+    """A [setup.tool] checkout made by `pin sync`, at the pinned commit, clean."""
+    remote = make_repo("tool")
+    commit = git_commit(remote, {"tool/__init__.py": SOURCE, "tool/other.py": "OTHER = 1\n", ".gitignore": "*.log\n"})
+    lock = write_lock(
+        f'version = 1\n\n[setup.tool]\nurl = "file://{remote}"\ncommit = "{commit}"\npath = "tools/tool"\n'
+    )
+    assert main(["sync"]) == 0
+    assert main(["verify"]) == 0
+    capsys.readouterr()
+    return lock.parent / "tools" / "tool"
+
+
+def problems(capsys) -> str:
+    assert main(["verify"]) == 1
+    return capsys.readouterr().out
+
+
+def bytecode(source: Path, mode: py_compile.PycInvalidationMode = py_compile.PycInvalidationMode.TIMESTAMP) -> Path:
+    return Path(
+        py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(source)), invalidation_mode=mode)
+    )
+
+
+def test_bytecode_python_writes_for_the_sources_is_accepted(checkout, capsys):
+    bytecode(checkout / "tool" / "__init__.py")
+    bytecode(checkout / "tool" / "other.py", py_compile.PycInvalidationMode.CHECKED_HASH)
+    assert main(["verify"]) == 0, capsys.readouterr().out
+
+
+def test_unchecked_hash_bytecode_is_reported(checkout, capsys):
+    # Python runs it whatever the source says
+    pyc = bytecode(checkout / "tool" / "__init__.py", py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    assert f"{pyc.relative_to(checkout)} (untracked)" in problems(capsys)
+
+
+def test_bytecode_of_other_code_with_the_sources_stamp_is_reported(checkout, capsys):
+    source = checkout / "tool" / "__init__.py"
+    stats = source.stat()
+    os.chmod(source.parent, 0o755)
+    source.write_text(SOURCE.replace("pinned", "placed"))  # same size
+    os.utime(source, ns=(stats.st_atime_ns, stats.st_mtime_ns))
+    pyc = bytecode(source)
+    source.write_text(SOURCE)
+    os.utime(source, ns=(stats.st_atime_ns, stats.st_mtime_ns))
+    # its header matches the source, so Python would run 'placed'
+    assert f"{pyc.relative_to(checkout)} (untracked)" in problems(capsys)
+
+
+def test_stale_bytecode_is_accepted_as_python_ignores_it(checkout, capsys):
+    pyc = bytecode(checkout / "tool" / "__init__.py")
+    data = bytearray(pyc.read_bytes())
+    data[8:12] = (int.from_bytes(data[8:12], "little") - 5).to_bytes(4, "little")  # another source mtime
+    data[16:] = bytecode_of("VALUE = 'other code'\n")
+    pyc.write_bytes(bytes(data))
+    assert main(["verify"]) == 0, capsys.readouterr().out
+
+
+def bytecode_of(text: str) -> bytes:
+    import marshal
+
+    return marshal.dumps(compile(text, "x", "exec"))
+
+
+def test_bytecode_of_another_python_with_the_sources_stamp_is_reported(checkout, capsys):
+    pyc = bytecode(checkout / "tool" / "__init__.py")
+    data = bytearray(pyc.read_bytes())
+    data[:2] = (int.from_bytes(data[:2], "little") - 1).to_bytes(2, "little")  # another magic number
+    other = pyc.with_name(pyc.name.replace(sys.implementation.cache_tag, "cpython-30"))
+    other.write_bytes(bytes(data))
+    pyc.unlink()
+    assert f"{other.relative_to(checkout)} (untracked)" in problems(capsys)
+
+
+def test_bytecode_without_its_source_and_other_untracked_files_are_reported(checkout, capsys):
+    stray = checkout / "tool" / "__pycache__" / "gone.cpython-311.pyc"
+    stray.parent.mkdir()
+    stray.write_bytes(b"\0" * 16)
+    out = problems(capsys)
+    assert "tool/__pycache__/gone.cpython-311.pyc (untracked)" in out
+
+
+def test_files_git_ignores_are_reported(checkout, capsys):
+    (checkout / "run.log").write_text("a .gitignore of the commit hides it\n")
+    (checkout / ".git" / "info" / "exclude").write_text("secret.py\n")
+    (checkout / "secret.py").write_text("import os\n")
+    out = problems(capsys)
+    assert "run.log (ignored by git)" in out and "secret.py (ignored by git)" in out
+
+
+def test_skip_worktree_and_assume_unchanged_are_reported(checkout, capsys):
+    git(checkout, "update-index", "--skip-worktree", "tool/other.py")
+    git(checkout, "update-index", "--assume-unchanged", "tool/__init__.py")
+    (checkout / "tool" / "other.py").write_text("OTHER = 2\n")
+    out = problems(capsys)
+    assert "tool/other.py (marked skip-worktree: git status does not look at it)" in out
+    assert "tool/__init__.py (marked assume-unchanged: git status does not look at it)" in out
+
+
+def test_a_tree_of_another_commit_under_a_replaced_head_is_reported(checkout, capsys):
+    head = git(checkout, "rev-parse", "HEAD")
+    other = git_commit(checkout, {"tool/__init__.py": "VALUE = 'other'\n"}, "other")
+    git(checkout, "checkout", "-q", "--detach", head)
+    git(checkout, "replace", head, other)  # HEAD now reads as the other commit's tree
+    git(checkout, "read-tree", "-u", "--reset", head)
+    out = problems(capsys)
+    assert "tool/__init__.py (modified)" in out and "refs/replace (replacement objects" in out
+
+
+def test_a_missing_checkout_says_so(checkout, capsys):
+    import shutil
+
+    shutil.rmtree(checkout)
+    assert "tools/tool does not exist (`pin sync` makes it)" in problems(capsys)
+
+
+def test_sync_accepts_files_git_ignores_in_a_checkout_at_its_pin(checkout, capsys):
+    (checkout / "run.log").write_text("a log of a run\n")
+    assert main(["sync"]) == 0
+    assert "  ok" in capsys.readouterr().out
