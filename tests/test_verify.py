@@ -84,14 +84,15 @@ def bytecode_of(text: str) -> bytes:
     return marshal.dumps(compile(text, "x", "exec"))
 
 
-def test_bytecode_of_another_python_with_the_sources_stamp_is_reported(checkout, capsys):
+def test_bytecode_of_another_python_with_the_sources_stamp_is_accepted(checkout, capsys):
+    # a second Python on the same checkout (a venv of 3.9 beside 3.11): its caches cannot be compiled here
     pyc = bytecode(checkout / "tool" / "__init__.py")
     data = bytearray(pyc.read_bytes())
     data[:2] = (int.from_bytes(data[:2], "little") - 1).to_bytes(2, "little")  # another magic number
     other = pyc.with_name(pyc.name.replace(sys.implementation.cache_tag, "cpython-30"))
     other.write_bytes(bytes(data))
     pyc.unlink()
-    assert f"{other.relative_to(checkout)} (untracked)" in problems(capsys)
+    assert main(["verify"]) == 0, capsys.readouterr().out
 
 
 def test_bytecode_without_its_source_and_other_untracked_files_are_reported(checkout, capsys):

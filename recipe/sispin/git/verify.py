@@ -94,9 +94,10 @@ def _changes(path: Path, runner: git.Git, ignored: bool) -> List[str]:
 def _valid_bytecode(file: Path) -> bool:
     """
     Whether a file is Python's bytecode cache of a source beside its ``__pycache__`` that runs that source's code:
-    a checked-hash .pyc (Python compares it with the source), or a timestamp .pyc of this Python whose code equals
-    the source compiled now, or one whose timestamp no longer matches (Python ignores it). An unchecked-hash .pyc runs
-    whatever it holds, whatever the source says, and a .pyc of another Python cannot be checked here: both count.
+    a checked-hash .pyc (Python compares it with the source), a timestamp .pyc of this Python whose code equals the
+    source compiled now, or one whose timestamp no longer matches (Python ignores it). An unchecked-hash .pyc runs
+    whatever it holds, whatever the source says: it counts. A timestamp .pyc of another Python (a cluster's nodes,
+    a second venv) cannot be compiled here and is taken as what it claims to be, the cache of its source.
     """
     source = _source_of(file)
     if source is None:
@@ -110,7 +111,7 @@ def _valid_bytecode(file: Path) -> bool:
     if (int.from_bytes(header[8:12], "little"), int.from_bytes(header[12:16], "little")) != stamp:
         return True  # stale: Python compiles the source instead
     if header[:4] != importlib.util.MAGIC_NUMBER:
-        return False
+        return True
     optimize = {"opt-1": 1, "opt-2": 2}.get(file.name.split(".")[-2], 0)
     try:
         compiled = compile(source.read_bytes(), str(source), "exec", dont_inherit=True, optimize=optimize)
