@@ -57,7 +57,8 @@ def test_two_sets_sharing_a_module_each_get_their_own_pins(shared):
     a, b = load_graph(lockfile, "a"), load_graph(lockfile, "b")
     assert {clone.commit for clone in a.clones} == {c[0]} and {clone.commit for clone in b.clones} == {c[1]}
     # both configs in one process, as one manager loads them: the module is imported once, each call follows its config
-    both = run_probe(lockfile, ["graph", "config/a.py", "config/b.py"], "loading both")
+    request = {"set": "a", "configs": ["config/a.py", "config/b.py"]}
+    both = run_probe(lockfile, ["graph"], "loading both", request=request)
     assert sorted(clone["commit"] for clone in both["clones"]) == sorted(c)
     assert main(["snapshot"]) == 0 and main(["check", "--offline"]) == 0
 
@@ -78,7 +79,8 @@ def test_two_sets_sharing_a_module_each_get_their_own_pins(shared):
 def test_a_config_of_no_set_or_of_several_is_one_line(shared, sets, message):
     root = shared(sets.format(c0=shared.commits[0]), {"a.py": CONFIG.format(name="a")})
     with pytest.raises(SisyphusError) as failure:
-        run_probe(load_lockfile(root / "pin.toml"), ["graph", "config/a.py"], "loading config/a.py")
+        request = {"set": "a", "configs": ["config/a.py"]}
+        run_probe(load_lockfile(root / "pin.toml"), ["graph"], "loading config/a.py", request=request)
     assert str(failure.value) == f"loading config/a.py failed: recipe/shared_tools.py:5: UnknownNameError: {message}"
 
 

@@ -191,3 +191,40 @@ def test_a_repository_holding_the_package_of_its_name_gives_that_package(make_re
     finally:
         for name in [k for k in sys.modules if k.split(".")[0] == "rtlike"]:
             del sys.modules[name]
+
+
+@pytest.fixture
+def shared_module(tmp_path, monkeypatch):
+    """A shared recipe module of two sets (written per test), importable from a directory on sys.path."""
+    directory = tmp_path / "recipe_shared"
+    directory.mkdir()
+    monkeypatch.syspath_prepend(str(directory))
+    yield directory / "shared_tools.py"
+    sys.modules.pop("shared_tools", None)
+
+
+@pytest.mark.parametrize(
+    "top", ["import pinpkg\n", "from pinpkg import value as pinned_value\n", "import pinpkg.sub as sub\n"]
+)
+def test_a_shared_module_holding_one_sets_copy_refuses_the_other_sets_block(two_sets, shared_module, top):
+    # `sis manager -r a.py b.py`: set one's config imports the shared module first, inside its block
+    shared_module.write_text(top + "def value():\n    import pinpkg\n    return pinpkg.value()\n")
+    with experiment_set("one").imported("pkg"):
+        import shared_tools
+
+        assert shared_tools.value() == "one"
+    with pytest.raises(PinnedImportError, match=r"module shared_tools \(.*shared_tools.py\) was first imported inside"):
+        with experiment_set("two").imported("pkg"):
+            pytest.fail("set two would run set one's code through shared_tools")
+
+
+def test_a_shared_module_that_imports_inside_its_functions_serves_both_sets(two_sets, shared_module):
+    shared_module.write_text("def value():\n    import pinpkg\n    return pinpkg.value()\n")
+    with experiment_set("one").imported("pkg"):
+        import shared_tools
+
+        assert shared_tools.value() == "one"
+    with experiment_set("two").imported("pkg"):
+        assert shared_tools.value() == "two"
+    with experiment_set("one").imported("pkg"):
+        assert shared_tools.value() == "one"

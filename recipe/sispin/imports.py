@@ -7,7 +7,12 @@ block is active. On entering, modules of those names already imported (another c
 leaving, the pinned modules are kept aside for the next block of the same checkout (so repeated imports give the
 same objects) and the previous modules come back. Code of a pinned commit that imports one of its modules after
 its block ended (lazy loading) would get another copy's module, so that import fails with an error that says so.
-Not thread-safe: imports in other threads during a block see the pinned modules.
+
+Two sets in one process (``sis manager`` with several configs) can pin the names at two commits. Their modules are
+kept apart, but a module outside both checkouts (a shared recipe module) that a block imported first may hold the
+first commit's modules (``import returnn_common`` at its top): the block of the other commit refuses to start
+while such a module holds them, naming it. Not thread-safe: imports in other threads during a block see the pinned
+modules.
 """
 
 from __future__ import annotations
@@ -36,12 +41,14 @@ class PinnedImport:
     :param search_path: the directory to resolve the top-level names in
     :param names: the top-level module names the checkout provides
     :param modules: its modules, kept between blocks
+    :param strangers: modules from outside the checkout that its blocks imported first (they may hold its modules)
     """
 
     label: str
     search_path: str
     names: Tuple[str, ...]
     modules: Dict[str, ModuleType] = field(default_factory=dict)
+    strangers: List[str] = field(default_factory=list)
 
     def owns(self, fullname: str) -> bool:
         return fullname.split(".", 1)[0] in self.names
@@ -125,6 +132,7 @@ def pinned_import(pinned: PinnedImport) -> Iterator[None]:
                 f"cannot import {', '.join(pinned.names)} from {pinned.label} inside the block of {other.label}: "
                 f"one process can use one copy of a module at a time"
             )
+    _refuse_holders_of_other_copies(pinned)
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
     sys.meta_path.insert(0, _FINDER)
@@ -133,10 +141,12 @@ def pinned_import(pinned: PinnedImport) -> Iterator[None]:
     aside = {name: sys.modules.pop(name) for name in _module_names(pinned.names, sys.modules)}
     sys.modules.update(pinned.modules)
     _FINDER.active.append(pinned)
+    before = set(sys.modules)
     try:
         yield
     finally:
         _FINDER.active.remove(pinned)
+        pinned.strangers += [name for name in sys.modules if name not in before and not pinned.owns(name)]
         loaded = {name: sys.modules.pop(name) for name in _module_names(pinned.names, sys.modules)}
         sys.modules.update(aside)
         strays = [
@@ -148,6 +158,42 @@ def pinned_import(pinned: PinnedImport) -> Iterator[None]:
         if strays:
             listed = ", ".join(f"{name} ({loaded[name].__file__})" for name in strays)
             raise PinnedImportError(f"modules from outside the checkout of {pinned.label} were imported: {listed}")
+
+
+def _refuse_holders_of_other_copies(pinned: PinnedImport) -> None:
+    """
+    :raises PinnedImportError: when a module that another checkout's block imported first holds that checkout's
+        modules (or their functions and classes) under names this checkout provides too: code of this block that
+        calls it would run the other commit's code
+    """
+    for other in _FINDER.known:
+        if other is pinned or not set(other.names) & set(pinned.names):
+            continue
+        for name in other.strangers:
+            module = sys.modules.get(name)
+            held = _held(module, other) if module is not None else None
+            if held:
+                raise PinnedImportError(
+                    f"cannot use {pinned.label}: module {name} ({getattr(module, '__file__', None) or 'built in'}) was "
+                    f"first imported inside the block of {other.label} and holds its {held}; code calling it would "
+                    f"run that commit's code. Import {held.split('.')[0]} inside functions that each set calls in its "
+                    f"own block, or run the sets in separate managers"
+                )
+
+
+def _held(module: ModuleType, pinned: PinnedImport) -> Optional[str]:
+    """:return: the name of the first module of pinned (or function, class of one) that module holds, if any"""
+    kept = {id(held): name for name, held in pinned.modules.items()}
+    for value in list(vars(module).values()):
+        if isinstance(value, ModuleType):
+            if id(value) in kept:
+                return kept[id(value)]
+            continue
+        owner = pinned.modules.get(getattr(value, "__module__", None) or "")
+        name = getattr(value, "__name__", None)
+        if owner is not None and isinstance(name, str) and getattr(owner, name, None) is value:
+            return f"{owner.__name__}.{name}"
+    return None
 
 
 def checkout_names(checkout: Path) -> Tuple[str, Tuple[str, ...]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 __all__ = ["ExperimentSet", "experiment_set", "current_set", "shown_overwrite"]
 
 import contextlib
+import os
 import sys
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple
 
@@ -174,9 +175,19 @@ def _find() -> Tuple[Lockfile, Dict[str, ExperimentSet]]:
     if _found is None:
         # not imported with sispin: Sisyphus workers import it (settings.py) and never read the lockfile
         from sispin.lock.cache import load_cached
-        from sispin.lock.lockfile import find_lockfile
+        from sispin.lock.lockfile import LOCK_ENV, PROBE_TEXT_ENV, find_lockfile, parse_lockfile
 
-        _found = (load_cached(find_lockfile()), {})
+        override = os.environ.get(PROBE_TEXT_ENV)
+        if override:
+            from pathlib import Path
+
+            # sispin's own probe, building a set at pins not written yet (an upgrade's, a new set's): the text is
+            # another, the lockfile and with it the setup root the same (they name the configs, record the store's
+            # users)
+            path = Path(os.environ.get(LOCK_ENV) or find_lockfile()).absolute()
+            _found = (parse_lockfile(Path(override).read_text(encoding="utf-8"), path), {})
+        else:
+            _found = (load_cached(find_lockfile()), {})
     return _found
 
 

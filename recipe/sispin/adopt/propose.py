@@ -22,8 +22,6 @@ __all__ = [
     "BLOCKED",
 ]
 
-import json
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -300,13 +298,10 @@ def _check_ids(
         {"repo": repo, "positional": sites[i].positional, "arguments": sites[i].arguments}
         for i, repo in proposal.repo_of_site.items()
     ]
-    with tempfile.TemporaryDirectory(prefix="sispin-import-") as scratch:
-        request = Path(scratch) / "request.json"
-        request.write_text(json.dumps({"set": set_name, "calls": calls}), encoding="utf-8")
-        try:
-            results = run_probe(target, ["clone-ids", str(request)], "computing job ids", text)
-        except SisyphusError as exc:
-            return {}, f"job ids not checked: {exc}"
+    try:
+        results = run_probe(target, ["clone-ids"], "computing job ids", text, request={"set": set_name, "calls": calls})
+    except SisyphusError as exc:
+        return {}, f"job ids not checked: {exc}"
     return {i: (r["original"], r["replacement"]) for i, r in zip(proposal.repo_of_site, results)}, None
 
 

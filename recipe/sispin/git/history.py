@@ -10,6 +10,7 @@ __all__ = [
     "branch_commit",
     "resolve_revision",
     "on_a_ref",
+    "parent_commit",
     "count_commits",
     "log_oneline",
     "pin_facts",
@@ -110,6 +111,11 @@ def _commits_with_prefix(path: Path, prefix: str) -> List[str]:
             return []
     missing = set(missing_commits(path, candidates))  # blobs and trees share the prefix space
     return [sha for sha in candidates if sha not in missing]
+
+
+def parent_commit(path: Path, commit: str) -> Optional[str]:
+    """:return: the first parent of commit in the repository, or None (a root commit, or one it does not hold)"""
+    return _rev_parse(path, f"{commit}^")
 
 
 def count_commits(path: Path, exclude: str, include: str) -> int:

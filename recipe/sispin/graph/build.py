@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.errors import SisyphusError
-from sispin.lock.lockfile import Lockfile, inside_setup
+from sispin.lock.lockfile import LOCK_ENV, PROBE_TEXT_ENV, Lockfile, inside_setup
 from sispin.lock.urls import name_from_url
 
 #: loading a set's configs must not take longer than this
@@ -117,12 +117,29 @@ class Clone:
     :param url: its url argument
     :param commit: its commit argument (None: it follows a branch)
     :param hash_overwrite: the hash_overwrite set on its out_repository, if any
+    :param changed: its arguments that its object no longer holds (set after the job got its id), ``name: old -> new``
     """
 
     job: str
     url: str
     commit: Optional[str]
     hash_overwrite: Optional[str]
+    changed: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ValueUse:
+    """
+    A place where config code took a pinned value out of the graph as a plain value.
+
+    :param what: the value, e.g. ``exp.commit('rc') of set 'demo'`` or ``get_path() of a path of <clone id>``
+    :param where: ``file:line`` of the code that took it
+    :param repo: the repository whose checkout or imported code it is (``exp.checkout``/``exp.imported``), if so
+    """
+
+    what: str
+    where: str
+    repo: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +172,14 @@ class SetGraph:
     :param escapes: every clone path with a hash_overwrite that a job hashes
     :param records: job id -> what its id is made of (for explaining a change)
     :param inputs: job id -> the ids of the jobs whose outputs it uses
+    :param pinned: the ids of the clones of the set's pins (however built)
+    :param blind: job id -> ``blind`` (uses a pinned clone, keeps its id when the commit moves) or ``changed`` (its
+        arguments no longer give its id)
+    :param value_uses: where config code took a pinned value out of the graph (then only a build with the pins moved
+        can tell what depends on it)
+    :param awaits: per async config, how many ``await tk.async_run(...)`` it got past
+    :param waiting: the configs still waiting for unfinished jobs (what they build after the wait is not known yet)
+    :param states: job id -> attribute -> digest of its whole value, when the build was asked for them
     """
 
     set_name: str
@@ -164,6 +189,12 @@ class SetGraph:
     escapes: Tuple[Escape, ...] = ()
     records: Dict[str, JobRecord] = field(default_factory=dict)
     inputs: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    pinned: Tuple[str, ...] = ()
+    blind: Dict[str, str] = field(default_factory=dict)
+    value_uses: Tuple[ValueUse, ...] = ()
+    awaits: Dict[str, int] = field(default_factory=dict)
+    waiting: Tuple[str, ...] = ()
+    states: Optional[Dict[str, Dict[str, str]]] = None
 
 
 def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
@@ -184,7 +215,12 @@ def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
 
 
 def load_graph(
-    lockfile: Lockfile, set_name: str, lock_text: Optional[str] = None, moved_pins: bool = False
+    lockfile: Lockfile,
+    set_name: str,
+    lock_text: Optional[str] = None,
+    *,
+    states: bool = False,
+    moved: Optional[Dict[str, Any]] = None,
 ) -> SetGraph:
     """
     Build the set's job graph with real Sisyphus, in a subprocess.
@@ -192,8 +228,9 @@ def load_graph(
     :param lockfile: the setup's lockfile
     :param set_name: the set whose ``configs`` to load
     :param lock_text: load against this lockfile content instead of the file (to see a move before making it)
-    :param moved_pins: with every pinned clone job at another commit (see
-        :func:`sispin.graph.guard.commit_blind_problems`)
+    :param states: report the whole state of every job (to compare with another build)
+    :param moved: build the set with its pins moved (``lock_text`` holds the moved pins): {"remap": [[url, pinned
+        commit, moved commit]], "awaits": {config: awaits the real build passed}}
     :raises SisyphusError: when Sisyphus is missing, the set has no configs, or loading them fails
     """
     spec = lockfile.get_set(set_name)
@@ -204,13 +241,20 @@ def load_graph(
             raise SisyphusError(f"sets.{set_name}.configs: {config} does not exist")
         if not inside_setup(lockfile.root, config):
             raise SisyphusError(f"sets.{set_name}.configs: {config} leads out of the setup through a symlink")
-    mode = "graph-moved" if moved_pins else "graph"
-    report = run_probe(lockfile, [mode, *spec.configs], f"loading the configs of set {set_name!r}", lock_text)
+    request = {"set": set_name, "configs": list(spec.configs), "states": states, "moved": moved}
+    what = f"loading the configs of set {set_name!r}" + (" with its pins moved" if moved else "")
+    return _set_graph(set_name, run_probe(lockfile, ["graph"], what, lock_text, request=request))
+
+
+def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
+    """The probe's report of a graph as a SetGraph."""
     return SetGraph(
         set_name=set_name,
         outputs={name: Output(job=o["job"] or "", path=o["path"]) for name, o in report["outputs"].items()},
         jobs=dict(report["jobs"]),
-        clones=tuple(Clone(c["job"], c["url"], c["commit"], c["hash_overwrite"]) for c in report["clones"]),
+        clones=tuple(
+            Clone(c["job"], c["url"], c["commit"], c["hash_overwrite"], tuple(c["changed"])) for c in report["clones"]
+        ),
         escapes=tuple(
             Escape(e["job"], e["argument"], e["clone"], e["hash_overwrite"], outputs_using(report, e["job"]))
             for e in report["escapes"]
@@ -224,6 +268,12 @@ def load_graph(
             for job, record in report["records"].items()
         },
         inputs={job: tuple(ids) for job, ids in report["inputs"].items()},
+        pinned=tuple(report["pinned"]),
+        blind=dict(report["blind"]),
+        value_uses=tuple(ValueUse(u["what"], u["where"], u.get("repo")) for u in report["value_uses"]),
+        awaits=dict(report["awaits"]),
+        waiting=tuple(report["waiting"]),
+        states=report.get("states"),
     )
 
 
@@ -247,7 +297,14 @@ def uses(inputs: Mapping[str, Sequence[str]], job: str, dependency: str) -> bool
     return False
 
 
-def run_probe(lockfile: Lockfile, arguments: List[str], what: str, lock_text: Optional[str] = None) -> Any:
+def run_probe(
+    lockfile: Lockfile,
+    arguments: List[str],
+    what: str,
+    lock_text: Optional[str] = None,
+    *,
+    request: Optional[Any] = None,
+) -> Any:
     """
     Run :mod:`sispin.graph.probe` in the setup root with the setup's Sisyphus, and return what it reports.
 
@@ -255,30 +312,33 @@ def run_probe(lockfile: Lockfile, arguments: List[str], what: str, lock_text: Op
     :param arguments: the probe's mode, then its arguments after OUT
     :param what: what is being done, for error messages
     :param lock_text: run against this lockfile content instead of the file
+    :param request: a JSON request, handed to the probe as a file after OUT (before the other arguments)
     :raises SisyphusError: when no Sisyphus can be imported or the probe fails
     """
     sisyphus_dir = find_sisyphus(lockfile)
     python_path = os.pathsep.join(p for p in (sisyphus_dir and str(sisyphus_dir), os.environ.get("PYTHONPATH")) if p)
     with tempfile.TemporaryDirectory(prefix="sispin-probe-") as scratch:
-        lock_path = lockfile.path
+        env = {**os.environ, LOCK_ENV: str(lockfile.path), "PYTHONPATH": python_path}
+        env.pop(PROBE_TEXT_ENV, None)
         if lock_text is not None:
-            lock_path = Path(scratch) / "pin.toml"
-            lock_path.write_text(lock_text, encoding="utf-8")
+            # the text only: the lockfile stays where it is, so that the setup root, the configs' owners
+            # (current_set) and the store's record of its users are the real ones
+            text_path = Path(scratch) / "pin.toml"
+            text_path.write_text(lock_text, encoding="utf-8")
+            env[PROBE_TEXT_ENV] = str(text_path)
         report_path = Path(scratch) / "report.json"
-        env = {**os.environ, "PIN_LOCK": str(lock_path), "PYTHONPATH": python_path}
         package = str(Path(__file__).resolve().parent.parent)
-        command = [sys.executable, "-c", _BOOTSTRAP, package, arguments[0], str(report_path), *arguments[1:]]
+        extra = list(arguments[1:])
+        if request is not None:
+            request_path = Path(scratch) / "request.json"
+            request_path.write_text(json.dumps(request), encoding="utf-8")
+            extra.insert(0, str(request_path))
+        command = [sys.executable, "-c", _BOOTSTRAP, package, arguments[0], str(report_path), *extra]
         try:
             result = subprocess.run(
-                command,
-                cwd=lockfile.root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=PROBE_TIMEOUT,
-                check=False,
-            )
+                command, cwd=lockfile.root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                timeout=PROBE_TIMEOUT, check=False,
+            )  # fmt: skip
         except subprocess.TimeoutExpired:
             raise SisyphusError(f"{what} took over {PROBE_TIMEOUT} s") from None
         report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None

@@ -9,11 +9,20 @@ snapshot`` (which refuses to record hidden commits).
 
 from __future__ import annotations
 
-__all__ = ["overwrite_problems", "off_lock_problems", "commit_blind_problems", "hidden_commit_problems"]
+__all__ = [
+    "overwrite_problems",
+    "off_lock_problems",
+    "commit_blind_problems",
+    "changed_clone_problems",
+    "state_problems",
+    "hidden_commit_problems",
+]
 
-from typing import Dict, List, Optional
+from typing import List, Optional
 
-from sispin.graph.build import Clone, SetGraph, load_graph, uses
+from sispin.git.store import Store
+from sispin.graph.build import Clone, SetGraph, uses
+from sispin.graph.moved import moved_build
 from sispin.lock.lockfile import Lockfile, is_full_sha
 from sispin.lock.urls import same_repository
 
@@ -90,60 +99,99 @@ def off_lock_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
     return problems
 
 
-def commit_blind_problems(lockfile: Lockfile, graph: SetGraph, moved: SetGraph) -> List[str]:
+def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
     """
-    The check that does not depend on how a commit is hidden: ``moved`` is the same set built with every pinned clone
-    at another commit, and every job that uses a pinned checkout (directly or through other jobs) must get another
-    id there. One that keeps its id does not depend on the commit — a hash_overwrite on some path between, an object
-    with its own ``_sis_hash``, a job's own ``hash()`` that drops it, an argument the job does not hash.
+    The check that does not depend on how a commit is hidden: every job that uses a clone of the set's pins (however
+    that clone was built, directly or through other jobs, through any argument) must get another id when the commit
+    moves (:func:`sispin.graph.moving.blind_jobs`, Sisyphus's own hashes recomputed with the clones moved). One that
+    keeps its id does not depend on the commit — a hash_overwrite on some path between, an object with its own
+    ``_sis_hash``, a job's own ``hash()`` that drops it, an argument the job does not hash.
 
     :param lockfile: the setup's lockfile
     :param graph: the set's graph at its pins
-    :param moved: the set's graph with the pinned clones at other commits
     :return: one line per job that is the first on its path to keep its id (the jobs above it keep theirs through
-        it), naming the outputs that depend on it; jobs already named as hashing an overwritten clone path are left
-        to that message
+        it), naming the outputs that depend on it, and per job whose arguments changed after it got its id; jobs
+        already named as hashing an overwritten clone path are left to that message
     """
-    pinned = {clone.job for clone in graph.clones if clone.job not in moved.jobs}
-    users: Dict[str, List[str]] = {}
-    for job, inputs in graph.inputs.items():
-        for used in inputs:
-            users.setdefault(used, []).append(job)
-    depends = set()
-    queue = list(pinned)
-    while queue:
-        for user in users.get(queue.pop(), ()):
-            if user not in depends:
-                depends.add(user)
-                queue.append(user)
-    blind = {job for job in depends if job in moved.jobs}
+    blind = {job for job, verdict in graph.blind.items() if verdict == "blind"}
     named = {escape.job for escape in graph.escapes}
-    # the first blind job on each path: its inputs that lead to a pinned clone all moved
+    # the first blind job on each path: none of its inputs is blind (those above it keep their ids through it)
     first = sorted(
         job for job in blind if job not in named and not any(used in blind for used in graph.inputs.get(job, ()))
     )
     clones = {clone.job: clone for clone in graph.clones}
     problems = []
     for job in first:
-        through = sorted(used for used in graph.inputs.get(job, ()) if used in depends or used in pinned)
+        through = sorted(used for used in graph.inputs.get(job, ()) if used in graph.blind or used in graph.pinned)
         via = ", ".join(_describe(lockfile, clones.get(used), used) for used in through)
-        outputs = sorted(name for name, output in graph.outputs.items() if uses(graph.inputs, output.job, job))
         problems.append(
-            f"sets.{graph.set_name}: {job} (outputs: {', '.join(outputs) or 'none registered'}) uses {via} but keeps "
-            "its id when the pinned commit moves: something between hides the commit from its hash (a hash_overwrite, "
-            "an object with its own _sis_hash, a job's own hash(), an argument it does not hash)"
+            f"sets.{graph.set_name}: {job} (outputs: {_outputs_of(graph, job)}) uses {via} but keeps its id when the "
+            "pinned commit moves: something between hides the commit from its hash (a hash_overwrite, an object "
+            "with its own _sis_hash, a job's own hash(), an argument it does not hash)"
         )
+    problems += [
+        f"sets.{graph.set_name}: {job} (outputs: {_outputs_of(graph, job)}) uses a pinned clone, and its arguments "
+        "changed after it got its id: its id is not made of what it holds, so the id cannot follow the commit (pass "
+        "what it should hold when the job is created)"
+        for job, verdict in sorted(graph.blind.items())
+        if verdict == "changed"
+    ]
     return problems
 
 
-def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
-    """
-    Everything that hides a pinned commit from a job's hash: :func:`overwrite_problems`, then, when the set pins
-    anything, :func:`commit_blind_problems` against the set built once more with its pinned clones moved.
+def _outputs_of(graph: SetGraph, job: str, shown: int = 5) -> str:
+    """The registered outputs that depend on a job: the first few, and how many more."""
+    names = sorted(name for name, output in graph.outputs.items() if output.job and uses(graph.inputs, output.job, job))
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return (", ".join(names[:shown]) + more) or "none registered"
 
-    :raises SisyphusError: when the moved graph cannot be built
+
+def changed_clone_problems(graph: SetGraph) -> List[str]:
+    """:return: one line per clone job whose object was changed after it got its id (it checks out something else)"""
+    return [
+        f"sets.{graph.set_name}: {clone.job} was changed after it got its id ({'; '.join(clone.changed)}): what it "
+        "checks out is not what its id says; pass the value when the job is created (a pin table can carry it)"
+        for clone in graph.clones
+        if clone.changed
+    ]
+
+
+def state_problems(graph: SetGraph, moved: SetGraph) -> List[str]:
     """
-    problems = overwrite_problems(lockfile, graph)
-    if lockfile.get_set(graph.set_name).pins:
-        problems += commit_blind_problems(lockfile, graph, load_graph(lockfile, graph.set_name, moved_pins=True))
+    :param graph: the set at its pins, with every job's state
+    :param moved: the set with its pins moved, with every job's state
+    :return: one line per job that keeps its id when the pins move but holds something else (an argument it does not
+        hash, an attribute set later), naming the first attribute that differs and where the configs took a pinned
+        value out of the graph
+    """
+    before, after = graph.states or {}, moved.states or {}
+    taken = "; ".join(f"{use.what} at {use.where}" for use in graph.value_uses[:2])
+    more = f" (+{len(graph.value_uses) - 2} more)" if len(graph.value_uses) > 2 else ""
+    problems = []
+    for job in sorted(set(before) & set(after)):
+        differing = sorted(
+            name for name in set(before[job]) | set(after[job]) if before[job].get(name) != after[job].get(name)
+        )
+        if differing:
+            problems.append(
+                f"sets.{graph.set_name}: {job} (outputs: {_outputs_of(graph, job)}) keeps its id when the pins move, "
+                f"but its {differing[0]} differs: it holds something built from a pinned value it does not hash "
+                f"(taken at: {taken}{more})"
+            )
+    return problems
+
+
+def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph, store: Optional[Store] = None) -> List[str]:
+    """
+    Everything that hides a pinned commit from a job's hash: :func:`overwrite_problems`,
+    :func:`commit_blind_problems`, :func:`changed_clone_problems`, and when the configs took a pinned value out of
+    the graph, :func:`state_problems` against the set built once more with its pins moved.
+
+    :param store: where the moved commits come from (default: the user's store)
+    """
+    problems = overwrite_problems(lockfile, graph) + commit_blind_problems(lockfile, graph)
+    problems += changed_clone_problems(graph)
+    if graph.value_uses:
+        moved, cannot = moved_build(lockfile, graph, store or Store())
+        problems += cannot if moved is None else state_problems(graph, moved)
     return problems

@@ -4,9 +4,9 @@ Adapter side of the hash guard: load Sisyphus configs and describe the job graph
 Run by :mod:`sispin.graph.build` in the setup root, in a fresh process (Sisyphus keeps one global graph and one job
 object per id, so every set gets its own process), in one of three modes:
 
-- ``graph OUT CONFIG ...``: the outputs, jobs and clones the configs build, and every clone output that reaches a
-  job's hashed arguments with a ``hash_overwrite`` (directly, through ``.copy()``/``join_right``, in attributes,
-  dicts, lists, ``DelayedFormat``...);
+- ``graph OUT REQUEST``: the outputs, jobs and clones a set's configs build, every clone output that reaches a job's
+  hashed arguments with a ``hash_overwrite`` (directly, through ``.copy()``/``join_right``, in attributes, dicts,
+  lists, ``DelayedFormat``...), and the moved-commit check of :mod:`sispin.graph.moving`;
 - ``clone-ids OUT REQUEST``: job ids of hand-written CloneGitRepositoryJob calls and of their ``exp.repo()``
   replacements;
 - ``set-clones OUT SET ...``: the job id of each of the sets' clone jobs.
@@ -20,47 +20,54 @@ path.
 
 from __future__ import annotations
 
-import enum
-import hashlib
-import inspect
+import contextlib
 import json
 import os
 import sys
-from typing import Any, Dict, Iterator, List, Set, Tuple
+from typing import Any, Dict, List
+
+from sispin.graph.records import hashed_paths, record
 
 #: exit code of a probe that found no (rwth-i6) Sisyphus to import
 NO_SISYPHUS = 3
 #: exit code of a probe whose configs raised; OUT then holds {"error": {"where", "exception", "traceback"}}
 CONFIG_FAILED = 4
-#: a job's argument record lists at most this many leaves; below the cut, containers are single digests (what
-#: pin.snapshot.toml keeps)
-MAX_LEAVES = 300
-#: the same for the detailed record of a live graph, which explains a change between two graphs built now (a
-#: network dict of thousands of leaves, in the upgrade advisor)
-MAX_DETAIL_LEAVES = 20_000
-#: and goes at most this deep into nested arguments
-MAX_DEPTH = 12
-#: values whose repr is longer are recorded by digest only
-MAX_VALUE = 120
 
 
-def describe(config_files: List[str], moved_pins: bool = False) -> Dict[str, Any]:
+def describe(request: Dict[str, Any]) -> Dict[str, Any]:
     """
-    :param config_files: Sisyphus config files, relative to the setup root (the working directory)
-    :param moved_pins: build every pinned clone job at another commit (``exp.repo()`` only; checkouts and imports in
-        the manager keep the real one), to see which jobs' ids follow the commit
+    :param request: {"set": the set's name, "configs": its config files (relative to the setup root, the working
+        directory), "states": whether to report every job's whole state, "moved": None for the set at its pins, or
+        {"remap": [[url, pinned commit, moved commit]], "awaits": {config: awaits passed}} for the set built once
+        more with its pins moved (pin.toml's text then holds the moved pins, see :mod:`sispin.graph.build`)}
     :return: {"outputs": {name: {"job", "path"}}, "jobs": {job id: finished}, "clones": [{"job", "url", "commit",
-        "branch", "hash_overwrite"}], "escapes": [{"job", "argument", "clone", "hash_overwrite"}],
+        "branch", "hash_overwrite", "changed"}], "escapes": [{"job", "argument", "clone", "hash_overwrite"}],
         "records": {job id: {"args": {argument path: [digest, value or None, input job id or None]},
-        "custom_hash": bool}}, "inputs": {job id: [ids of the jobs whose outputs it uses]}}
+        "custom_hash": bool}}, "inputs": {job id: [ids of the jobs whose outputs it uses]}, "pinned": [ids of the
+        clones of the set's pins], "blind": {job id: "blind" or "changed"}, "value_uses": [{"what", "where"}],
+        "awaits": {config: awaits passed}, "waiting": [configs waiting for unfinished jobs], "states": {job id:
+        {attribute: digest}} (when asked for, or when a value left the graph)}
     """
     from sisyphus import graph
     from sisyphus import toolkit as tk
     from sisyphus.loader import config_manager
 
-    if moved_pins:
-        _move_pins()
-    config_manager.load_configs(config_files)
+    from sispin.graph.moving import (
+        Awaits,
+        ValueUses,
+        blind_jobs,
+        job_states,
+        move_hand_written_clones,
+        pinned_clones,
+        waiting_configs,
+    )
+
+    moved = request.get("moved")
+    uses, awaits = ValueUses(request["set"]), Awaits(moved["awaits"] if moved else None)
+    if moved:
+        move_hand_written_clones(moved["remap"])
+    with awaits.counting(), contextlib.nullcontext() if moved else uses.recording():
+        config_manager.load_configs(request["configs"])
     report: Dict[str, Any] = {"outputs": {}, "jobs": {}, "clones": [], "escapes": [], "records": {}, "inputs": {}}
     for target in tk.sis_graph.targets:
         if isinstance(target, graph.OutputPath):
@@ -68,24 +75,17 @@ def describe(config_files: List[str], moved_pins: bool = False) -> Dict[str, Any
             creator = path.creator
             report["outputs"][target.name] = {"job": creator.job_id() if creator else None, "path": path.path}
     # update_graph=False: walk the graph as built, without the runnable checks that would touch work/
-    for job in tk.sis_graph.jobs(update_graph=False):
+    jobs = list(tk.sis_graph.jobs(update_graph=False))
+    for job in jobs:
         _describe_job(job, report)
+    pinned = pinned_clones(jobs, request["set"])
+    report["pinned"] = sorted(job.job_id() for job in pinned)
+    report["blind"] = {} if moved else blind_jobs(jobs, pinned)
+    report["value_uses"] = uses.found
+    report["awaits"], report["waiting"] = awaits.passed, waiting_configs()
+    if request.get("states") or uses.found:
+        report["states"] = job_states(jobs)
     return report
-
-
-def _move_pins() -> None:
-    """Make every ``exp.repo()``/``exp.clone_job()`` of this process clone another commit than the pin."""
-    from sispin.sets import ExperimentSet
-
-    pinned = ExperimentSet.clone_kwargs
-
-    def moved(self: Any, repo: str) -> Dict[str, Any]:
-        kwargs = pinned(self, repo)
-        # another commit than the pin: a job whose id stays the same does not depend on the commit
-        kwargs["commit"] = kwargs["commit"][:-1] + format((int(kwargs["commit"][-1], 16) + 1) % 16, "x")
-        return kwargs
-
-    ExperimentSet.clone_kwargs = moved  # type: ignore[method-assign]
 
 
 def _describe_job(job: Any, report: Dict[str, Any]) -> None:
@@ -98,7 +98,7 @@ def _describe_job(job: Any, report: Dict[str, Any]) -> None:
     job_id = job.job_id()
     report["jobs"][job_id] = job_finished(job._sis_path())
     report["inputs"][job_id] = sorted({path.creator.job_id() for path in job._sis_inputs if path.creator is not None})
-    report["records"][job_id] = _record(job)
+    report["records"][job_id] = record(job)
     if type(job).__name__ == CLASS_NAME:
         report["clones"].append(
             {
@@ -107,9 +107,10 @@ def _describe_job(job: Any, report: Dict[str, Any]) -> None:
                 "commit": job.commit,
                 "branch": job.branch,
                 "hash_overwrite": shown_overwrite(job.out_repository.hash_overwrite),
+                "changed": _changed_after_creation(job),
             }
         )
-    for argument, path in _hashed_paths(job):
+    for argument, path in hashed_paths(job):
         creator = path.creator
         if path.hash_overwrite is not None and type(creator).__name__ == CLASS_NAME:
             report["escapes"].append(
@@ -122,158 +123,23 @@ def _describe_job(job: Any, report: Dict[str, Any]) -> None:
             )
 
 
-def _record(job: Any) -> Dict[str, Any]:
+def _changed_after_creation(clone: Any) -> List[str]:
     """
-    What the job's id is made of, leaf by leaf: every argument path Sisyphus hashes (``Job.hash``: the arguments but
-    those at their ``__sis_hash_exclude__`` value, and ``__sis_version__``) with a digest of its content, its value
-    when short, and for a path the id of the job that creates it. A path's digest covers its creator's class, file
-    and hash_overwrite but not the creator's id, so that a changed input shows as an input, not as this job's own
-    change. Above MAX_LEAVES or MAX_DEPTH, a container is one digest (a cut of the Merkle tree).
+    :return: the arguments of a CloneGitRepositoryJob that its object no longer holds as its id was made of them
+        (``job.patches = [...]`` after creation: what it checks out differs, its id does not), as ``name: old -> new``
     """
-    from sisyphus.job import Job
+    from sispin.clonejob import DEFAULTS
 
-    excluded = type(job).__sis_hash_exclude__
-    hashed = {k: v for k, v in job._sis_kwargs.items() if not (k in excluded and excluded[k] == v)}
-    if type(job).__sis_version__ is not None:
-        hashed["__sis_version__"] = type(job).__sis_version__
-    records = []
-    for budget in (MAX_LEAVES, MAX_DETAIL_LEAVES):
-        leaves: Dict[str, List[Any]] = {}
-        for name, value in sorted(hashed.items()):
-            _walk(value, name, 1, leaves, budget)
-        records.append(leaves)
-    args, detail = records
-    return {
-        "args": args,
-        "detail": detail if detail != args else None,
-        "custom_hash": getattr(type(job).hash, "__func__", None) is not Job.hash.__func__,
-    }
-
-
-def _walk(value: Any, where: str, depth: int, leaves: Dict[str, List[Any]], budget: int) -> None:
-    """Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper."""
-    children = _children(value) if depth < MAX_DEPTH and len(leaves) < budget else None
-    if children is None:
-        text, job = _leaf(value)
-        digest = hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:8]
-        shown = text if len(text) <= MAX_VALUE and not text.startswith("<") else None
-        leaves[where] = [digest, shown, job]
-        return
-    for suffix, child in children:
-        _walk(child, f"{where}{suffix}", depth + 1, leaves, budget)
-
-
-def _children(value: Any) -> Any:
-    """(path suffix, child) pairs of a container Sisyphus hashes element by element; None for a leaf."""
-    from sisyphus.hash import get_object_state
-
-    if value is None or type(value) in (int, float, bool, str, complex, bytes) or _is_path(value):
-        return None
-    if hasattr(value, "_sis_id") or isinstance(value, enum.Enum) or inspect.isfunction(value) or inspect.isclass(value):
-        return None
-    if type(value) in (list, tuple):
-        return [(f"[{i}]", item) for i, item in enumerate(value)] or None
-    if type(value) in (set, frozenset):
-        return None
-    if isinstance(value, dict):
-        labelled = sorted((_stable_repr(key), item) for key, item in value.items())
-        return [(f"[{label}]", item) for label, item in labelled] or None
-    # an object with its own _sis_hash (i6_core's ReturnnConfig) hashes part of its state: its state is walked all
-    # the same, so that a change shows at the attribute that holds it
-    state = get_object_state(value)
-    if isinstance(state, dict):
-        return [(f".{key}", item) for key, item in sorted(state.items())] or None
-    return [("", state)]
-
-
-def _stable_repr(value: Any) -> str:
-    """
-    repr() without what changes from process to process: an object's default repr names its address, so such
-    objects are named by their type and a digest of what Sisyphus hashes of them (same state, same name).
-    """
-    text = repr(value)
-    if " at 0x" not in text:
-        return text
-    from sisyphus.hash import sis_hash_helper
-
-    return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>"
-
-
-def _is_path(value: Any) -> bool:
-    return getattr(value, "_sis_path", False) is True and not isinstance(value, type)
-
-
-def _leaf(value: Any) -> Tuple[str, Any]:
-    """(canonical text of a leaf, id of the job that creates it when it is a path)"""
-    from sisyphus.hash import sis_hash_helper
-
-    from sispin.sets import shown_overwrite
-
-    if _is_path(value):
-        creator = value.creator
-        overwrite = f" hash_overwrite={shown_overwrite(value.hash_overwrite)!r}" if value.hash_overwrite else ""
-        if creator is None:
-            return f"Path({value.path!r}{overwrite})", None
-        return f"Path({type(creator).__name__}, {value.path!r}{overwrite})", creator.job_id()
-    if hasattr(value, "_sis_id"):
-        return f"Job({value.job_id()})", value.job_id()
-    if (
-        value is None
-        or type(value) in (int, float, bool, str, complex)
-        or type(value) in (list, tuple, dict)
-        and not value
-    ):
-        return repr(value), None
-    if inspect.isfunction(value) or inspect.isclass(value):
-        return f"{value.__module__}.{value.__qualname__}", None
-    if type(value) in (set, frozenset):
-        return "{" + ", ".join(sorted(_stable_repr(item) for item in value)) + "}", None
-    # anything else (a cut container, bytes, an enum...): Sisyphus's own bytes, shown as a type and digest
-    return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>", None
-
-
-def _hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:
-    """
-    Every Sisyphus path object in the job's hashed arguments, with the argument path that leads to it (e.g.
-    ``returnn_config.config['rc_root']``). The walk is Sisyphus's own (``sisyphus.tools.extract_paths``: lists,
-    tuples, sets, dicts without ``_sis_`` keys, other objects through their hashed state), but keeps every path
-    object: Sisyphus's set of inputs merges a copy that carries a hash_overwrite into the original it equals.
-    """
-    from sisyphus.block import Block
-    from sisyphus.hash import get_object_state
-
-    excluded = getattr(job, "__sis_hash_exclude__", {})
-    stack: List[Tuple[str, Any]] = [
-        (name, value)
-        for name, value in sorted(job._sis_kwargs.items(), reverse=True)
-        if not (name in excluded and excluded[name] == value)
+    state = vars(clone)
+    changed = [
+        f"{name}: {clone._sis_kwargs.get(name, DEFAULTS[name])!r} -> {state.get(name)!r}"
+        for name in ("url", "branch", "commit", "clone_submodules", "files_to_checkout", "patches")
+        if state.get(name) != clone._sis_kwargs.get(name, DEFAULTS[name])
     ]
-    seen: Set[int] = set()
-    while stack:
-        where, value = stack.pop()
-        if id(value) in seen or value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
-            continue
-        seen.add(id(value))
-        if isinstance(value, (Block, enum.Enum)) or type(value) is type or hasattr(value, "_sis_id"):
-            continue  # a job among the arguments is hashed as its id: its own arguments are its own
-        if getattr(value, "_sis_path", False) is True:
-            yield where, value
-        elif isinstance(value, (list, tuple)):
-            stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
-        elif isinstance(value, (set, frozenset)):
-            stack.extend((f"{where}{{}}", item) for item in value)
-        elif isinstance(value, dict):
-            stack.extend(
-                (f"{where}[{key!r}]", item)
-                for key, item in reversed(list(value.items()))
-                if not (isinstance(key, str) and key.startswith("_sis_"))
-            )
-        else:
-            state = get_object_state(value)
-            if isinstance(state, dict):
-                stack.extend((f"{where}.{key}", item) for key, item in reversed(list(state.items())))
-            else:
-                stack.append((where, state))
+    folder = clone._sis_kwargs.get("checkout_folder_name", DEFAULTS["checkout_folder_name"])
+    if os.path.basename(clone.out_repository.path) != folder:
+        changed.append(f"checkout_folder_name: {folder!r} -> {os.path.basename(clone.out_repository.path)!r}")
+    return changed
 
 
 def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
@@ -354,19 +220,18 @@ def _find_sisyphus() -> None:
 
 
 def main(argv: List[str]) -> int:
-    """:param argv: ``graph OUT CONFIG ...``, ``clone-ids OUT REQUEST`` or ``set-clones OUT SET ...``"""
+    """:param argv: ``graph OUT REQUEST``, ``clone-ids OUT REQUEST`` or ``set-clones OUT SET ...``"""
     mode, out, rest = argv[0], argv[1], argv[2:]
     _never_stale_bytecode(os.getcwd())
     _find_sisyphus()
     code = 0
     try:
-        if mode in ("graph", "graph-moved"):
-            report: Any = describe(rest, moved_pins=mode == "graph-moved")
-        elif mode == "set-clones":
-            report = set_clones(rest)
+        if mode == "set-clones":
+            report: Any = set_clones(rest)
         else:
             with open(rest[0], encoding="utf-8") as handle:
-                report = clone_ids(json.load(handle))
+                request = json.load(handle)
+            report = describe(request) if mode == "graph" else clone_ids(request)
     except Exception as exc:  # the configs' own error: reported with its place, for one line and for --debug
         report, code = {"error": _config_error(exc)}, CONFIG_FAILED
     with open(out, "w", encoding="utf-8") as handle:

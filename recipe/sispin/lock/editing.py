@@ -10,7 +10,7 @@ config path never does.
 
 from __future__ import annotations
 
-__all__ = ["edit_lockfile", "append_table", "add_value", "set_string", "toml_pin"]
+__all__ = ["edit_lockfile", "append_table", "add_value", "set_string", "toml_pin", "render_lockfile"]
 
 import difflib
 import os
@@ -234,3 +234,26 @@ def toml_pin(value: Any) -> Any:
     inline = tomlkit.inline_table()
     inline.update(value)
     return inline
+
+
+def render_lockfile(lockfile: Lockfile) -> str:
+    """
+    :param lockfile: a lockfile's content (e.g. with pins changed in memory)
+    :return: a pin.toml that validates to exactly that content, in the plainest layout (no comments: for sispin's own
+        use, never written over a user's file)
+    """
+    document = tomlkit.document()
+    document.add("version", 1)
+    for section, entries in (("repos", lockfile.repos), ("sets", lockfile.sets), ("setup", lockfile.setup)):
+        tables = tomlkit.table(is_super_table=True)
+        for name, entry in entries.items():
+            table = tomlkit.table()
+            for key, value in entry._asdict().items():
+                if key in ("name", "pins") or value in (None, ()):
+                    continue
+                table[key] = list(value) if isinstance(value, tuple) else value
+            for repo, pin in getattr(entry, "pins", {}).items():
+                table[repo] = toml_pin(pin.value)
+            tables[name] = table
+        document[section] = tables
+    return tomlkit.dumps(document)

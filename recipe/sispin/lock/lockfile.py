@@ -14,6 +14,7 @@ Rewriting pin.toml, which must keep comments, lives in :mod:`sispin.lock.editing
 __all__ = [
     "LOCKFILE_NAME",
     "LOCK_ENV",
+    "PROBE_TEXT_ENV",
     "SUPPORTED_VERSION",
     "RepoSpec",
     "Pin",
@@ -48,6 +49,8 @@ from sispin.errors import LockfileError, UnknownNameError
 LOCKFILE_NAME = "pin.toml"
 #: environment variable naming the lockfile explicitly (otherwise pin.toml is searched upwards from the cwd)
 LOCK_ENV = "PIN_LOCK"
+#: set by sispin for its probe only: a file whose text the probe's sets read instead of the lockfile's
+PROBE_TEXT_ENV = "SISPIN_PROBE_LOCK_TEXT"
 SUPPORTED_VERSION = 1
 
 # matched with fullmatch: "$" would also match before a trailing newline

@@ -1,0 +1,105 @@
+"""
+A set built once more with its pins moved, for the sets whose configs take a pinned value out of the graph (see
+:mod:`sispin.graph.moving`): everything that reads the lock (``exp.repo``, ``commit``, ``clone_job``, ``checkout``,
+``imported``, ``current_set``) reads the moved pins, a hand-written clone of a pin clones the moved commit, and an
+async config gets past the awaits the real build got past. Then a job that keeps its id must keep its whole state.
+
+The moved commit of a pin is its parent in the store's mirror (the head of its branch for a first commit), a real
+commit, so that a checkout or an import of the moved code builds what that code builds; a repository whose code the
+set never checks out or imports may move to a commit that exists nowhere (only ids depend on it).
+"""
+
+from __future__ import annotations
+
+__all__ = ["MovedPins", "moved_pins", "load_moved_graph", "moved_build"]
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from sispin.errors import RevisionError, SisyphusError
+from sispin.git.history import branch_commit, parent_commit
+from sispin.git.store import Store
+from sispin.graph.build import SetGraph, load_graph
+from sispin.lock.editing import render_lockfile
+from sispin.lock.lockfile import Lockfile
+
+
+@dataclass(frozen=True)
+class MovedPins:
+    """
+    :param commits: repository -> (pinned commit, the commit it moves to)
+    :param unmovable: repositories whose code the set checks out or imports but the store holds no other commit of
+    """
+
+    commits: Dict[str, Tuple[str, str]]
+    unmovable: Tuple[str, ...] = ()
+
+
+def _unreal(commit: str) -> str:
+    """A commit that exists nowhere, one hex digit from commit: for repositories whose code nobody loads."""
+    return commit[:-1] + format((int(commit[-1], 16) + 1) % 16, "x")
+
+
+def moved_pins(lockfile: Lockfile, graph: SetGraph, store: Store) -> MovedPins:
+    """
+    :param lockfile: the setup's lockfile
+    :param graph: the set at its pins
+    :param store: whose mirrors give the moved commits (read as they are: no fetch)
+    :return: where each of the set's pins moves
+    """
+    loaded = {use.repo for use in graph.value_uses if use.repo}
+    commits, unmovable = {}, []
+    for repo, pin in lockfile.get_set(graph.set_name).pins.items():
+        spec = lockfile.get_repo(repo)
+        other = _other_commit(store.mirror(spec.url), pin.commit, spec.branch)
+        if other is None and repo in loaded:
+            unmovable.append(repo)
+        commits[repo] = (pin.commit, other or _unreal(pin.commit))
+    return MovedPins(commits, tuple(unmovable))
+
+
+def _other_commit(mirror: Optional[Path], commit: str, branch: Optional[str]) -> Optional[str]:
+    """A real commit next to the pin in the mirror: its parent, else (a first commit) its branch's head."""
+    if mirror is None:
+        return None
+    try:
+        head = branch_commit(mirror, branch)
+    except RevisionError:
+        head = None
+    return parent_commit(mirror, commit) or (head if head != commit else None)
+
+
+def load_moved_graph(lockfile: Lockfile, graph: SetGraph, moves: MovedPins) -> SetGraph:
+    """
+    :param lockfile: the setup's lockfile
+    :param graph: the set at its pins (its awaits are passed as far in the moved build)
+    :param moves: where each pin moves
+    :return: the set's graph with its pins moved, with every job's state
+    :raises SisyphusError: when it cannot be built
+    """
+    spec = lockfile.get_set(graph.set_name)
+    pins = {repo: pin._replace(commit=moves.commits[repo][1]) for repo, pin in spec.pins.items()}
+    text = render_lockfile(lockfile._replace(sets={**lockfile.sets, spec.name: spec._replace(pins=pins)}))
+    remap: List[Tuple[str, str, str]] = [
+        (lockfile.get_repo(repo).url, old, new) for repo, (old, new) in moves.commits.items()
+    ]
+    return load_graph(lockfile, graph.set_name, text, states=True, moved={"remap": remap, "awaits": graph.awaits})
+
+
+def moved_build(lockfile: Lockfile, graph: SetGraph, store: Store) -> Tuple[Optional[SetGraph], List[str]]:
+    """
+    :return: the set built with its pins moved, or None and why the check cannot be made (one line each)
+    """
+    moves = moved_pins(lockfile, graph, store)
+    if moves.unmovable:
+        return None, [
+            f"sets.{graph.set_name}: {repo}: the set checks out or imports its code, and the store holds no other "
+            f"commit of it to build the set with for the moved-commit check (run `pin status --fetch`)"
+            for repo in moves.unmovable
+        ]
+    try:
+        return load_moved_graph(lockfile, graph, moves), []
+    except SisyphusError as exc:
+        moved = ", ".join(f"{repo} {new[:7]}" for repo, (_, new) in moves.commits.items())
+        return None, [f"sets.{graph.set_name}: the moved-commit check cannot build the set at {moved}: {exc}"]

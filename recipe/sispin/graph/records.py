@@ -1,0 +1,180 @@
+"""
+What a job's id is made of, in the probe's process: every argument path Sisyphus hashes, leaf by leaf, with a
+digest of its content (what pin.snapshot.toml keeps and ``pin explain`` compares), and every path object among the
+hashed arguments (to find a clone path whose commit a ``hash_overwrite`` hides). Both walks follow Sisyphus's own
+(``sis_hash_helper``, ``extract_paths``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_LEAVES", "MAX_DETAIL_LEAVES", "MAX_DEPTH", "MAX_VALUE", "record", "hashed_paths"]
+
+import enum
+import hashlib
+import inspect
+from typing import Any, Dict, Iterator, List, Set, Tuple
+
+#: a job's argument record lists at most this many leaves; below the cut, containers are single digests (what
+#: pin.snapshot.toml keeps)
+MAX_LEAVES = 300
+#: the same for the detailed record of a live graph, which explains a change between two graphs built now (a
+#: network dict of thousands of leaves, in the upgrade advisor)
+MAX_DETAIL_LEAVES = 20_000
+#: and goes at most this deep into nested arguments
+MAX_DEPTH = 12
+#: values whose repr is longer are recorded by digest only
+MAX_VALUE = 120
+
+
+def record(job: Any) -> Dict[str, Any]:
+    """
+    What the job's id is made of, leaf by leaf: every argument path Sisyphus hashes (``Job.hash``: the arguments but
+    those at their ``__sis_hash_exclude__`` value, and ``__sis_version__``) with a digest of its content, its value
+    when short, and for a path the id of the job that creates it. A path's digest covers its creator's class, file
+    and hash_overwrite but not the creator's id, so that a changed input shows as an input, not as this job's own
+    change. Above MAX_LEAVES or MAX_DEPTH, a container is one digest (a cut of the Merkle tree).
+    """
+    from sisyphus.job import Job
+
+    excluded = type(job).__sis_hash_exclude__
+    hashed = {k: v for k, v in job._sis_kwargs.items() if not (k in excluded and excluded[k] == v)}
+    if type(job).__sis_version__ is not None:
+        hashed["__sis_version__"] = type(job).__sis_version__
+    records = []
+    for budget in (MAX_LEAVES, MAX_DETAIL_LEAVES):
+        leaves: Dict[str, List[Any]] = {}
+        for name, value in sorted(hashed.items()):
+            _walk(value, name, 1, leaves, budget)
+        records.append(leaves)
+    args, detail = records
+    return {
+        "args": args,
+        "detail": detail if detail != args else None,
+        "custom_hash": getattr(type(job).hash, "__func__", None) is not Job.hash.__func__,
+    }
+
+
+def _walk(value: Any, where: str, depth: int, leaves: Dict[str, List[Any]], budget: int) -> None:
+    """Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper."""
+    children = _children(value) if depth < MAX_DEPTH and len(leaves) < budget else None
+    if children is None:
+        text, job = _leaf(value)
+        digest = hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:8]
+        shown = text if len(text) <= MAX_VALUE and not text.startswith("<") else None
+        leaves[where] = [digest, shown, job]
+        return
+    for suffix, child in children:
+        _walk(child, f"{where}{suffix}", depth + 1, leaves, budget)
+
+
+def _children(value: Any) -> Any:
+    """(path suffix, child) pairs of a container Sisyphus hashes element by element; None for a leaf."""
+    from sisyphus.hash import get_object_state
+
+    if value is None or type(value) in (int, float, bool, str, complex, bytes) or _is_path(value):
+        return None
+    if hasattr(value, "_sis_id") or isinstance(value, enum.Enum) or inspect.isfunction(value) or inspect.isclass(value):
+        return None
+    if type(value) in (list, tuple):
+        return [(f"[{i}]", item) for i, item in enumerate(value)] or None
+    if type(value) in (set, frozenset):
+        return None
+    if isinstance(value, dict):
+        labelled = sorted((_stable_repr(key), item) for key, item in value.items())
+        return [(f"[{label}]", item) for label, item in labelled] or None
+    # an object with its own _sis_hash (i6_core's ReturnnConfig) hashes part of its state: its state is walked all
+    # the same, so that a change shows at the attribute that holds it
+    state = get_object_state(value)
+    if isinstance(state, dict):
+        return [(f".{key}", item) for key, item in sorted(state.items())] or None
+    return [("", state)]
+
+
+def _stable_repr(value: Any) -> str:
+    """
+    repr() without what changes from process to process: an object's default repr names its address, so such
+    objects are named by their type and a digest of what Sisyphus hashes of them (same state, same name).
+    """
+    text = repr(value)
+    if " at 0x" not in text:
+        return text
+    from sisyphus.hash import sis_hash_helper
+
+    return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>"
+
+
+def _is_path(value: Any) -> bool:
+    return getattr(value, "_sis_path", False) is True and not isinstance(value, type)
+
+
+def _leaf(value: Any) -> Tuple[str, Any]:
+    """(canonical text of a leaf, id of the job that creates it when it is a path)"""
+    from sisyphus.hash import sis_hash_helper
+
+    from sispin.sets import shown_overwrite
+
+    if _is_path(value):
+        creator = value.creator
+        overwrite = f" hash_overwrite={shown_overwrite(value.hash_overwrite)!r}" if value.hash_overwrite else ""
+        if creator is None:
+            return f"Path({value.path!r}{overwrite})", None
+        return f"Path({type(creator).__name__}, {value.path!r}{overwrite})", creator.job_id()
+    if hasattr(value, "_sis_id"):
+        return f"Job({value.job_id()})", value.job_id()
+    if (
+        value is None
+        or type(value) in (int, float, bool, str, complex)
+        or type(value) in (list, tuple, dict)
+        and not value
+    ):
+        return repr(value), None
+    if inspect.isfunction(value) or inspect.isclass(value):
+        return f"{value.__module__}.{value.__qualname__}", None
+    if type(value) in (set, frozenset):
+        return "{" + ", ".join(sorted(_stable_repr(item) for item in value)) + "}", None
+    # anything else (a cut container, bytes, an enum...): Sisyphus's own bytes, shown as a type and digest
+    return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>", None
+
+
+def hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:
+    """
+    Every Sisyphus path object in the job's hashed arguments, with the argument path that leads to it (e.g.
+    ``returnn_config.config['rc_root']``). The walk is Sisyphus's own (``sisyphus.tools.extract_paths``: lists,
+    tuples, sets, dicts without ``_sis_`` keys, other objects through their hashed state), but keeps every path
+    object: Sisyphus's set of inputs merges a copy that carries a hash_overwrite into the original it equals.
+    """
+    from sisyphus.block import Block
+    from sisyphus.hash import get_object_state
+
+    excluded = getattr(job, "__sis_hash_exclude__", {})
+    stack: List[Tuple[str, Any]] = [
+        (name, value)
+        for name, value in sorted(job._sis_kwargs.items(), reverse=True)
+        if not (name in excluded and excluded[name] == value)
+    ]
+    seen: Set[int] = set()
+    while stack:
+        where, value = stack.pop()
+        if id(value) in seen or value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+            continue
+        seen.add(id(value))
+        if isinstance(value, (Block, enum.Enum)) or type(value) is type or hasattr(value, "_sis_id"):
+            continue  # a job among the arguments is hashed as its id: its own arguments are its own
+        if getattr(value, "_sis_path", False) is True:
+            yield where, value
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+        elif isinstance(value, (set, frozenset)):
+            stack.extend((f"{where}{{}}", item) for item in value)
+        elif isinstance(value, dict):
+            stack.extend(
+                (f"{where}[{key!r}]", item)
+                for key, item in reversed(list(value.items()))
+                if not (isinstance(key, str) and key.startswith("_sis_"))
+            )
+        else:
+            state = get_object_state(value)
+            if isinstance(state, dict):
+                stack.extend((f"{where}.{key}", item) for key, item in reversed(list(state.items())))
+            else:
+                stack.append((where, state))
