@@ -141,3 +141,41 @@ def test_sync_accepts_files_git_ignores_in_a_checkout_at_its_pin(checkout, capsy
     (checkout / "run.log").write_text("a log of a run\n")
     assert main(["sync"]) == 0
     assert "  ok" in capsys.readouterr().out
+
+
+SPARSE_CONFIG = """\
+from sisyphus import tk
+
+from sispin import experiment_set
+
+
+def py():
+    tk.register_output("s/tool", experiment_set("s").repo("tool"))
+"""
+
+
+def test_a_sparse_clone_job_is_verified_against_its_files_of_the_commit(
+    real_sisyphus, make_repo, tmp_path, monkeypatch, capsys
+):
+    # i6_core's files_to_checkout clones without checking out, then checks out the listed files of the commit: HEAD
+    # stays at the branch's head, and only those files are there
+    from conftest import make_setup, run_manager, sisyphus_entry
+
+    remote = make_repo("tool")
+    pinned = git_commit(remote, {"a.py": "A = 1\n", "b.py": "B = 1\n", "dir/c.py": "C = 1\n"})
+    git_commit(remote, {"a.py": "A = 2\n"}, "the branch moved on")
+    lock = (
+        f'version = 1\n\n[repos.tool]\nurl = "file://{remote}"\n\n[sets.s]\nconfigs = ["config/s.py"]\n'
+        f'tool = {{ commit = "{pinned}", files_to_checkout = ["a.py", "dir"] }}\n\n' + sisyphus_entry(real_sisyphus)
+    )
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"s.py": SPARSE_CONFIG})
+    assert "All output calculated" in run_manager(root, "config/s.py")
+    monkeypatch.chdir(root)
+    assert main(["verify", "s"]) == 0, capsys.readouterr().out
+    clone = (root / "output" / "s" / "tool").resolve()
+    assert sorted(p.name for p in clone.iterdir() if p.name != ".git") == ["a.py", "dir"]
+    (clone / "a.py").write_text("A = 3\n")
+    (clone / "b.py").write_text("B = 1\n")
+    assert main(["verify", "s"]) == 1
+    out = capsys.readouterr().out
+    assert "a.py (modified)" in out and "b.py (untracked)" in out

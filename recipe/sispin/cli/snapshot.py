@@ -6,16 +6,16 @@ Each set's configs are loaded by real Sisyphus in a subprocess; no job runs and 
 
 from __future__ import annotations
 
-__all__ = ["add_parser", "run", "snapshot", "skipped_line"]
+__all__ = ["add_parser", "run", "snapshot", "skipped_line", "waiting_lines"]
 
 import argparse
 from pathlib import Path
-from typing import Sequence
+from typing import List, Sequence
 
 from sispin.cli.options import add_command, set_names
 from sispin.cli.output import Output
 from sispin.errors import HashOverwriteError
-from sispin.graph.build import load_graph
+from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.guard import hidden_commit_problems
 from sispin.graph.snapshot import compare_outputs, read_snapshot, snapshot_path, update_snapshot
 from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile
@@ -70,6 +70,8 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
         )
     written = update_snapshot(target, graphs, lockfile.sets)
     for graph in graphs:
+        for line in waiting_lines(graph):
+            out.info(line)
         if graph.set_name in before:
             changed = len(compare_outputs(before[graph.set_name], graph.outputs))
             news = f"{changed} output{'s' if changed != 1 else ''} changed"
@@ -78,6 +80,15 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
         out.info(f"{graph.set_name}: {len(graph.outputs)} outputs, {len(graph.jobs)} jobs ({news})")
     out.info(f"{display_path(target)}: {'written' if written else 'unchanged'}")
     return 0
+
+
+def waiting_lines(graph: SetGraph) -> List[str]:
+    """:return: a line per async config whose ``py()`` waits for unfinished jobs (what follows is not built yet)"""
+    return [
+        f"sets.{graph.set_name}: {config} waits for unfinished jobs: what it builds after that is recorded and "
+        "checked once they finished"
+        for config in graph.waiting
+    ]
 
 
 def skipped_line(name: str) -> str:

@@ -12,7 +12,7 @@ __all__ = ["add_parser", "run", "verify"]
 
 import argparse
 from pathlib import Path
-from typing import List, Sequence, Tuple
+from typing import Any, List, Mapping, Sequence, Tuple
 
 from sispin.cli.options import add_command, set_names
 from sispin.cli.output import Output
@@ -55,15 +55,15 @@ def verify(path: Path, set_names: Sequence[str], store: Store, out: Output) -> i
     """
     lockfile = load_lockfile(path)
     names = [spec.name for spec in lockfile.select_sets(set_names)]
-    targets: List[Tuple[str, Path, str]] = [
-        (f"setup.{e.name}", lockfile.root / e.path, e.commit) for e in lockfile.setup.values()
+    targets: List[Tuple[str, Path, str, Mapping[str, Any]]] = [
+        (f"setup.{e.name}", lockfile.root / e.path, e.commit, {}) for e in lockfile.setup.values()
     ]
     for name in names:
         for repo, pin in lockfile.get_set(name).pins.items():
             spec = lockfile.get_repo(repo)
             checkout = store.checkout_path(spec.url, pin.commit, checkout_folder(spec.checkout))
             if checkout.exists():
-                targets.append((f"sets.{name}.{repo} (store)", checkout, pin.commit))
+                targets.append((f"sets.{name}.{repo} (store)", checkout, pin.commit, {}))
     # the clone jobs in work/ need Sisyphus for their ids: when they cannot be found, nothing is claimed about them
     unverified = None
     try:
@@ -71,10 +71,12 @@ def verify(path: Path, set_names: Sequence[str], store: Store, out: Output) -> i
     except SisyphusError as exc:
         unverified = SisyphusError(f"clone jobs in work/ not verified: {exc}")
     problems = 0
-    for label, checkout, commit in targets:
+    for label, checkout, commit, kwargs in targets:
         where = display_path(checkout)
         try:
-            verify_checkout(checkout, commit, where)
+            verify_checkout(
+                checkout, commit, where, files=kwargs.get("files_to_checkout"), patches=kwargs.get("patches")
+            )
         except PinError as exc:
             problems += 1
             out.result(f"problem: {label}: {exc}")
@@ -86,8 +88,11 @@ def verify(path: Path, set_names: Sequence[str], store: Store, out: Output) -> i
     return 1 if problems else 0
 
 
-def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple[str, Path, str]]:
-    """The outputs of the sets' clone jobs that Sisyphus finished in work/ (job ids by real Sisyphus)."""
+def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple[str, Path, str, Mapping[str, Any]]]:
+    """
+    The outputs of the sets' clone jobs that Sisyphus finished in work/ (job ids by real Sisyphus), each with its
+    pin's job arguments (a sparse checkout, patches: what the job made of the commit)
+    """
     pinning = [name for name in names if lockfile.get_set(name).pins]
     if not pinning or not (lockfile.root / "work").is_dir():
         return []  # no finished job can exist
@@ -98,5 +103,6 @@ def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple
             job_dir = lockfile.root / "work" / job_id
             output = job_dir / "output" / checkout_folder(lockfile.get_repo(repo).checkout)
             if (job_dir / "finished").exists() and output.is_dir():
-                found.append((f"sets.{name}.{repo} ({job_id})", output, lockfile.get_set(name).pin(repo).commit))
+                pin = lockfile.get_set(name).pin(repo)
+                found.append((f"sets.{name}.{repo} ({job_id})", output, pin.commit, pin.job_kwargs))
     return found

@@ -13,8 +13,9 @@ __all__ = ["verify_checkout"]
 import importlib.util
 import marshal
 import os
+import tempfile
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional, Sequence
 
 import git
 
@@ -36,12 +37,23 @@ _CHANGE_NAMES = {
 _HASH_BASED, _CHECK_SOURCE = 0b01, 0b10
 
 
-def verify_checkout(path: Path, commit: str, where: str, *, ignored: bool = True) -> None:
+def verify_checkout(
+    path: Path,
+    commit: str,
+    where: str,
+    *,
+    ignored: bool = True,
+    files: Optional[Sequence[str]] = None,
+    patches: Optional[Sequence[str]] = None,
+) -> None:
     """
     :param path: a checkout that must be exactly commit
     :param commit: full commit SHA
     :param where: how to name the checkout in messages
     :param ignored: count files git ignores (a ``.gitignore``, ``.git/info/exclude``) as local changes too
+    :param files: the clone's ``files_to_checkout``: only these files of the commit are there (i6_core leaves HEAD
+        at the branch's head then)
+    :param patches: the clone's ``patches``: the commit's files with these applied, in order
     :raises CheckoutStateError: when it is not a checkout, HEAD is another commit, or files are modified, added,
         deleted, untracked or hidden from git status (listed)
     """
@@ -53,16 +65,19 @@ def verify_checkout(path: Path, commit: str, where: str, *, ignored: bool = True
         raise CheckoutStateError(f"{where}: exists but is not a git checkout; move it away and rerun") from None
     runner = repo.git
     runner.update_environment(GIT_NO_REPLACE_OBJECTS="1")
-    try:
-        head = runner.rev_parse("--verify", "--quiet", "HEAD^{commit}")
-    except git.GitCommandError:
-        raise CheckoutStateError(f"{where}: the checkout has no commit") from None
-    if head != commit:
-        raise CheckoutStateError(f"{where} is at {head[:12]}, pin.toml pins {commit[:12]}")
-    try:
-        changes = _changes(path, runner, ignored)
-    except git.GitCommandError as exc:
-        raise GitError(f"{where}: git status failed: {message(exc)}") from None
+    if files is not None or patches:
+        changes = _expected_tree_changes(path, runner, commit, where, files, patches or ())
+    else:
+        try:
+            head = runner.rev_parse("--verify", "--quiet", "HEAD^{commit}")
+        except git.GitCommandError:
+            raise CheckoutStateError(f"{where}: the checkout has no commit") from None
+        if head != commit:
+            raise CheckoutStateError(f"{where} is at {head[:12]}, pin.toml pins {commit[:12]}")
+        try:
+            changes = _changes(path, runner, ignored)
+        except git.GitCommandError as exc:
+            raise GitError(f"{where}: git status failed: {message(exc)}") from None
     if changes:
         listed = ", ".join(changes[:_LISTED_CHANGES])
         more = f" and {len(changes) - _LISTED_CHANGES} more" if len(changes) > _LISTED_CHANGES else ""
@@ -89,6 +104,44 @@ def _changes(path: Path, runner: git.Git, ignored: bool) -> List[str]:
     if runner.for_each_ref("refs/replace/", "--count=1"):
         changes.append("refs/replace (replacement objects: git would show other content for some object)")
     return changes
+
+
+def _expected_tree_changes(
+    path: Path, runner: git.Git, commit: str, where: str, files: Optional[Sequence[str]], patches: Sequence[str]
+) -> List[str]:
+    """
+    The differences between the working tree and what the clone job made of the commit: its files (or only the
+    ``files_to_checkout``) with the patches applied, built in a scratch index of git's own, never the checkout's.
+    """
+    with tempfile.TemporaryDirectory(prefix="sispin-verify-") as scratch:
+        runner.update_environment(GIT_INDEX_FILE=os.path.join(scratch, "index"))
+        try:
+            runner.read_tree(commit)
+            if files is not None:
+                kept = set(runner.ls_files("--", *files).splitlines()) if files else set()
+                dropped = [name for name in runner.ls_files().splitlines() if name not in kept]
+                for start in range(0, len(dropped), 1000):
+                    runner.rm("--cached", "--quiet", "--", *dropped[start : start + 1000])
+            for patch in patches:
+                runner.apply("--cached", "-", istream=_text_stream(patch))
+            runner.update_index("-q", "--refresh", with_exceptions=False)
+            modified = runner.diff_files("--name-status").splitlines()
+            others = runner.ls_files("--others", "--exclude-standard").splitlines()
+            ignored = runner.ls_files("--others", "--ignored", "--exclude-standard").splitlines()
+        except git.GitCommandError as exc:
+            raise CheckoutStateError(f"{where}: cannot rebuild what its clone job made: {message(exc)}") from None
+        finally:
+            runner.update_environment(GIT_INDEX_FILE=None)
+    changes = [f"{line[2:]} ({_CHANGE_NAMES.get(line[:1], 'changed')})" for line in modified if line.strip()]
+    changes += [f"{name} (untracked)" for name in others if not _valid_bytecode(path / name)]
+    changes += [f"{name} (ignored by git)" for name in ignored if not _valid_bytecode(path / name)]
+    return changes
+
+
+def _text_stream(text: str) -> Any:
+    import io
+
+    return io.BytesIO(text.encode("utf-8"))
 
 
 def _valid_bytecode(file: Path) -> bool:

@@ -1,0 +1,227 @@
+"""
+The guarantee, however a pinned commit reaches a job: within a set, the pinned code never changes without the job
+ids changing. Each way a hostile review found to break it is tried here in several forms with real Sisyphus +
+i6_core: a hand-written clone of a pin (also through a helper given ``exp.commit()``), content computed from
+``exp.imported()`` code placed where no hash sees it, async configs, ``current_set()`` during upgrades, a clone job
+changed after it got its id, temporary lockfiles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import git_commit, make_setup, run_manager, sisyphus_entry
+from sispin.cli.main import main
+
+#: the beginning of every config below: a job that takes anything, and the set's experiment set
+HEAD = """\
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
+from i6_core.tools.git import CloneGitRepositoryJob
+from sisyphus import Job, Task, tk
+
+from sispin import current_set, experiment_set
+
+URL = {url!r}
+
+
+class Use(Job):
+    def __init__(self, thing):
+        self.thing = thing
+        self.out = self.output_path("out")
+
+    def tasks(self):
+        yield Task("run")
+
+
+def unhashed(name, value):
+    # a RETURNN config hashes its config, not its post_config
+    config = ReturnnConfig({{"x": 1}}, post_config={{"held": value}})
+    tk.register_output(name, WriteReturnnConfigJob(config).out_returnn_config_file)
+
+"""
+
+
+class Setup:
+    """A setup whose set ``s`` pins rc at its second commit (of three, each with another VALUE)."""
+
+    def __init__(self, root: Path, url: str, commits: list):
+        self.root, self.url, self.c = root, url, commits
+
+    def config(self, body: str) -> None:
+        (self.root / "config" / "s.py").write_text(HEAD.format(url=self.url) + body)
+
+
+@pytest.fixture
+def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys) -> Setup:
+    remote = make_repo("rcpkg")
+    commits = [git_commit(remote, {"__init__.py": f"VALUE = {i}\n"}, f"value {i}") for i in range(3)]
+    url = f"file://{remote}"
+    lock = (
+        f'version = 1\n\n[repos.rc]\nurl = "{url}"\nbranch = "main"\ncheckout = "rcpkg"\n\n'
+        f'[sets.s]\nconfigs = ["config/s.py"]\nrc = "{commits[1]}"\n\n' + sisyphus_entry(real_sisyphus)
+    )
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"s.py": ""})
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    assert main(["status", "--fetch"]) == 0  # the store's mirror: where the moved build takes another commit
+    capsys.readouterr()
+    return Setup(root, url, commits)
+
+
+def refused(capsys, *outputs: str) -> str:
+    """`pin snapshot` refuses (exit 7), naming each output; :return: what it printed"""
+    assert main(["snapshot"]) == 7
+    out = capsys.readouterr().out
+    for output in outputs:
+        assert f"(outputs: {output}" in out, out
+    return out
+
+
+PLAIN = """
+def py():
+    exp = experiment_set("s")
+    tk.register_output("s/use", Use(exp.repo("rc")).out)
+    tk.register_output("s/hand", Use(CloneGitRepositoryJob(URL, commit=exp.commit("rc"))).out)
+    with exp.imported("rc"):
+        import rcpkg
+    tk.register_output("s/hashed", Use({"value": rcpkg.VALUE}).out)
+"""
+
+
+def test_every_plain_use_passes(setup, capsys):
+    # a hand-written clone, a helper-made one and imported content, all where the hash sees them
+    setup.config(PLAIN)
+    assert main(["snapshot"]) == 0, capsys.readouterr()
+    assert main(["check", "--offline"]) == 0, capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the hand-written clone of the pin at exp.commit() made the same job as exp.repo(): the old check stopped
+        'hand = CloneGitRepositoryJob(URL, commit=exp.commit("rc"))\n'
+        '    tk.register_output("s/hand", hand.out_repository)\n'
+        '    unhashed("s/held", exp.repo("rc"))\n',
+        # a helper given exp.commit(), as pin import recommends, and its path in an unhashed place
+        'unhashed("s/held", clone(exp.commit("rc")).out_repository)\n',
+        # a literal commit, and the URL spelled with .git
+        'hand = CloneGitRepositoryJob(URL + ".git", commit=PINNED)\n    unhashed("s/held", hand.out_repository)\n',
+        # exp.clone_job() beside a hand-written twin
+        'tk.register_output("s/twin", CloneGitRepositoryJob(URL, commit=exp.commit("rc")).out_repository)\n'
+        '    unhashed("s/held", exp.clone_job("rc").out_repository)\n',
+    ],
+    ids=["hand-written twin", "helper", "literal .git", "clone_job twin"],
+)
+def test_a_pin_reaching_an_unhashed_place_however_it_was_cloned_is_refused(setup, capsys, body):
+    helper = "\ndef clone(commit):\n    return CloneGitRepositoryJob(URL, commit=commit)\n"
+    setup.config(f"PINNED = {setup.c[1]!r}\n{helper}\n\ndef py():\n    exp = experiment_set('s')\n    {body}")
+    refused(capsys, "s/held")
+    assert main(["check", "--offline"]) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # content computed by the pinned code, in a RETURNN config's post_config
+        '    with exp.imported("rc"):\n        import rcpkg\n        value = rcpkg.VALUE\n'
+        '    unhashed("s/held", value)\n',
+        # ... set on a job after it got its id
+        '    with exp.imported("rc"):\n        import rcpkg\n    job = Use("fixed")\n    job.extra = rcpkg.VALUE\n'
+        '    tk.register_output("s/held", job.out)\n',
+        # the commit as a string, and a path of the checkout as a string, where no hash sees them
+        '    unhashed("s/held", exp.commit("rc"))\n',
+        '    unhashed("s/held", str(exp.repo("rc")))\n',
+    ],
+    ids=["imported in post_config", "imported set later", "commit string", "path string"],
+)
+def test_a_value_taken_from_the_pin_where_no_hash_sees_it_is_refused(setup, capsys, body):
+    setup.config(f"\ndef py():\n    exp = experiment_set('s')\n{body}")
+    out = refused(capsys, "s/held")
+    assert "keeps its id when the pins move, but its" in out and "config/s.py:" in out
+
+
+def test_an_async_config_is_checked_past_its_awaits(setup, capsys):
+    # the clone the config waits for is finished (a manager ran): the real build gets past the await, and so must
+    # the build with the pins moved, whose clone never finishes
+    setup.config(
+        "\nasync def py():\n    exp = experiment_set('s')\n    rc = exp.repo('rc')\n"
+        "    tk.register_output('s/rc', rc)\n    await tk.async_run(rc)\n    unhashed('s/held', exp.commit('rc'))\n"
+    )
+    run_manager(setup.root, "config/s.py")
+    assert list((setup.root / "work").glob("i6_core/tools/git/CloneGitRepositoryJob.*/finished*")), "the clone ran"
+    assert main(["snapshot"]) == 7
+    assert "(outputs: s/held)" in capsys.readouterr().out
+
+
+def test_a_config_waiting_for_unfinished_jobs_is_said(setup, capsys):
+    setup.config(
+        "\nasync def py():\n    exp = experiment_set('s')\n    rc = exp.repo('rc')\n"
+        "    tk.register_output('s/rc', rc)\n    await tk.async_run(rc)\n    tk.register_output('s/after', rc)\n"
+    )
+    assert main(["snapshot"]) == 0
+    assert "config/s.py waits for unfinished jobs" in capsys.readouterr().out
+
+
+def test_a_clone_job_changed_after_it_got_its_id_is_refused(setup, capsys):
+    setup.config(
+        "\ndef py():\n    job = experiment_set('s').clone_job('rc')\n    job.patches = ['--- a\\n+++ b\\n']\n"
+        "    tk.register_output('s/rc', job.out_repository)\n"
+    )
+    assert main(["snapshot"]) == 7
+    assert "was changed after it got its id (patches: None -> " in capsys.readouterr().out
+
+
+SHARED = """
+from sispin import current_set
+
+
+def build(tk, Use):
+    exp = current_set()
+    tk.register_output("s/use", Use(exp.repo("rc")).out)
+"""
+
+
+def test_current_set_is_known_while_an_upgrade_builds_the_moved_pins(setup, capsys):
+    (setup.root / "recipe" / "shared_tools.py").write_text(SHARED)
+    setup.config("\nimport shared_tools\n\n\ndef py():\n    shared_tools.build(tk, Use)\n")
+    assert main(["snapshot"]) == 0
+    capsys.readouterr()
+    assert main(["upgrade", "s", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "Blast radius: 2 of 2 jobs of set 's' get new ids" in out, out
+    # the config changed since the snapshot: the upgrade would record that change unseen
+    setup.config(
+        "\nimport shared_tools\n\n\ndef py():\n    shared_tools.build(tk, Use)\n"
+        "    tk.register_output('s/x', Use(1).out)\n"
+    )
+    assert main(["upgrade", "s"]) == 8
+
+
+def test_no_temporary_lockfile_becomes_a_user_of_the_store(setup, store_dir, capsys):
+    setup.config(PLAIN)
+    assert main(["snapshot"]) == 0
+    assert main(["upgrade", "s", "--dry-run"]) == 0
+    assert main(["new", "t", "--from", "s", "--configs", "config/s.py"]) == 0
+    registry = store_dir / "lockfiles"
+    users = sorted(entry.read_text().strip() for entry in registry.iterdir()) if registry.is_dir() else []
+    assert users == [str((setup.root / "pin.toml").resolve())], users
+
+
+def test_the_probe_reads_the_moved_text_but_keeps_the_setup_root(setup):
+    # what the probe of an upgrade sees: the lockfile where it is, the pins of the text it was given
+    text = (setup.root / "pin.toml").read_text().replace(setup.c[1], setup.c[2])
+    moved = setup.root.parent / "moved.toml"
+    moved.write_text(text)
+    code = (
+        "import json; from sispin import experiment_set; e = experiment_set('s')\n"
+        "print(json.dumps([str(e.lockfile.root), e.commit('rc')]))"
+    )
+    env = {**os.environ, "SISPIN_PROBE_LOCK_TEXT": str(moved), "PIN_LOCK": str(setup.root / "pin.toml")}
+    result = subprocess.run([sys.executable, "-c", code], cwd=setup.root, env=env, capture_output=True, text=True)
+    assert json.loads(result.stdout) == [str(setup.root), setup.c[2]]
