@@ -225,3 +225,17 @@ def test_the_probe_reads_the_moved_text_but_keeps_the_setup_root(setup):
     env = {**os.environ, "SISPIN_PROBE_LOCK_TEXT": str(moved), "PIN_LOCK": str(setup.root / "pin.toml")}
     result = subprocess.run([sys.executable, "-c", code], cwd=setup.root, env=env, capture_output=True, text=True)
     assert json.loads(result.stdout) == [str(setup.root), setup.c[2]]
+
+
+def test_an_upgrade_that_would_keep_an_id_with_other_content_is_refused(setup, capsys):
+    # the case itself: after the move the job would keep its id and its old file, built from the old code
+    setup.config(
+        "\ndef py():\n    exp = experiment_set('s')\n    with exp.imported('rc'):\n        import rcpkg\n"
+        "        value = rcpkg.VALUE\n    unhashed('s/held', value)\n    tk.register_output('s/rc', exp.repo('rc'))\n"
+    )
+    before = (setup.root / "pin.toml").read_text()
+    assert main(["upgrade", "s", "--to", setup.c[2], "--accept-drift"]) == 7
+    out = capsys.readouterr()
+    assert "(outputs: s/held) keeps its id when the pins move, but its" in out.out
+    assert "1 job would keep its id with other content after this move" in out.err
+    assert (setup.root / "pin.toml").read_text() == before

@@ -19,12 +19,20 @@ import tomlkit
 
 from sispin.cli.options import add_command, dry_run, one_set
 from sispin.cli.output import Output
-from sispin.errors import ConcurrentChangeError, RefusedMoveError, RevisionError, SisyphusError, UsageError
+from sispin.errors import (
+    ConcurrentChangeError,
+    HashOverwriteError,
+    RefusedMoveError,
+    RevisionError,
+    SisyphusError,
+    UsageError,
+)
 from sispin.git.history import branch_commit, on_a_ref, resolve_revision
 from sispin.git.moves import Move, format_move, plan_move
 from sispin.git.store import Store
 from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
+from sispin.graph.guard import state_problems
 from sispin.graph.snapshot import edit_lock_and_snapshot, read_records, read_snapshot, snapshot_path
 from sispin.lock.editing import edit_lockfile, set_string
 from sispin.lock.files import check_writable
@@ -156,6 +164,7 @@ def upgrade(
         if not allowed.drift:
             _refuse_drift(lockfile, graphs[0], out)
         _show_blast_radius(out, set_name, *graphs)
+        _refuse_kept_ids_with_other_content(out, *graphs)
     if dry_run:
         if refusal:
             out.result(f"the real move needs {' '.join(flags)}")
@@ -231,8 +240,8 @@ def _graphs(
     _apply(lockfile, document, set_name, moving)
     try:
         return (
-            load_graph(lockfile, set_name, lock_text=text),
-            load_graph(lockfile, set_name, lock_text=tomlkit.dumps(document)),
+            load_graph(lockfile, set_name, lock_text=text, states=True),
+            load_graph(lockfile, set_name, lock_text=tomlkit.dumps(document), states=True),
         )
     except SisyphusError as exc:
         out.result(f"Blast radius: not computed ({exc})")
@@ -256,6 +265,22 @@ def _show_blast_radius(out: Output, set_name: str, before: SetGraph, after: SetG
     out.result(f"Outputs that change: {', '.join(changed) or 'none'}")
     for name in changed:
         out.result(f"  {name}: {_advice(name, before, after)}")
+
+
+def _refuse_kept_ids_with_other_content(out: Output, before: SetGraph, after: SetGraph) -> None:
+    """
+    Refuse the move when a job would keep its id but hold other content after it (built from the pinned code where
+    no hash sees it): its finished work would stand for code it was not made with.
+    """
+    problems = state_problems(before, after)
+    for problem in problems:
+        out.result(f"problem: {problem}")
+    if problems:
+        kept = "1 job would keep its id" if len(problems) == 1 else f"{len(problems)} jobs would keep their ids"
+        raise HashOverwriteError(
+            f"{kept} with other content after this move (listed above): make that content part of the hash; nothing "
+            "written"
+        )
 
 
 def _advice(name: str, before: SetGraph, after: SetGraph) -> str:

@@ -165,8 +165,9 @@ def state_problems(graph: SetGraph, moved: SetGraph) -> List[str]:
         value out of the graph
     """
     before, after = graph.states or {}, moved.states or {}
-    taken = "; ".join(f"{use.what} at {use.where}" for use in graph.value_uses[:2])
-    more = f" (+{len(graph.value_uses) - 2} more)" if len(graph.value_uses) > 2 else ""
+    uses_seen = graph.value_uses or moved.value_uses
+    taken = "; ".join(f"{use.what} at {use.where}" for use in uses_seen[:2]) or "in the configs"
+    more = f" (+{len(uses_seen) - 2} more)" if len(uses_seen) > 2 else ""
     problems = []
     for job in sorted(set(before) & set(after)):
         differing = sorted(
