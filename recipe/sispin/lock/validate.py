@@ -34,7 +34,7 @@ from sispin.lock.lockfile import (
     valid_branch,
     valid_name,
 )
-from sispin.lock.urls import check_url
+from sispin.lock.urls import check_url, same_repository
 
 #: the longest file name (one path component) file systems take, in bytes
 _NAME_MAX = 255
@@ -236,11 +236,16 @@ class _Validator:
     def set(self, key: str, name: str, table: Dict[str, Any], repos: Mapping[str, RepoSpec]) -> SetSpec:
         lists = self.fields(key, {k: v for k, v in table.items() if k in SET_LIST_KEYS}, SET_LIST_KEYS)
         for accepting in ("allow_unpinned", "allow_hash_overwrite"):
-            locked = [url for url in lists.get(accepting, ()) if any(spec.url == url for spec in repos.values())]
-            if locked:
-                raise self.fail(
-                    f"{key}.{accepting}", f"{locked[0]!r} is a locked repository: its clones must be the set's pin"
-                )
+            # any spelling of a locked repository: the guard knows its clones by same_repository, and accepting one
+            # of them by a case variant would let a clone follow a branch past the lock
+            for url in lists.get(accepting, ()):
+                locked = next((name for name, spec in repos.items() if same_repository(spec.url, url)), None)
+                if locked is not None:
+                    raise self.fail(
+                        f"{key}.{accepting}",
+                        f"{url!r} is the locked repository {locked} ({repos[locked].url}): its clones must be the "
+                        "set's pin",
+                    )
         pins: Dict[str, Pin] = {}
         for repo, value in table.items():
             if repo in SET_LIST_KEYS:
