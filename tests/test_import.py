@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 
 import pytest
 
@@ -494,3 +496,38 @@ def test_ambiguous_and_nested_helpers_are_not_followed(tmp_path):
         ("one.py", None, False),
         ("two.py", None, False),
     ]
+
+
+def test_only_regular_files_are_read(tmp_path):
+    # reading a FIFO waits for a writer that never comes: a run in a subprocess, bounded, so a hang is a failure
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    os.mkfifo(tree / "trap.py")
+    (tree / "null.py").symlink_to(os.devnull)
+    (tree / "plain.py").write_text("x = 1\n")
+    os.mkfifo(tmp_path / "named.py")
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "sispin", "import", "tree", "named.py", "--json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("pin import hangs on a FIFO named *.py")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == [
+        "tree/null.py: not a regular file (a character device), skipped",
+        "tree/trap.py: not a regular file (a FIFO), skipped",
+        "named.py: not a regular file (a FIFO), skipped",
+    ]
+    text = subprocess.run(
+        [sys.executable, "-m", "sispin", "import", "tree"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    ).stdout
+    assert text.splitlines()[-2:] == [
+        "warning: tree/null.py: not a regular file (a character device), skipped",
+        "warning: tree/trap.py: not a regular file (a FIFO), skipped",
+    ]
+
