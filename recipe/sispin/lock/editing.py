@@ -10,7 +10,7 @@ config path never does.
 
 from __future__ import annotations
 
-__all__ = ["edit_lockfile", "append_table", "add_value", "set_pin_commit", "toml_pin"]
+__all__ = ["edit_lockfile", "append_table", "add_value", "set_pin_commit", "toml_pin", "multiline_string"]
 
 import difflib
 import os
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
 
 import tomlkit
-from tomlkit.items import Comment, InlineTable, String, Table, Whitespace
+from tomlkit.items import Comment, InlineTable, String, StringType, Table, Trivia, Whitespace
 
 from sispin.errors import LockfileError
 from sispin.lock.files import check_writable, file_lock, write_atomically
@@ -281,10 +281,50 @@ def _pop_trailing_trivia(table: Table) -> list:
 def toml_pin(value: Any) -> Any:
     """
     :param value: a pin as :attr:`sispin.lock.lockfile.Pin.value` gives it (a SHA, or a table with extra arguments)
-    :return: what tomlkit writes for it: a table becomes an inline table, the way pin.toml shows pins
+    :return: what tomlkit writes for it: a table becomes an inline table, the way pin.toml shows pins; a string with
+        line breaks (a patch) a multi-line string
     """
     if not isinstance(value, dict):
         return value
     inline = tomlkit.inline_table()
-    inline.update(value)
+    for key, item in value.items():
+        inline[key] = _toml_value(item)
     return inline
+
+
+def _toml_value(value: Any) -> Any:
+    if isinstance(value, list):
+        array = tomlkit.array()
+        for item in value:
+            array.append(_toml_value(item))
+        return array
+    return multiline_string(value) if isinstance(value, str) and "\n" in value else value
+
+
+def multiline_string(value: str) -> String:
+    """
+    A string as a TOML multi-line basic string (``\"\"\"``, then its lines), that reads back as exactly value:
+    backslashes, a third quote in a row, closing quotes and every control character but line feed and tab are
+    escaped — also CR, which a parser would otherwise fold into the line feed after it (and which a CRLF file's
+    line endings must not change).
+
+    :param value: any string (a patch)
+    :return: the string item
+    """
+    text, quotes = [], 0
+    for index, char in enumerate(value):
+        if char == '"' and (quotes == 2 or value[index:].strip('"') == ""):
+            text.append('\\"')  # three in a row would close the string, as would one before the closing quotes
+            quotes = 0
+            continue
+        quotes = quotes + 1 if char == '"' else 0
+        if char == "\\":
+            text.append("\\\\")
+        elif char == "\r":
+            text.append("\\r")
+        elif (ord(char) < 32 and char not in "\n\t") or ord(char) == 127:
+            text.append(f"\\u{ord(char):04x}")
+        else:
+            text.append(char)
+    # a line break right after the opening quotes is not part of the value: the text starts on its own line
+    return String(StringType.MLB, value, "\n" + "".join(text), Trivia())
