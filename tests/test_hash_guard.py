@@ -222,3 +222,23 @@ def test_blast_radius_that_cannot_be_computed_says_why(history, capsys):
     assert "Blast radius: not computed (sets.demo.configs: config/demo.py does not exist)" in capsys.readouterr().out
     assert main(["upgrade", "other", "--dry-run"]) == 0
     assert "Blast radius: not computed (set 'other' lists no configs in pin.toml" in capsys.readouterr().out
+
+
+def test_a_clone_at_a_prefix_or_another_spelling_of_the_pin_is_not_the_pin(setup, capsys):
+    # git checks out "f7ad63a" or an uppercase SHA as the pinned commit, but the job hashes the string: another id,
+    # outside every check that follows the pin (snapshot, moved pins), so the guard must refuse it as not the pin
+    assert setup.run("snapshot") == 0
+    url = f"file://{setup.remote}"
+    extra = (
+        "\n    from i6_core.tools.git import CloneGitRepositoryJob\n"
+        f"    short = CloneGitRepositoryJob({url!r}, commit={setup.c[0][:7]!r})\n"
+        '    tk.register_output("exp/short", short.out_repository)\n'
+        f"    upper = CloneGitRepositoryJob({url!r}, commit={setup.c[0].upper()!r})\n"
+        '    tk.register_output("exp/upper", upper.out_repository)\n'
+    )
+    setup.config.write_text(CONFIG + extra)
+    capsys.readouterr()
+    assert setup.run("check", "--offline") == 1
+    clones = [line for line in capsys.readouterr().out.splitlines() if ": clones rc at " in line]
+    assert len(clones) == 2, clones
+    assert all(line.endswith(f", the set pins {setup.c[0][:7]}") for line in clones)

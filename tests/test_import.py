@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 
 import pytest
 
@@ -494,3 +496,85 @@ def test_ambiguous_and_nested_helpers_are_not_followed(tmp_path):
         ("one.py", None, False),
         ("two.py", None, False),
     ]
+
+
+def test_only_regular_files_are_read(tmp_path):
+    # reading a FIFO waits for a writer that never comes: a run in a subprocess, bounded, so a hang is a failure
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    os.mkfifo(tree / "trap.py")
+    (tree / "null.py").symlink_to(os.devnull)
+    (tree / "plain.py").write_text("x = 1\n")
+    os.mkfifo(tmp_path / "named.py")
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "sispin", "import", "tree", "named.py", "--json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("pin import hangs on a FIFO named *.py")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == [
+        "tree/null.py: not a regular file (a character device), skipped",
+        "tree/trap.py: not a regular file (a FIFO), skipped",
+        "named.py: not a regular file (a FIFO), skipped",
+    ]
+    text = subprocess.run(
+        [sys.executable, "-m", "sispin", "import", "tree"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    ).stdout
+    assert text.splitlines()[-2:] == [
+        "warning: tree/null.py: not a regular file (a character device), skipped",
+        "warning: tree/trap.py: not a regular file (a FIFO), skipped",
+    ]
+
+
+# a real patch: lines, a tab, a CRLF line, quotes (three in a row, one at the end), a backslash at a line's end
+PATCH = (
+    "diff --git a/nn.py b/nn.py\n--- a/nn.py\n+++ b/nn.py\n@@ -1,2 +1,2 @@\n" '-\tV = 0\r\n+\tV = """1"""  # \\\n x = "'
+)
+PATCHED_CALL = f'''\
+from i6_core.tools.git import CloneGitRepositoryJob
+
+j = CloneGitRepositoryJob(
+    "{RC}",
+    commit="{SHA}",
+    patches=[
+        """\\
+diff --git a/README b/README
+--- a/README
++++ b/README
+@@ -1 +1 @@
+-old
++new
+""",
+        {PATCH!r},
+    ],
+)
+'''
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_a_call_with_patches_is_adopted_and_its_patches_read_back_identical(
+    tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, newline
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    sisyphus_on_pythonpath(tmp_path)
+    (tmp_path / "pin.toml").write_bytes(f"# my setup{newline}version = 1{newline}".encode())
+    (tmp_path / "c.py").write_text(PATCHED_CALL)
+    patches = ["diff --git a/README b/README\n--- a/README\n+++ b/README\n@@ -1 +1 @@\n-old\n+new\n", PATCH]
+    assert main(["import", "c.py", "--set", "exp", "--write"]) == 0, capsys.readouterr()
+    assert 'replace with: experiment_set("exp").repo("returnn_common")  (same job id' in capsys.readouterr().out
+    text = (tmp_path / "pin.toml").read_bytes().decode()
+    assert f'patches = ["""{newline}diff --git a/README b/README{newline}--- a/README{newline}' in text
+    assert text.count("\r\n") == (text.count("\n") if newline == "\r\n" else 0), "the file's line endings"
+    assert load_lockfile(tmp_path / "pin.toml").get_set("exp").pin("returnn_common").job_kwargs == {"patches": patches}
+    # the job id again, now from the pin.toml written: the entry is taken as it is, and gives the call's job id
+    code, result = report(capsys, "c.py", "--set", "exp")
+    assert code == 0 and result["repos"] == {} and result["pins"] == {}
+    site = result["call_sites"][0]
+    assert site["replacement"] == 'exp.repo("returnn_common")' and site["job_id"] == site["replacement_job_id"]

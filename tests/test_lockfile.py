@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,22 @@ BAD = {
         f"version = 1\n{REPO}[sets.demo]\nrc = {{ commit = '{SHA_A}', clone_submodules = 'yes' }}\n",
         "sets.demo.rc.clone_submodules: must be a boolean",
     ),
+    "NUL in a patch": (
+        f"version = 1\n{REPO}[sets.demo]\nrc = {{ commit = '{SHA_A}', patches = ['''\n+a\n''', " + '"a\\u0000b"] }\n',
+        r"sets.demo.rc.patches: 'a\\x00b' contains a control character",
+    ),
+    "escape character in a patch": (
+        f"version = 1\n{REPO}[sets.demo]\nrc = {{ commit = '{SHA_A}', patches = [" + '"a\\u001b[0m\\n"] }\n',
+        "sets.demo.rc.patches: .* contains a control character",
+    ),
+    "newline in files_to_checkout": (
+        f"version = 1\n{REPO}[sets.demo]\nrc = {{ commit = '{SHA_A}', files_to_checkout = [" + '"a\\nb"] }\n',
+        "sets.demo.rc.files_to_checkout: 'a\\\\nb' contains a control character",
+    ),
+    "newline in a pin's branch": (
+        f"version = 1\n{REPO}[sets.demo]\nrc = {{ commit = '{SHA_A}', branch = " + '"main\\n" }\n',
+        "sets.demo.rc.branch: 'main\\\\n' contains a control character",
+    ),
     "configs not a list": (
         f"version = 1\n{REPO}[sets.demo]\nconfigs = 'config/demo.py'\n",
         "sets.demo.configs: must be an array",
@@ -168,6 +185,12 @@ def test_bad_lockfile_gives_one_line_naming_file_and_key(text: str, message: str
     with pytest.raises(LockfileError, match=message) as info:
         parse(text)
     assert "\n" not in str(info.value)
+
+
+def test_a_patch_may_hold_line_breaks_tabs_and_crs():
+    patch = "diff --git a/x b/x\r\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-\ta\n+\tb\n"
+    text = f"version = 1\n{REPO}[sets.demo]\nrc = {{ commit = '{SHA_A}', patches = [{json.dumps(patch)}] }}\n"
+    assert parse(text).get_set("demo").pin("rc").job_kwargs == {"patches": [patch]}
 
 
 @pytest.mark.parametrize(

@@ -124,7 +124,7 @@ class FileSystemError(PinError):
 
 
 class ConcurrentChangeError(PinError):
-    """Another process changed what this command was about to change; nothing was written."""
+    """Another process changed what this command was about to change; nothing that depended on it was written."""
 
     exit_code = 11
 

@@ -10,6 +10,7 @@ __all__ = ["scan_paths"]
 
 import ast
 import os
+import stat
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -29,8 +30,10 @@ def scan_paths(paths: Sequence[Path]) -> Tuple[List[CallSite], List[str]]:
     sources: List[Tuple[str, bytes]] = []
     for path in _python_files(paths):
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = _read_regular(path)
+        except _NotRegular as exc:
+            warnings.append(f"{path}: not a regular file ({exc}), skipped")
+            continue
         except OSError as exc:
             warnings.append(f"{path}: cannot read: {exc.strerror}")
             continue
@@ -99,6 +102,36 @@ def _helper_calls(tree: ast.Module, path: str, helpers: Dict[str, Helper]) -> Li
         site.risks += commit_risks(arguments)
         found.append(site)
     return found
+
+
+class _NotRegular(Exception):
+    """A path that is no regular file: reading a FIFO would wait for a writer forever, a device may never end."""
+
+
+#: how a warning names each kind of file that is not read
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def _read_regular(path: str) -> bytes:
+    """
+    :return: the bytes of a regular file (through symlinks)
+    :raises _NotRegular: naming what else it is
+    :raises OSError: when it cannot be opened or read
+    """
+    # O_NONBLOCK: opening a FIFO for reading blocks until a writer comes; decided on the open file itself, so a file
+    # swapped for a FIFO after a check cannot block either
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotRegular(next((kind for test, kind in _KINDS if test(mode)), "of another kind"))
+        return handle.read()
 
 
 def _python_files(paths: Sequence[Path]) -> Iterator[str]:

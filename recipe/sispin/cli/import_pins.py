@@ -26,8 +26,16 @@ from sispin.cli.output import Output
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
 from sispin.errors import LockfileError, SisyphusError, UsageError
 from sispin.lock.editing import edit_lockfile
-from sispin.lock.files import check_writable
-from sispin.lock.lockfile import LOCK_ENV, LOCKFILE_NAME, display_path, find_lockfile, load_lockfile, valid_name
+from sispin.lock.files import check_writable, write_atomically
+from sispin.lock.lockfile import (
+    LOCK_ENV,
+    LOCKFILE_NAME,
+    Lockfile,
+    display_path,
+    find_lockfile,
+    load_lockfile,
+    valid_name,
+)
 from sispin.lock.urls import redact_text, same_repository
 
 #: the arguments a report shows beside url and commit, in the job's parameter order
@@ -98,10 +106,46 @@ def import_pins(paths: Sequence[Path], out: Output, *, set_name: Optional[str], 
         raise SisyphusError(redact_text(f"{adoption.ids_note}{' (nothing written)' if write else ''}"))
     if write:
         path = lockfile.path if lockfile else Path(os.environ.get(LOCK_ENV) or LOCKFILE_NAME).absolute()
-        edit_lockfile(path, lambda current, document: add_to_document(document, proposal, set_name), create=True)
+        _write(path, proposal, str(set_name))
         added = f"{len(proposal.repos)} repositories and {len(proposal.pins)} pins of set {set_name!r}"
         out.info(f"{display_path(path)}: added {added}")
     return 1 if adoption.problems else 0
+
+
+def _write(path: Path, proposal: Proposal, set_name: str) -> None:
+    """Add the proposal to pin.toml (made when there is none), checked to read back as proposed before it is written."""
+    before: List[Lockfile] = []
+
+    def add(current: Lockfile, document: tomlkit.TOMLDocument) -> None:
+        before.append(current)
+        add_to_document(document, proposal, set_name)
+
+    def write_checked(target: Path, text: str, updated: Lockfile) -> None:
+        _check_read_back(target, before[-1], updated, proposal, set_name)
+        write_atomically(target, text)
+
+    edit_lockfile(path, add, create=True, write=write_checked)
+
+
+def _check_read_back(target: Path, before: Lockfile, after: Lockfile, proposal: Proposal, set_name: str) -> None:
+    """
+    Write pin.toml only when what it says is what the calls say: every pin and URL the import adds reads back as
+    the value whose job id was confirmed (a patch's line breaks, tabs and quotes through TOML's escapes and the
+    file's line endings). Entries that were there before are never changed, and not checked.
+
+    :raises LockfileError: naming the entry that would read back otherwise (nothing written)
+    """
+    where = display_path(target)
+    pinned = before.sets[set_name].pins if set_name in before.sets else {}
+    for name, value in proposal.pins.items():
+        if name not in pinned and after.sets[set_name].pins[name].value != value:
+            raise LockfileError(
+                f"{where}: sets.{set_name}.{name} would read back as another value than the call's (its job id "
+                "would differ); nothing written"
+            )
+    for name, table in proposal.repos.items():
+        if name not in before.repos and after.repos[name].url != table["url"]:
+            raise LockfileError(f"{where}: repos.{name}.url would read back as another URL; nothing written")
 
 
 def _site_record(site: CallSite, proposal: Proposal, index: int) -> Dict[str, Any]:

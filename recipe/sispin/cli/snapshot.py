@@ -14,10 +14,10 @@ from typing import List, Sequence
 
 from sispin.cli.options import add_command, set_names
 from sispin.cli.output import Output
-from sispin.errors import HashOverwriteError
+from sispin.errors import ConcurrentChangeError, HashOverwriteError
 from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.guard import hidden_commit_problems
-from sispin.graph.snapshot import compare_outputs, read_snapshot, snapshot_path, update_snapshot
+from sispin.graph.snapshot import Snapshot, compare_outputs, read_snapshot, record_graphs, snapshot_path
 from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile
 
 
@@ -48,6 +48,7 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
     :param names: sets to record; empty for all
     :param out: what was recorded, and the problems
     :return: exit code
+    :raises ConcurrentChangeError: after recording the others, when another process changed sets meanwhile
     """
     lockfile = load_lockfile(path)
     specs = lockfile.select_sets(names)
@@ -68,17 +69,18 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
             f"{len(hidden)} place{'s' if len(hidden) != 1 else ''} in the job graph hide a pinned commit from a job's "
             "hash (listed above): remove what hides it; nothing recorded"
         )
-    written = update_snapshot(target, graphs, lockfile.sets)
+    # another command may have changed the lock (and the snapshot) while the graphs were built: decided when written
+    written, changed = record_graphs(lockfile.path, graphs, lockfile)
     for graph in graphs:
         for line in waiting_lines(graph):
             out.info(line)
-        if graph.set_name in before:
-            changed = len(compare_outputs(before[graph.set_name], graph.outputs))
-            news = f"{changed} output{'s' if changed != 1 else ''} changed"
-        else:
-            news = "new in the snapshot"
-        out.info(f"{graph.set_name}: {len(graph.outputs)} outputs, {len(graph.jobs)} jobs ({news})")
+        out.info(_recorded_line(graph, before, changed, lockfile.path))
     out.info(f"{display_path(target)}: {'written' if written else 'unchanged'}")
+    if changed:
+        raise ConcurrentChangeError(
+            f"{', '.join(f'sets.{name}' for name in changed)} changed while this snapshot ran: not recorded (the "
+            f"other sets are); run `pin snapshot {' '.join(changed)}` again"
+        )
     return 0
 
 
@@ -89,6 +91,21 @@ def waiting_lines(graph: SetGraph) -> List[str]:
         "checked once they finished"
         for config in graph.waiting
     ]
+
+
+def _recorded_line(graph: SetGraph, before: Snapshot, changed: Sequence[str], lock: Path) -> str:
+    """:return: what became of a set's graph: recorded (with what changed against the snapshot), or not"""
+    if graph.set_name in changed:
+        return (
+            f"sets.{graph.set_name}: not recorded: another process changed it in {display_path(lock)} while its graph "
+            "was built"
+        )
+    if graph.set_name in before:
+        moved = len(compare_outputs(before[graph.set_name], graph.outputs))
+        news = f"{moved} output{'s' if moved != 1 else ''} changed"
+    else:
+        news = "new in the snapshot"
+    return f"{graph.set_name}: {len(graph.outputs)} outputs, {len(graph.jobs)} jobs ({news})"
 
 
 def skipped_line(name: str) -> str:

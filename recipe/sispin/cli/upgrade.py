@@ -34,7 +34,7 @@ from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
 from sispin.graph.guard import state_problems
 from sispin.graph.snapshot import edit_lock_and_snapshot, read_records, read_snapshot, snapshot_path
-from sispin.lock.editing import edit_lockfile, set_string
+from sispin.lock.editing import edit_lockfile, set_pin_commit
 from sispin.lock.files import check_writable
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, parse_lockfile, read_lockfile_text
 
@@ -369,9 +369,5 @@ def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, mov
                 f"{where}: sets.{set_name}.{move.repo} {became} by another process while this upgrade ran (it "
                 f"planned {move.old[:7]} -> {move.new[:7]}); nothing written: rerun to see the move from there"
             )
-        table = document["sets"][set_name]
-        if isinstance(current.sets[set_name].pins[move.repo].value, str):
-            set_string(table, move.repo, move.new)
-        else:
-            set_string(table[move.repo], "commit", move.new)
+        set_pin_commit(document, set_name, move.repo, move.new)
     return already

@@ -13,13 +13,15 @@ that ``pin check`` and ``pin explain`` can name the argument that moved an id fr
 from __future__ import annotations
 
 __all__ = [
+    "Snapshot",
     "SNAPSHOT_NAME",
     "JOURNAL_NAME",
     "snapshot_path",
     "journal_path",
     "read_snapshot",
     "read_records",
-    "update_snapshot",
+    "set_inputs",
+    "record_graphs",
     "edit_lock_and_snapshot",
     "complete_interrupted",
     "compare_outputs",
@@ -29,7 +31,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Collection, Dict, List, Mapping, Optional
+from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Tuple
 
 import tomlkit
 
@@ -199,18 +201,47 @@ def _write_sets(path: Path, entries: Mapping[str, Entry], sets_in_lock: Collecti
     return True
 
 
-def update_snapshot(path: Path, graphs: List[SetGraph], sets_in_lock: Collection[str]) -> bool:
+def set_inputs(lockfile: Lockfile, set_name: str) -> Any:
     """
-    Record the outputs and job records of the given sets, keeping other sets' entries and dropping those of sets
-    the lockfile no longer has; atomic and under a file lock, and only when something changed.
+    :param lockfile: a lockfile
+    :param set_name: one of its sets
+    :return: what the set's job graph is built from in pin.toml — its section (configs, pins, accepted URLs), the
+        entries of the repositories it pins, the setup's checkouts (the Sisyphus and i6_core that build it) — to be
+        compared with ``==``; None when the lockfile has no such set
+    """
+    spec = lockfile.sets.get(set_name)
+    if spec is None:
+        return None
+    return spec, {name: lockfile.repos.get(name) for name in spec.pins}, dict(lockfile.setup)
 
-    :param path: the snapshot file
-    :param graphs: the sets' freshly built graphs
-    :param sets_in_lock: the names of the lockfile's sets
-    :return: whether the file was written
+
+def record_graphs(path: Path, graphs: List[SetGraph], built_from: Lockfile) -> Tuple[bool, List[str]]:
     """
-    with file_lock(path):
-        return _write_sets(path, {graph.set_name: _entry(graph) for graph in graphs}, sets_in_lock)
+    Record freshly built graphs in the snapshot, decided against pin.toml as it is when the snapshot is written: a
+    graph is built slowly, and another ``pin`` command may change the lock (and the snapshot with it) meanwhile.
+    Both files' locks are held, in the order :func:`edit_lock_and_snapshot` takes them, so no such change lands
+    between the decision and the write.
+
+    :param path: the pin.toml
+    :param graphs: the sets' graphs, built from ``built_from``
+    :param built_from: the lockfile the graphs were built from (read before building them)
+    :return: whether the snapshot was written, and the sets not recorded because pin.toml changed what their graph
+        is built from (:func:`set_inputs`) meanwhile; the entries of the other sets, also of those added meanwhile,
+        stay, and those of sets pin.toml no longer has are dropped
+    :raises LockfileError: when pin.toml is gone or invalid now, or the snapshot is malformed (nothing written)
+    """
+    snapshot = snapshot_path(path)
+    with file_lock(path), file_lock(snapshot):
+        _complete(path)  # a killed change's journal first: its sets' entries are what its pins need
+        current = parse_lockfile(read_lockfile_text(path), path)
+        kept = {
+            graph.set_name: _entry(graph)
+            for graph in graphs
+            if set_inputs(current, graph.set_name) == set_inputs(built_from, graph.set_name)
+        }
+        changed = [graph.set_name for graph in graphs if graph.set_name not in kept]
+        written = _write_sets(snapshot, kept, current.sets)
+    return written, changed
 
 
 def edit_lock_and_snapshot(

@@ -10,16 +10,24 @@ config path never does.
 
 from __future__ import annotations
 
-__all__ = ["edit_lockfile", "append_table", "add_value", "set_string", "toml_pin", "render_lockfile"]
+__all__ = [
+    "edit_lockfile",
+    "append_table",
+    "add_value",
+    "set_pin_commit",
+    "toml_pin",
+    "multiline_string",
+    "render_lockfile",
+]
 
 import difflib
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Set
+from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
 
 import tomlkit
-from tomlkit.items import Comment, InlineTable, Table, Whitespace
+from tomlkit.items import Comment, InlineTable, String, StringType, Table, Trivia, Whitespace
 
 from sispin.errors import LockfileError
 from sispin.lock.files import check_writable, file_lock, write_atomically
@@ -83,6 +91,8 @@ def _keep_line_endings(old: str, new: str) -> str:
 
 
 _HEX = frozenset("0123456789abcdef")
+#: one part of a TOML key: bare, or quoted
+_KEY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')"""
 
 
 def _check_only_additions_and_shas(old: str, new: str, where: str, rewritable_key: Optional[str] = None) -> None:
@@ -112,7 +122,8 @@ def _check_only_additions_and_shas(old: str, new: str, where: str, rewritable_ke
 def _value_lines(lines: List[str], key: str) -> Set[int]:
     """The indices of the lines that assign key (``key = ...``), through the end of a multi-line array value."""
     found: Set[int] = set()
-    start = re.compile(rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=")
+    # also dotted: x.configs = [...] in [sets], sets.x.configs = [...] at the top
+    start = re.compile(rf"(?:^|[{{,])\s*(?:{_KEY_PART}\s*\.\s*)*{re.escape(key)}\s*=")
     index = 0
     while index < len(lines):
         if start.search(lines[index]):
@@ -181,12 +192,28 @@ def append_table(document: tomlkit.TOMLDocument, section: str, name: str, table:
     if isinstance(container, InlineTable):
         container[name] = toml_pin(dict(table))
         return
-    last = container[list(container)[-1]] if len(container) else None
-    trailing = _pop_trailing_trivia(last) if isinstance(last, Table) else []
+    last = _last_item(container)
+    trailing = _pop_ending_trivia(container)
+    if _written_dotted(last):
+        # sets written as dotted keys get the new one as dotted keys too: a header among them would capture the
+        # dotted keys and values that follow it
+        for key, value in table.value.body:
+            if key is not None:
+                container.append(tomlkit.key([name, key.key]), value)
+        for item in trailing:
+            container.add(item)
+        return
     # without moved trivia, one blank line keeps the new table apart from what follows
     for item in trailing or [tomlkit.nl()]:
         table.add(item)
     container.append(name, table)
+
+
+def _written_dotted(item: Any) -> bool:
+    """Whether a table is written as dotted keys (``x.rc = "..."``): no ``[header]`` of its own, nor below it."""
+    if not isinstance(item, Table) or not item.is_super_table() or item.display_name is not None:
+        return False
+    return all(_written_dotted(value) for _, value in item.value.body if isinstance(value, Table))
 
 
 def add_value(table: Any, key: str, value: Any) -> None:
@@ -203,17 +230,52 @@ def add_value(table: Any, key: str, value: Any) -> None:
         table.add(item)
 
 
-def set_string(table: Any, key: str, value: str) -> None:
+def set_pin_commit(document: tomlkit.TOMLDocument, set_name: str, repo: str, commit: str) -> None:
     """
-    Replace the string value of an existing key, written the way the old one was (basic or literal, single- or
-    multi-line), so that only its characters change.
+    Move a set's pin of a repository to another commit in the document, whatever TOML spelling holds it: ``repo =
+    "<sha>"``, ``repo = { commit = "<sha>" }``, ``repo.commit = "<sha>"``, ``[sets]`` with ``set.repo = "<sha>"``,
+    ``sets.set.repo`` at the top, inline ``sets = {...}``. Only the characters of the string that holds the SHA
+    change: it is written the way the old one was (basic or literal, single- or multi-line), its comment stays.
 
-    :param table: a table or inline table of pin.toml
-    :param key: an existing key whose value is a string
-    :param value: the new string
+    :param document: pin.toml as tomlkit reads it
+    :param set_name: the set
+    :param repo: the repository the set pins
+    :param commit: the new full SHA
+    :raises LockfileError: when the document holds no string for that pin (a bug of the caller: pins are validated)
     """
-    kind = table.item(key).type
-    table[key] = tomlkit.string(value, literal=kind.is_literal(), multiline=kind.is_multiline())
+    for path, parent, item in _keyed_items(document, ()):
+        if path in (("sets", set_name, repo), ("sets", set_name, repo, "commit")) and isinstance(item, String):
+            kind = item.type
+            parent[path[-1]] = tomlkit.string(commit, literal=kind.is_literal(), multiline=kind.is_multiline())
+            return
+    raise LockfileError(f"sets.{set_name}.{repo}: no commit string found in the document")
+
+
+def _keyed_items(container: Any, prefix: Tuple[str, ...]) -> Iterator[Tuple[Tuple[str, ...], Any, Any]]:
+    """
+    Every keyed item below a document or table, with its full key path and the table that holds it. tomlkit keeps
+    dotted keys (``a.b = 1``) and split tables as nested tables of their own, so the path is the only reliable name.
+    """
+    body = container.body if isinstance(container, tomlkit.TOMLDocument) else container.value.body
+    for key, item in body:
+        if key is None:
+            continue
+        path = (*prefix, key.key)
+        yield path, container, item
+        if isinstance(item, (Table, InlineTable)):
+            yield from _keyed_items(item, path)
+
+
+def _last_item(table: Table) -> Any:
+    """The last keyed item of a table, None when it has none."""
+    return next((item for key, item in reversed(table.value.body) if key is not None), None)
+
+
+def _pop_ending_trivia(table: Table) -> list:
+    """The comments and blank lines that end what a table renders: its own values, or its last table (nested)."""
+    trailing = _pop_trailing_trivia(table)
+    last = _last_item(table)
+    return trailing or (_pop_ending_trivia(last) if isinstance(last, Table) else [])
 
 
 def _pop_trailing_trivia(table: Table) -> list:
@@ -227,13 +289,53 @@ def _pop_trailing_trivia(table: Table) -> list:
 def toml_pin(value: Any) -> Any:
     """
     :param value: a pin as :attr:`sispin.lock.lockfile.Pin.value` gives it (a SHA, or a table with extra arguments)
-    :return: what tomlkit writes for it: a table becomes an inline table, the way pin.toml shows pins
+    :return: what tomlkit writes for it: a table becomes an inline table, the way pin.toml shows pins; a string with
+        line breaks (a patch) a multi-line string
     """
     if not isinstance(value, dict):
         return value
     inline = tomlkit.inline_table()
-    inline.update(value)
+    for key, item in value.items():
+        inline[key] = _toml_value(item)
     return inline
+
+
+def _toml_value(value: Any) -> Any:
+    if isinstance(value, list):
+        array = tomlkit.array()
+        for item in value:
+            array.append(_toml_value(item))
+        return array
+    return multiline_string(value) if isinstance(value, str) and "\n" in value else value
+
+
+def multiline_string(value: str) -> String:
+    """
+    A string as a TOML multi-line basic string (``\"\"\"``, then its lines), that reads back as exactly value:
+    backslashes, a third quote in a row, closing quotes and every control character but line feed and tab are
+    escaped — also CR, which a parser would otherwise fold into the line feed after it (and which a CRLF file's
+    line endings must not change).
+
+    :param value: any string (a patch)
+    :return: the string item
+    """
+    text, quotes = [], 0
+    for index, char in enumerate(value):
+        if char == '"' and (quotes == 2 or value[index:].strip('"') == ""):
+            text.append('\\"')  # three in a row would close the string, as would one before the closing quotes
+            quotes = 0
+            continue
+        quotes = quotes + 1 if char == '"' else 0
+        if char == "\\":
+            text.append("\\\\")
+        elif char == "\r":
+            text.append("\\r")
+        elif (ord(char) < 32 and char not in "\n\t") or ord(char) == 127:
+            text.append(f"\\u{ord(char):04x}")
+        else:
+            text.append(char)
+    # a line break right after the opening quotes is not part of the value: the text starts on its own line
+    return String(StringType.MLB, value, "\n" + "".join(text), Trivia())
 
 
 def render_lockfile(lockfile: Lockfile) -> str:

@@ -12,7 +12,7 @@ __all__ = ["ALLOWED_SCHEMES", "check_url", "credential_spans", "redact_text", "s
 
 import re
 from typing import List, Optional, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 ALLOWED_SCHEMES = ("https", "ssh", "git", "file")
 # git's scp-like syntax: [user@]host:path, where no slash comes before the first colon
@@ -117,23 +117,48 @@ def check_url(url: str) -> Optional[str]:
 
 def same_repository(url_a: str, url_b: str) -> bool:
     """
-    :return: whether two URLs name the same repository up to spelling (``.git``, trailing slash, host case), so
-        that a hand-written clone of a locked repository is recognised even when its URL differs by a letter
+    Whether two URLs name one repository, whatever spelling git and the forges accept for it. This is the one
+    identity every comparison of repositories uses (lockfile validation, the graph guard, ``pin import``, ``pin
+    why``); the URL that is hashed is never rewritten by it.
+
+    Equal up to: the transport and user (``https://``, ``ssh://git@``, ``git://``, scp-like ``git@host:path``,
+    ``https://user@host``), the port, host case, percent-escapes, repeated and trailing slashes, any number of
+    trailing ``.git``; on github.com and gitlab.com (``www.`` dropped) also the case of the path, which those forges
+    ignore. Elsewhere paths keep their case: a server may tell ``Repo`` from ``repo``.
+
+    :param url_a: a repository URL
+    :param url_b: another
+    :return: whether both name the same repository
     """
+    return _identity(url_a) == _identity(url_b)
 
-    def canonical(url: str) -> str:
-        url = url.strip().rstrip("/")
-        url = url[:-4] if url.endswith(".git") else url
-        _, sep, rest = url.partition("://")
-        if sep:
-            host, _, path = rest.partition("/")
-        elif ":" in url:  # scp-like user@host:path
-            host, _, path = url.partition(":")
-        else:
-            return url
-        return f"{host.rsplit('@', 1)[-1].split(':')[0].lower()}/{path.lstrip('/')}"
 
-    return canonical(url_a) == canonical(url_b)
+#: forges whose owner and repository names are case-insensitive (and reachable with ``www.`` in front)
+_CASE_INSENSITIVE_FORGES = ("github.com", "gitlab.com")
+
+
+def _identity(url: str) -> Tuple[str, str]:
+    """:return: (host, path) of a URL as :func:`same_repository` compares them"""
+    text = url.strip()
+    scheme, sep, rest = text.partition("://")
+    scp = None if sep else _SCP_LIKE_RE.fullmatch(text)
+    if sep:
+        authority, _, path = rest.partition("/")
+        host = "" if scheme.lower() == "file" else authority
+    elif scp is not None:
+        host, path = scp.group("host"), scp.group("path")
+    else:  # a local path: git's own spelling of file:///path
+        host, path = "", text
+    host = unquote(host.rpartition("@")[2])
+    # the port is not identity: a forge serves one repository over ssh on one port and https on another
+    host = host[: host.index("]") + 1] if host.startswith("[") and "]" in host else host.split(":", 1)[0]
+    host = host.lower()
+    if host.startswith("www.") and host[4:] in _CASE_INSENSITIVE_FORGES:
+        host = host[4:]
+    path = "/".join(part for part in unquote(path).split("/") if part)
+    while path.endswith(".git"):
+        path = path[:-4].rstrip("/")
+    return host, path.lower() if host in _CASE_INSENSITIVE_FORGES else path
 
 
 def name_from_url(url: str) -> str:

@@ -34,11 +34,13 @@ from sispin.lock.lockfile import (
     valid_branch,
     valid_name,
 )
-from sispin.lock.urls import check_url
+from sispin.lock.urls import check_url, same_repository
 
 #: the longest file name (one path component) file systems take, in bytes
 _NAME_MAX = 255
 _TOML_QUOTE = '"'
+#: the control characters a ``patches`` string may hold: a patch is lines of text
+_PATCH_CONTROLS = "\n\t\r"
 
 
 class _Key(NamedTuple):
@@ -192,9 +194,13 @@ class _Validator:
                 full = f"{key}.{shown_key(name)}" if key else shown_key(name)
                 raise self.fail(full, f"unknown key (allowed: {', '.join(allowed)})")
 
-    def printable(self, key: str, value: str) -> str:
+    def printable(self, key: str, value: str, allowed: str = "") -> str:
+        """
+        :param allowed: control characters this value may hold (the line breaks and tabs of a patch)
+        :raises LockfileError: for any other control character
+        """
         # a NUL or newline in a path or branch reaches git and the file system, where it means something else
-        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        if any((ord(ch) < 32 or ord(ch) == 127) and ch not in allowed for ch in value):
             raise self.fail(key, f"{shown_value(value)} contains a control character (newline, NUL, ...)")
         return value
 
@@ -236,11 +242,16 @@ class _Validator:
     def set(self, key: str, name: str, table: Dict[str, Any], repos: Mapping[str, RepoSpec]) -> SetSpec:
         lists = self.fields(key, {k: v for k, v in table.items() if k in SET_LIST_KEYS}, SET_LIST_KEYS)
         for accepting in ("allow_unpinned", "allow_hash_overwrite"):
-            locked = [url for url in lists.get(accepting, ()) if any(spec.url == url for spec in repos.values())]
-            if locked:
-                raise self.fail(
-                    f"{key}.{accepting}", f"{locked[0]!r} is a locked repository: its clones must be the set's pin"
-                )
+            # any spelling of a locked repository: the guard knows its clones by same_repository, and accepting one
+            # of them by a case variant would let a clone follow a branch past the lock
+            for url in lists.get(accepting, ()):
+                locked = next((name for name, spec in repos.items() if same_repository(spec.url, url)), None)
+                if locked is not None:
+                    raise self.fail(
+                        f"{key}.{accepting}",
+                        f"{url!r} is the locked repository {locked} ({repos[locked].url}): its clones must be the "
+                        "set's pin",
+                    )
         pins: Dict[str, Pin] = {}
         for repo, value in table.items():
             if repo in SET_LIST_KEYS:
@@ -281,5 +292,6 @@ class _Validator:
             raise self.fail(key, f"must be a {expected}")
         texts: List[str] = [value] if isinstance(value, str) else value if isinstance(value, list) else []
         for text in texts:
-            self.printable(key, text)
+            # a patch is text with lines (and tabs, and a CRLF file's CRs); nothing else of a pin may hold them
+            self.printable(key, text, _PATCH_CONTROLS if kwarg == "patches" else "")
         return self.branch(key, value) if kwarg == "branch" else value
