@@ -95,7 +95,9 @@ def off_lock_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
             if clone.commit is None:
                 problems.append(f"{where}: clones {name} following a branch instead of the pinned {shown}")
             else:
-                problems.append(f"{where}: clones {name} at {clone.commit[:7]}, the set pins {shown}")
+                # a short or uppercase SHA is shown whole: its first 7 characters may read like the pin's
+                at = clone.commit[:7] if is_full_sha(clone.commit) else repr(clone.commit)
+                problems.append(f"{where}: clones {name} at {at}, the set pins {shown}")
     return problems
 
 
