@@ -243,4 +243,5 @@ def test_a_clone_at_a_prefix_or_another_spelling_of_the_pin_is_not_the_pin(setup
     assert len(clones) == 2, clones
     assert all(line.endswith(f", the set pins {setup.c[0][:7]}") for line in clones)
     # the clone's commit is shown as written: its first 7 characters alone would read like the pin
-    assert f"clones rc at {setup.c[0][:7]!r}," in clones[0] and f"clones rc at {setup.c[0].upper()!r}," in clones[1]
+    joined = "\n".join(clones)
+    assert f"clones rc at {setup.c[0][:7]!r}," in joined and f"clones rc at {setup.c[0].upper()!r}," in joined
