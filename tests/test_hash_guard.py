@@ -158,7 +158,7 @@ def test_clone_of_a_locked_repo_at_another_commit_is_caught(setup, capsys):
     assert setup.run("check", "--offline") == 1
     out = capsys.readouterr().out
     assert f"clones rc at {setup.c[1][:7]}, the set pins {setup.c[0][:7]}" in out
-    assert "hash_overwrite='OTHER_ROOT' hides the commit from every hash" in out
+    assert "hash_overwrite 'OTHER_ROOT' set at config/exp.py:" in out and "from the clone's own output" in out
     assert "new outputs not in the snapshot (run `pin snapshot` to record them): exp/hidden, exp/old" in out
 
 

@@ -75,27 +75,42 @@ class ExperimentSet:
     def clone_job(self, repo: str) -> CloneGitRepositoryJob:
         """
         :param repo: repository name
-        :return: i6_core's CloneGitRepositoryJob of the pinned commit; its id equals the hand-written job's
+        :return: i6_core's CloneGitRepositoryJob of the pinned commit; its id equals the hand-written job's; its
+            output carries the pin's ``hash_overwrite`` when the lock binds one to the commit
+        :raises HashOverwriteError: see :meth:`repo`
         """
         # built anew each call, like a hand-written call: Sisyphus returns its one job per id and also records
         # the job in any active tk.block
-        return job_class()(**self.clone_kwargs(repo))
+        job = job_class()(**self.clone_kwargs(repo))
+        self._bound(repo, job.out_repository)
+        return job
 
     def repo(self, repo: str) -> tk.Path:
         """
         :param repo: repository name
         :return: the checkout of the pinned commit (``out_repository`` of :meth:`clone_job`)
-        :raises HashOverwriteError: when other code set ``hash_overwrite`` on that path (Sisyphus shares one job
-            object per id), which would take the commit out of every dependent job's hash
+        :raises HashOverwriteError: when other code set a ``hash_overwrite`` on that path (Sisyphus shares one job
+            object per id) that the lock does not bind to this commit: it would take the commit out of every
+            dependent job's hash
         """
         path = job_class()(**self.clone_kwargs(repo)).out_repository  # clone_job(), one call less
-        if path.hash_overwrite is not None:
+        self._bound(repo, path)
+        return path
+
+    def _bound(self, repo: str, path: Any) -> None:
+        """Give the clone's output the pin's hash_overwrite, if the lock binds one; refuse any other."""
+        alias = (self.spec.pins.get(repo) or self.spec.pin(repo)).hash_overwrite
+        if path.hash_overwrite is None:
+            if alias is not None:
+                path.hash_overwrite = alias  # the ids of the work done with it stay, bound to this commit
+            return
+        if alias is None or shown_overwrite(path.hash_overwrite) != alias:
+            bound = f" (pin.toml binds {alias!r} to it)" if alias is not None else ""
             raise HashOverwriteError(
                 f"experiment set {self.name!r}, repository {repo!r}: the checkout path of commit "
-                f"{self.commit(repo)[:12]} has hash_overwrite={shown_overwrite(path.hash_overwrite)!r}, which removes "
-                "the commit from every dependent job hash; remove the code that sets it"
+                f"{self.commit(repo)[:12]} has hash_overwrite={shown_overwrite(path.hash_overwrite)!r}{bound}, which "
+                "removes the commit from every dependent job hash; remove the code that sets it"
             )
-        return path
 
     def checkout(self, repo: str) -> Path:
         """

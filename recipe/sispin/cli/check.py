@@ -25,8 +25,8 @@ from sispin.git.store import Store
 from sispin.graph.build import JobRecord, load_graph
 from sispin.graph.build import Output as RecordedOutput
 from sispin.graph.explain import SetChanges, compare_set
-from sispin.graph.guard import hidden_commit_problems, off_lock_problems
-from sispin.graph.snapshot import read_records, read_snapshot, snapshot_path
+from sispin.graph.guard import Problem, hidden_commit_problems, off_lock_problems, rebound_alias_problems
+from sispin.graph.snapshot import read_aliases, read_records, read_snapshot, snapshot_path
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 
 
@@ -67,7 +67,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return check_lock_only(lockfile, args.sets, out)
     result = check(lockfile, args.sets, offline=args.offline, store=Store(), verbose=out.verbose)
     if args.json:
-        out.json({"sets": result.changes, "skipped": result.skipped, "problems": result.problems})
+        details = {problem: list(problem.details) for problem in result.problems if getattr(problem, "details", ())}
+        out.json({"sets": result.changes, "skipped": result.skipped, "problems": result.problems, "details": details})
     else:
         _print(result, out)
     return 1 if result.problems else 0
@@ -153,6 +154,7 @@ def _check_set(
         target = display_path(snapshot_path(lockfile.path))
         result.problems.append(f"sets.{name}: no snapshot in {target} (run `pin snapshot {name}`)")
         return
+    result.problems += rebound_alias_problems(graph, read_aliases(snapshot_path(lockfile.path)).get(name, {}))
     changes = compare_set(recorded[name], records.get(name, {}), graph, lockfile.root / "work")
     result.changes[name] = asdict(changes)
     if changes.changed:
@@ -160,7 +162,7 @@ def _check_set(
             f"sets.{name}: {_count(len(changes.changed), 'output')} changed, {_count(changes.renewed, 'job')} "
             f"renewed ({changes.finished} finished in work/)"
         )
-    result.problems += [f"sets.{name}: {line}" for line in _change_lines(changes, verbose)]
+    result.problems += [Problem(f"sets.{name}: {line}", line.details) for line in _change_lines(changes, verbose)]
 
 
 def _print(result: CheckResult, out: Output) -> None:
@@ -170,6 +172,8 @@ def _print(result: CheckResult, out: Output) -> None:
         out.result(f"summary: {line}")
     for problem in result.problems:
         out.result(f"problem: {problem}")
+        for detail in getattr(problem, "details", ()):
+            out.detail(f"    {detail}")
     if result.problems:
         out.result(f"pin check: {_count(len(result.problems), 'problem')}")
     else:
@@ -185,21 +189,26 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'s' if number != 1 else ''}"
 
 
-def _change_lines(changes: SetChanges, verbose: bool) -> List[str]:
-    """One problem per root cause with the outputs it renews; new, gone and moved outputs; sorted."""
+def _change_lines(changes: SetChanges, verbose: bool) -> List[Problem]:
+    """
+    One problem per root cause with the outputs it renews (each output's old and new id its detail); new, gone and
+    moved outputs; sorted.
+    """
     lines = []
     for group in changes.groups:
         names = [name for name, _, _ in group.outputs]
         shown = names if verbose else names[:_LISTED_OUTPUTS]
         rest = f" and {len(names) - len(shown)} more (--verbose lists them)" if len(names) > len(shown) else ""
-        lines.append(f"{_count(len(names), 'output')} changed {group.cause}: {', '.join(shown)}{rest}")
-        if verbose:
-            lines += [f"    output/{name}: {old} -> {new}" for name, old, new in group.outputs]
+        details = [f"output/{name}: {old} -> {new}" for name, old, new in group.outputs]
+        lines.append(
+            Problem(f"{_count(len(names), 'output')} changed {group.cause}: {', '.join(shown)}{rest}", details)
+        )
     if changes.new:
-        lines.append(f"new outputs not in the snapshot (run `pin snapshot` to record them): {', '.join(changes.new)}")
+        new = ", ".join(changes.new)
+        lines.append(Problem(f"new outputs not in the snapshot (run `pin snapshot` to record them): {new}"))
     if changes.gone:
-        lines.append(f"outputs no longer registered: {', '.join(changes.gone)}")
-    lines += [f"output/{name}: same job, other file: {old} -> {new}" for name, old, new in changes.moved_paths]
+        lines.append(Problem(f"outputs no longer registered: {', '.join(changes.gone)}"))
+    lines += [Problem(f"output/{name}: same job, other file: {old} -> {new}") for name, old, new in changes.moved_paths]
     return lines
 
 

@@ -34,9 +34,9 @@ from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
 from sispin.graph.guard import state_problems
 from sispin.graph.snapshot import edit_lock_and_snapshot, read_records, read_snapshot, snapshot_path
-from sispin.lock.editing import edit_lockfile, set_pin_commit
+from sispin.lock.editing import drop_pin_alias, edit_lockfile, set_pin_commit
 from sispin.lock.files import check_writable
-from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, parse_lockfile, read_lockfile_text
+from sispin.lock.lockfile import Lockfile, SetSpec, display_path, find_lockfile, parse_lockfile, read_lockfile_text
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -159,10 +159,12 @@ def upgrade(
     if not moving:
         return 0
     out.result(f"Every job of set {set_name!r} that depends on {', '.join(m.repo for m in moving)} will get a new id.")
+    _say_dropped_aliases(out, lockfile.get_set(set_name), moving)
     graphs = _graphs(lockfile, text, set_name, moving, out)
     if graphs is not None:
         if not allowed.drift:
             _refuse_drift(lockfile, graphs[0], out)
+        _refuse_code_that_sets_a_dropped_alias(out, lockfile.get_set(set_name), moving, graphs[0])
         _show_blast_radius(out, set_name, *graphs)
         _refuse_kept_ids_with_other_content(out, *graphs)
     if dry_run:
@@ -265,6 +267,36 @@ def _show_blast_radius(out: Output, set_name: str, before: SetGraph, after: SetG
     out.result(f"Outputs that change: {', '.join(changed) or 'none'}")
     for name in changed:
         out.result(f"  {name}: {_advice(name, before, after)}")
+
+
+def _say_dropped_aliases(out: Output, spec: SetSpec, moving: List[Move]) -> None:
+    """Name each hash_overwrite that a move drops from its pin (the ids made with it move)."""
+    for move in moving:
+        alias = spec.pins[move.repo].hash_overwrite
+        if alias is not None:
+            out.result(
+                f"{move.repo}: drops hash_overwrite {alias!r}: it stands for {move.old[:7]} only, so the jobs that "
+                "hashed it get new ids"
+            )
+
+
+def _refuse_code_that_sets_a_dropped_alias(out: Output, spec: SetSpec, moving: List[Move], before: SetGraph) -> None:
+    """
+    Refuse when config code (not sispin's exp.repo(), which applies a pin's alias itself) sets a hash_overwrite that
+    the move drops: after the move, the same value would hide the new commit.
+    """
+    dropped = {spec.pins[move.repo].hash_overwrite for move in moving} - {None}
+    places = sorted({(a.value, a.where) for a in before.assignments if a.where != "pin.toml" and a.value in dropped})
+    for value, where in places:
+        out.result(
+            f"problem: {where} sets hash_overwrite {value!r} itself: after the move it would hide the new commit"
+        )
+    if places:
+        raise HashOverwriteError(
+            f"remove the code that sets {', '.join(sorted({repr(value) for value, _ in places}))} (listed above; "
+            "exp.repo() applies a pin's hash_overwrite itself and drops it with the move), then upgrade; nothing "
+            "written"
+        )
 
 
 def _refuse_kept_ids_with_other_content(out: Output, before: SetGraph, after: SetGraph) -> None:
@@ -370,4 +402,5 @@ def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, mov
                 f"planned {move.old[:7]} -> {move.new[:7]}); nothing written: rerun to see the move from there"
             )
         set_pin_commit(document, set_name, move.repo, move.new)
+        drop_pin_alias(document, set_name, move.repo)  # an alias stands for the old commit only
     return already

@@ -128,6 +128,21 @@ class Clone:
 
 
 @dataclass(frozen=True)
+class Assignment:
+    """
+    A ``hash_overwrite`` that config code assigned on a path of a clone job.
+
+    :param clone: the clone job's id
+    :param value: the overwrite, as written
+    :param where: ``file:line`` of the assignment (``pin.toml`` when sispin applied a pin's bound hash_overwrite)
+    """
+
+    clone: str
+    value: str
+    where: str
+
+
+@dataclass(frozen=True)
 class ValueUse:
     """
     A place where config code took a pinned value out of the graph as a plain value.
@@ -180,6 +195,10 @@ class SetGraph:
     :param awaits: per async config, how many ``await tk.async_run(...)`` it got past
     :param waiting: the configs still waiting for unfinished jobs (what they build after the wait is not known yet)
     :param states: job id -> attribute -> digest of its whole value, when the build was asked for them
+    :param assignments: every hash_overwrite assigned on a clone's path while the configs loaded
+    :param collisions: (job id, file:line) of constructions that a hash_overwrite bound to several commits merged
+        into a job built before with other arguments
+    :param aliases: repository -> (commit, hash_overwrite) of each pin that binds a legacy overwrite to its commit
     """
 
     set_name: str
@@ -195,6 +214,9 @@ class SetGraph:
     awaits: Dict[str, int] = field(default_factory=dict)
     waiting: Tuple[str, ...] = ()
     states: Optional[Dict[str, Dict[str, str]]] = None
+    assignments: Tuple[Assignment, ...] = ()
+    collisions: Tuple[Tuple[str, str], ...] = ()
+    aliases: Dict[str, Tuple[str, str]] = field(default_factory=dict)
 
 
 def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
@@ -274,6 +296,9 @@ def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
         awaits=dict(report["awaits"]),
         waiting=tuple(report["waiting"]),
         states=report.get("states"),
+        assignments=tuple(Assignment(a["clone"], a["value"], a["where"]) for a in report["assignments"]),
+        collisions=tuple((c["job"], c["where"]) for c in report["collisions"]),
+        aliases={repo: (commit, value) for _, commit, value, repo in report["aliases"]},
     )
 
 

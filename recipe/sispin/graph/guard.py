@@ -10,53 +10,137 @@ snapshot`` (which refuses to record hidden commits).
 from __future__ import annotations
 
 __all__ = [
+    "Problem",
     "overwrite_problems",
     "off_lock_problems",
     "commit_blind_problems",
     "changed_clone_problems",
     "state_problems",
+    "rebound_alias_problems",
     "hidden_commit_problems",
 ]
 
-from typing import List, Optional
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.git.store import Store
-from sispin.graph.build import Clone, SetGraph, uses
+from sispin.graph.build import Clone, Escape, SetGraph, uses
+from sispin.graph.explain import short_id
 from sispin.graph.moved import moved_build
-from sispin.lock.lockfile import Lockfile, is_full_sha
+from sispin.lock.lockfile import Lockfile, SetSpec, is_full_sha
 from sispin.lock.urls import same_repository
+
+
+class Problem(str):
+    """
+    One problem line (one root cause), with the lines that ``--verbose`` and ``--json`` add under it (every job and
+    argument it stands for). It is the line wherever a string is expected.
+    """
+
+    details: Tuple[str, ...]
+
+    def __new__(cls, text: str, details: Sequence[str] = ()) -> Problem:
+        problem = super().__new__(cls, text)
+        problem.details = tuple(details)
+        return problem
 
 
 def overwrite_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
     """
-    :param lockfile: the setup's lockfile (to name the repository of a clone, and the set's accepted URLs)
+    Every hash_overwrite on a clone's path that hides a commit the lock does not bind it to, one line per root cause:
+    the assignment in the configs (``file:line``), with the jobs whose ids it keeps (the first, and how many) and
+    the outputs that depend on them. Accepted: the alias a pin binds to the clone's commit (and values derived from
+    it by ``join_right``), and any overwrite on a clone outside the lock whose URL the set lists under
+    ``allow_hash_overwrite``.
+
+    :param lockfile: the setup's lockfile (to name the repository of a clone, its aliases, the accepted URLs)
     :param graph: a set's graph
-    :return: one line per clone output with a hash_overwrite: on the clone job's own output, and every path of a
-        clone (a copy, ``join_right``...) that a job hashes, naming the outputs that depend on that job; a clone
-        outside the lock whose URL the set lists under ``allow_hash_overwrite`` is accepted
     """
-    where = f"sets.{graph.set_name}"
-    accepted = lockfile.get_set(graph.set_name).allow_hash_overwrite
+    spec = lockfile.get_set(graph.set_name)
     clones = {clone.job: clone for clone in graph.clones}
-
-    def allowed(clone: Optional[Clone]) -> bool:
-        return clone is not None and any(same_repository(clone.url, url) for url in accepted)
-
-    problems = [
-        f"{where}: {clone.job}: hash_overwrite={clone.hash_overwrite!r} hides the commit from every hash"
-        for clone in graph.clones
-        if clone.hash_overwrite is not None and not allowed(clone)
-    ]
+    causes: Dict[Tuple[str, str, str], List[Escape]] = {}
+    for clone in graph.clones:
+        if clone.hash_overwrite is not None and not _accepted(lockfile, spec, clone, clone.hash_overwrite):
+            causes.setdefault(_cause(graph, clone.job, clone.hash_overwrite), [])
     for escape in graph.escapes:
-        if allowed(clones.get(escape.clone)):
-            continue
-        outputs = ", ".join(escape.outputs) or "none registered"
-        problems.append(
-            f"{where}: {escape.job} (outputs: {outputs}) hashes {escape.argument}, a path of "
-            f"{_describe(lockfile, clones.get(escape.clone), escape.clone)} with hash_overwrite="
-            f"{escape.hash_overwrite!r}: its id does not change with the commit"
-        )
-    return problems
+        clone = clones.get(escape.clone)
+        if clone is None or not _accepted(lockfile, spec, clone, escape.hash_overwrite):
+            causes.setdefault(_cause(graph, escape.clone, escape.hash_overwrite), []).append(escape)
+    return [_overwrite_line(lockfile, graph, clones, cause, escapes) for cause, escapes in sorted(causes.items())]
+
+
+def _accepted(lockfile: Lockfile, spec: SetSpec, clone: Clone, overwrite: str) -> bool:
+    """Whether an overwrite on a clone's path is the alias bound to its commit, or on a clone the set accepts."""
+    if any(same_repository(clone.url, url) for url in spec.allow_hash_overwrite):
+        return True
+    return any(
+        pin.hash_overwrite is not None
+        and overwrite.startswith(pin.hash_overwrite)
+        and pin.commit == clone.commit
+        and same_repository(clone.url, lockfile.repos[repo].url)
+        for repo, pin in spec.pins.items()
+    )
+
+
+def _cause(graph: SetGraph, clone: str, overwrite: str) -> Tuple[str, str, str]:
+    """(where, value, clone): the assignment the overwrite comes from (a join_right of it carries it on)."""
+    made = [a for a in graph.assignments if a.clone == clone and overwrite.startswith(a.value)]
+    first = max(made, key=lambda a: len(a.value)) if made else None
+    return (
+        (first.where or "pin.toml", first.value, clone)
+        if first
+        else ("(where it was set is unknown)", overwrite, clone)
+    )
+
+
+def _overwrite_line(
+    lockfile: Lockfile, graph: SetGraph, clones: Dict[str, Clone], cause: Tuple[str, str, str], escapes: List[Escape]
+) -> str:
+    where, value, clone = cause
+    described = _describe(lockfile, clones.get(clone), clone)
+    text = f"sets.{graph.set_name}: hash_overwrite {value!r} set at {where} on {described}"
+    other = _bound_elsewhere(lockfile, value, clones.get(clone))
+    if other:
+        text += f" (pin.toml binds it to {other})"
+    jobs = sorted({escape.job for escape in escapes})
+    if not jobs:
+        return Problem(_capped(text + " hides the commit from the clone's own output"))
+    first = min(escapes, key=lambda escape: (escape.job, escape.argument))
+    outputs = sorted({name for escape in escapes for name in escape.outputs})
+    details = [
+        f"{escape.job} (outputs: {', '.join(escape.outputs) or 'none registered'}) hashes {escape.argument}, a path "
+        f"of {described} with hash_overwrite={escape.hash_overwrite!r}: its id does not change with the commit"
+        for escape in sorted(escapes, key=lambda escape: (escape.job, escape.argument))
+    ]
+    return Problem(
+        _capped(
+            f"{text} hides the commit from {len(jobs)} job{'s' if len(jobs) != 1 else ''} (first: "
+            f"{short_id(first.job)} hashes {first.argument}; outputs: {_listed(outputs)})"
+        ),
+        details,
+    )
+
+
+def _bound_elsewhere(lockfile: Lockfile, value: str, clone: Optional[Clone]) -> Optional[str]:
+    """``R abc1234 in sets.S`` when another pin of the lock binds the value (the clone is at another commit)."""
+    for name, spec in lockfile.sets.items():
+        for repo, pin in spec.pins.items():
+            if pin.hash_overwrite is not None and value.startswith(pin.hash_overwrite):
+                return f"{repo} {pin.commit[:7]} in sets.{name}"
+    return None
+
+
+#: the longest line a problem takes (--verbose and --json carry everything)
+_LINE_LIMIT = 300
+
+
+def _capped(line: str) -> str:
+    return line if len(line) <= _LINE_LIMIT else line[: _LINE_LIMIT - 4] + " ..."
+
+
+def _listed(names: List[str], shown: int = 5) -> str:
+    """The first few names, and how many more."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return (", ".join(names[:shown]) + more) or "none registered"
 
 
 def _describe(lockfile: Lockfile, clone: Optional[Clone], job: str) -> str:
@@ -141,11 +225,38 @@ def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
     return problems
 
 
-def _outputs_of(graph: SetGraph, job: str, shown: int = 5) -> str:
+def _outputs_of(graph: SetGraph, job: str) -> str:
     """The registered outputs that depend on a job: the first few, and how many more."""
-    names = sorted(name for name, output in graph.outputs.items() if output.job and uses(graph.inputs, output.job, job))
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return (", ".join(names[:shown]) + more) or "none registered"
+    return _listed(
+        sorted(name for name, output in graph.outputs.items() if output.job and uses(graph.inputs, output.job, job))
+    )
+
+
+def rebound_alias_problems(graph: SetGraph, recorded: Mapping[str, Tuple[str, str]]) -> List[str]:
+    """
+    :param graph: the set now (its pins' bound hash_overwrite values)
+    :param recorded: repository -> (commit, hash_overwrite) bound when the set was recorded in pin.snapshot.toml
+    :return: one line per value the lock now binds to another commit than it stood for: the old ids would pass for
+        other code (an alias dies with its commit: remove it from the pin, and the ids move as they must)
+    """
+    was = {value: (repo, commit) for repo, (commit, value) in recorded.items()}
+    return [
+        f"sets.{graph.set_name}.{repo}: hash_overwrite {value!r} stood for {was[value][0]} {was[value][1][:7]} when "
+        f"the set was recorded; pin.toml binds it to {commit[:7]} now: the old ids would pass for other code (remove "
+        "it from the pin: the ids move, as they must; or restore the commit)"
+        for repo, (commit, value) in sorted(graph.aliases.items())
+        if value in was and was[value][1] != commit
+    ]
+
+
+def collision_problems(graph: SetGraph) -> List[str]:
+    """:return: one line per construction that a hash_overwrite bound to several commits merged into another job"""
+    return [
+        f"sets.{graph.set_name}: {where or 'a config'} builds {job} again with other arguments, which a "
+        "hash_overwrite bound to several commits hides: one job would stand for both; give the two commits' pins "
+        "different hash_overwrite values, or none"
+        for job, where in graph.collisions
+    ]
 
 
 def changed_clone_problems(graph: SetGraph) -> List[str]:
@@ -193,7 +304,7 @@ def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph, store: Optional[
     :param store: where the moved commits come from (default: the user's store)
     """
     problems = overwrite_problems(lockfile, graph) + commit_blind_problems(lockfile, graph)
-    problems += changed_clone_problems(graph)
+    problems += changed_clone_problems(graph) + collision_problems(graph)
     if graph.value_uses:
         moved, cannot = moved_build(lockfile, graph, store or Store())
         problems += cannot if moved is None else state_problems(graph, moved)

@@ -109,6 +109,9 @@ def _recomputed(job: Any) -> str:
 
 def blind_jobs(jobs: Sequence[Any], pinned: Sequence[Any]) -> Dict[str, str]:
     """
+    A job that hashes a path with a hash_overwrite is blind too (the guard names it by its overwrite, bound to the
+    commit as an alias or not).
+
     :param jobs: every job of the graph
     :param pinned: the clones of the set's pins
     :return: job id -> ``blind`` for each job that uses a pinned clone (directly or through other jobs, through any

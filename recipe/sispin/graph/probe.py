@@ -52,6 +52,7 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
     from sisyphus import toolkit as tk
     from sisyphus.loader import config_manager
 
+    from sispin.graph.aliases import Assignments, Collisions, bound_aliases
     from sispin.graph.moving import (
         Awaits,
         ValueUses,
@@ -64,9 +65,15 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
 
     moved = request.get("moved")
     uses, awaits = ValueUses(request["set"]), Awaits(moved["awaits"] if moved else None)
+    aliases = bound_aliases(request["set"])
+    assignments, collisions = Assignments(), Collisions([] if moved else aliases)
     if moved:
         move_hand_written_clones(moved["remap"])
-    with awaits.counting(), contextlib.nullcontext() if moved else uses.recording():
+    with contextlib.ExitStack() as recording:
+        for context in (awaits.counting(), assignments.recording(), collisions.watching()):
+            recording.enter_context(context)
+        if not moved:
+            recording.enter_context(uses.recording())
         config_manager.load_configs(request["configs"])
     report: Dict[str, Any] = {"outputs": {}, "jobs": {}, "clones": [], "escapes": [], "records": {}, "inputs": {}}
     for target in tk.sis_graph.targets:
@@ -81,7 +88,8 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
     pinned = pinned_clones(jobs, request["set"])
     report["pinned"] = sorted(job.job_id() for job in pinned)
     report["blind"] = {} if moved else blind_jobs(jobs, pinned)
-    report["value_uses"] = uses.found
+    report["value_uses"], report["assignments"], report["collisions"] = uses.found, assignments.found, collisions.found
+    report["aliases"] = aliases
     report["awaits"], report["waiting"] = awaits.passed, waiting_configs()
     if request.get("states") or uses.found:
         report["states"] = job_states(jobs)

@@ -20,6 +20,7 @@ __all__ = [
     "journal_path",
     "read_snapshot",
     "read_records",
+    "read_aliases",
     "set_inputs",
     "record_graphs",
     "edit_lock_and_snapshot",
@@ -108,6 +109,14 @@ def _check_entry(where: str, set_name: str, entry: Any) -> None:
                 f"{where}: sets.{shown_key(set_name)}.outputs.{shown_key(name)}: needs a 'job' string (and a 'path' "
                 "string)"
             )
+    aliases = entry.get("aliases", {})
+    if not isinstance(aliases, dict) or not all(
+        isinstance(alias, dict) and all(isinstance(alias.get(key), str) for key in ("commit", "hash_overwrite"))
+        for alias in aliases.values()
+    ):
+        raise LockfileError(
+            f"{where}: sets.{shown_key(set_name)}.aliases: each must be a table of 'commit' and 'hash_overwrite'"
+        )
     jobs = entry.get("jobs", {})
     if not isinstance(jobs, dict) or not all(
         isinstance(args, dict) and all(isinstance(leaf, str) for leaf in args.values()) for args in jobs.values()
@@ -123,6 +132,18 @@ def read_snapshot(path: Path) -> Snapshot:
     """
     return {
         set_name: {name: Output(job=o["job"], path=o.get("path", "")) for name, o in entry["outputs"].items()}
+        for set_name, entry in _load(path).items()
+    }
+
+
+def read_aliases(path: Path) -> Dict[str, Dict[str, Tuple[str, str]]]:
+    """
+    :param path: the snapshot file
+    :return: set name -> repository -> (commit, hash_overwrite) that the lock bound when the set was recorded
+    :raises LockfileError: when it is malformed
+    """
+    return {
+        set_name: {repo: (alias["commit"], alias["hash_overwrite"]) for repo, alias in entry.get("aliases", {}).items()}
         for set_name, entry in _load(path).items()
     }
 
@@ -146,6 +167,9 @@ def _entry(graph: SetGraph) -> Entry:
     """A set's snapshot entry from its graph: outputs, and each job's argument leaves (long values as digests)."""
     return {
         "outputs": {name: {"job": o.job, "path": o.path} for name, o in graph.outputs.items()},
+        "aliases": {
+            repo: {"commit": commit, "hash_overwrite": value} for repo, (commit, value) in graph.aliases.items()
+        },
         "jobs": {
             job: {
                 arg: Arg(
@@ -178,6 +202,14 @@ def _render(sets: Mapping[str, Entry]) -> str:
             jobs[job] = table
         entry = tomlkit.table(is_super_table=True)
         entry["outputs"] = outputs
+        aliases = sets[set_name].get("aliases") or {}
+        if aliases:
+            bound = tomlkit.table()
+            for repo, alias in sorted(aliases.items()):
+                inline = tomlkit.inline_table()
+                inline.update(alias)
+                bound[repo] = inline
+            entry["aliases"] = bound
         entry["jobs"] = jobs
         tables[set_name] = entry
     document["sets"] = tables

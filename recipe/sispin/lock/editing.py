@@ -15,6 +15,7 @@ __all__ = [
     "append_table",
     "add_value",
     "set_pin_commit",
+    "drop_pin_alias",
     "toml_pin",
     "multiline_string",
     "render_lockfile",
@@ -97,8 +98,9 @@ _KEY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')"""
 
 def _check_only_additions_and_shas(old: str, new: str, where: str, rewritable_key: Optional[str] = None) -> None:
     """
-    The promise of every rewrite: existing text stays byte for byte, except the characters of a SHA that moves (and
-    the lines of rewritable_key's values, when given); everything else an edit does is new text between it.
+    The promise of every rewrite: existing text stays byte for byte, except the characters of a SHA that moves, a
+    pin's ``hash_overwrite`` that a move drops (the alias dies with its commit), and the lines of rewritable_key's
+    values, when given; everything else an edit does is new text between it.
 
     :raises LockfileError: naming the first line that would change otherwise (nothing is written)
     """
@@ -110,6 +112,8 @@ def _check_only_additions_and_shas(old: str, new: str, where: str, rewritable_ke
         before, after = "".join(old_lines[i1:i2]), "".join(new_lines[j1:j2])
         if tag == "equal" or _only_inserted(before, after) or _only_shas_differ(before, after):
             continue
+        if _only_alias_dropped(before, after):
+            continue
         if rewritable_key and set(range(i1, i2)) <= old_key_lines and set(range(j1, j2)) <= new_key_lines:
             continue
         raise LockfileError(
@@ -117,6 +121,24 @@ def _check_only_additions_and_shas(old: str, new: str, where: str, rewritable_ke
             f'SHA (its layout is one the rewrite cannot keep; write the value as "<sha>" on one line); nothing '
             f"written"
         )
+
+
+#: a pin's alias as the text holds it: inside an inline table after a comma, or first (with the comma after it), or
+#: on a line of its own (with its comment)
+_STRING = r"""("(?:[^"\\]|\\.)*"|'[^']*')"""
+_ALIAS_RE = re.compile(rf",\s*hash_overwrite\s*=\s*{_STRING}|\bhash_overwrite\s*=\s*{_STRING}(\s*#[^\n]*)?(\s*,)?")
+_SHA_RUN_RE = re.compile(r"\b[0-9a-f]{40}\b")
+
+
+def _only_alias_dropped(before: str, after: str) -> bool:
+    """Whether after is before without its ``hash_overwrite = "..."`` assignments (and with SHAs moved)."""
+    if "hash_overwrite" not in before or "hash_overwrite" in after:
+        return False
+
+    def plain(text: str) -> str:
+        return " ".join(_SHA_RUN_RE.sub("<sha>", text).split())
+
+    return plain(_ALIAS_RE.sub("", before)) == plain(after)
 
 
 def _value_lines(lines: List[str], key: str) -> Set[int]:
@@ -249,6 +271,21 @@ def set_pin_commit(document: tomlkit.TOMLDocument, set_name: str, repo: str, com
             parent[path[-1]] = tomlkit.string(commit, literal=kind.is_literal(), multiline=kind.is_multiline())
             return
     raise LockfileError(f"sets.{set_name}.{repo}: no commit string found in the document")
+
+
+def drop_pin_alias(document: tomlkit.TOMLDocument, set_name: str, repo: str) -> None:
+    """
+    Remove a pin's ``hash_overwrite`` from the document, whatever TOML spelling holds it (a moved pin's alias dies
+    with its commit).
+
+    :param document: pin.toml as tomlkit reads it
+    :param set_name: the set
+    :param repo: the repository the set pins
+    """
+    for path, parent, _ in list(_keyed_items(document, ())):
+        if path == ("sets", set_name, repo, "hash_overwrite"):
+            del parent[path[-1]]
+            return
 
 
 def _keyed_items(container: Any, prefix: Tuple[str, ...]) -> Iterator[Tuple[Tuple[str, ...], Any, Any]]:

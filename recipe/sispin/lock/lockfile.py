@@ -89,16 +89,22 @@ class Pin(NamedTuple):
     :param repo: name of the pinned repository (a key of ``[repos]``)
     :param commit: full 40-hex commit SHA
     :param job_kwargs: extra CloneGitRepositoryJob keyword arguments, kept for hash compatibility
+    :param hash_overwrite: a legacy ``hash_overwrite`` of the clone's output that the lock binds to exactly this
+        commit (an alias: jobs keep the ids they were given with it; it dies when the pin moves)
     """
 
     repo: str
     commit: str
     job_kwargs: Mapping[str, Any]
+    hash_overwrite: Optional[str] = None
 
     @property
     def value(self) -> Any:
-        """The pin as pin.toml writes it: the SHA, or a table of the commit and the extra arguments."""
-        return {"commit": self.commit, **self.job_kwargs} if self.job_kwargs else self.commit
+        """The pin as pin.toml writes it: the SHA, or a table of the commit, the extra arguments and the alias."""
+        if not self.job_kwargs and self.hash_overwrite is None:
+            return self.commit
+        alias = {} if self.hash_overwrite is None else {"hash_overwrite": self.hash_overwrite}
+        return {"commit": self.commit, **self.job_kwargs, **alias}
 
 
 class SetSpec(NamedTuple):

@@ -11,7 +11,7 @@ lockfile is unchanged never imports this module.
 
 from __future__ import annotations
 
-__all__ = ["SET_LIST_KEYS", "validate"]
+__all__ = ["ALIAS_KEY", "SET_LIST_KEYS", "validate"]
 
 import re
 import reprlib
@@ -102,6 +102,8 @@ SET_LIST_KEYS: Dict[str, _Key] = {
         "allow_hash_overwrite", _string_list("repository URLs", lambda v, key, value: v.url(key, value))
     ),
 }
+#: the key of a pin table that binds a legacy hash_overwrite of the clone's output to the pinned commit
+ALIAS_KEY = "hash_overwrite"
 #: the TOML type each extra CloneGitRepositoryJob argument of a pin table must have
 _KWARG_TYPES: Dict[str, Callable[[Any], bool]] = {
     "string": lambda value: isinstance(value, str) and bool(value),
@@ -146,7 +148,29 @@ class _Validator:
             "setup", data.get("setup", {}), lambda key, name, table: SetupCheckout(name, **self.fields(key, table))
         )
         self.apart(setup)
+        self.aliases_apart(repos, sets)
         return Lockfile(path=path, repos=repos, sets=sets, setup=setup)
+
+    def aliases_apart(self, repos: Mapping[str, RepoSpec], sets: Mapping[str, SetSpec]) -> None:
+        """
+        One hash_overwrite value stands for one commit of one repository across the sets: sets share work/, and a job
+        of one set would pass for the other's. (Within a set, the probe refuses the jobs it would merge.)
+        """
+        bound: Dict[str, Tuple[str, str, str]] = {}
+        for name, spec in sets.items():
+            for repo, pin in spec.pins.items():
+                if pin.hash_overwrite is None:
+                    continue
+                first = bound.setdefault(pin.hash_overwrite, (f"sets.{name}.{repo}", repos[repo].url, pin.commit))
+                key, url, commit = first
+                if not key.startswith(f"sets.{name}.") and (
+                    commit != pin.commit or not same_repository(url, repos[repo].url)
+                ):
+                    raise self.fail(
+                        f"sets.{shown_key(name)}.{shown_key(repo)}.{ALIAS_KEY}",
+                        f"{shown_value(pin.hash_overwrite)} is bound to {commit[:7]} of {url} by {key} already: jobs "
+                        "of the two sets would share ids across the two commits (one value, one commit)",
+                    )
 
     def fields(self, key: str, table: Dict[str, Any], keys: Optional[Mapping[str, _Key]] = None) -> Dict[str, Any]:
         """:return: the value object's fields from a table whose keys are all in ``keys`` (the setup's by default)"""
@@ -274,17 +298,21 @@ class _Validator:
             raise self.fail(f"{key}.commit", "missing")
         commit = self.commit(f"{key}.commit", value["commit"])
         job_kwargs = {}
+        alias = None
         for kwarg, kwarg_value in value.items():
             if kwarg == "commit":
+                continue
+            if kwarg == ALIAS_KEY:
+                alias = _string(lambda v, k, text: text)(self, f"{key}.{kwarg}", kwarg_value)
                 continue
             if kwarg not in PIN_KWARGS:
                 raise self.fail(
                     f"{key}.{shown_key(kwarg)}",
                     f"CloneGitRepositoryJob takes no argument {shown_value(kwarg)} here "
-                    f"(allowed: commit, {', '.join(PIN_KWARGS)})",
+                    f"(allowed: commit, {', '.join(PIN_KWARGS)}, {ALIAS_KEY})",
                 )
             job_kwargs[kwarg] = self.kwarg(f"{key}.{kwarg}", kwarg, kwarg_value)
-        return Pin(repo=repo, commit=commit, job_kwargs=job_kwargs)
+        return Pin(repo=repo, commit=commit, job_kwargs=job_kwargs, hash_overwrite=alias)
 
     def kwarg(self, key: str, kwarg: str, value: Any) -> Any:
         expected = PIN_KWARGS[kwarg]

@@ -1,0 +1,172 @@
+"""
+Legacy ``hash_overwrite`` values and the aliases that bind them to a commit, in the probe's process (with
+Sisyphus).
+
+An existing setup hides commits behind ``out_repository.hash_overwrite = "SOME_NAME"``; its finished work carries
+ids made with that name. The lock may bind such a value to exactly one commit of the repository (a pin's
+``hash_overwrite``): then the ids stay, and the value stands for that commit until the pin moves. This module
+records where config code assigns overwrites on clone outputs (:class:`Assignments`), and catches two constructions
+that one alias merges into one job although they differ otherwise (:class:`Collisions`: a value bound to several
+commits of a set).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Assignments", "Collisions", "bound_aliases", "alias_of"]
+
+import contextlib
+import os
+import sys
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from sispin.clonejob import CLASS_NAME
+from sispin.lock.urls import same_repository
+
+#: sispin's own code
+_SISPIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _sisyphus_dir() -> str:
+    import sisyphus
+
+    return os.path.dirname(os.path.abspath(sisyphus.__file__)) + os.sep
+
+
+def _path_class() -> Any:
+    """The class that defines how Sisyphus paths hash and hold their overwrite (Path's base): patched there, so
+    that every kind of path follows."""
+    from sisyphus.job_path import Path
+
+    return next(cls for cls in Path.__mro__ if "_sis_hash" in cls.__dict__ and "hash_overwrite" in cls.__dict__)
+
+
+def bound_aliases(set_name: str) -> List[Tuple[str, str, str, str]]:
+    """:return: (url, commit, hash_overwrite, repository name) of each of the set's pins that binds one"""
+    from sispin.sets import experiment_set
+
+    exp = experiment_set(set_name)
+    return [
+        (exp.lockfile.repos[repo].url, pin.commit, pin.hash_overwrite, repo)
+        for repo, pin in exp.spec.pins.items()
+        if pin.hash_overwrite is not None
+    ]
+
+
+def alias_of(clone: Any, aliases: Sequence[Sequence[str]]) -> Optional[str]:
+    """
+    :param aliases: (url, commit, value, ...) of the bound aliases
+    :return: the value the lock binds to this clone's repository and commit, if any
+    """
+    kwargs = clone.__dict__.get("_sis_kwargs") or {}
+    for url, commit, value, *_ in aliases:
+        if kwargs.get("commit") == commit and same_repository(kwargs.get("url", ""), url):
+            return value
+    return None
+
+
+class Assignments:
+    """Where config code assigns a ``hash_overwrite`` on a path a clone job created, while configs load."""
+
+    def __init__(self) -> None:
+        #: {"clone": job id, "value": the overwrite as written, "where": file:line (""  for sispin's own, an alias)}
+        self.found: List[Dict[str, str]] = []
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        from sispin.graph.moving import _caller
+        from sispin.sets import shown_overwrite
+
+        owner = _path_class()
+        prop = owner.__dict__["hash_overwrite"]
+        assignments = self
+
+        def setter(path: Any, value: Any) -> None:
+            prop.fset(path, value)
+            creator = path.__dict__.get("creator")
+            if value is None or type(creator).__name__ != CLASS_NAME:
+                return
+            caller = sys._getframe(1)
+            file = os.path.abspath(caller.f_code.co_filename)
+            if file.startswith(_sisyphus_dir()):
+                return  # Sisyphus carries an overwrite on to a copy (join_right): no assignment of the config's
+            # sispin's own assignment is exp.repo() applying the alias a pin binds
+            where = "pin.toml" if file.startswith(_SISPIN) else _caller(caller)
+            entry = {"clone": creator._sis_id_cache, "value": str(shown_overwrite(path.hash_overwrite)), "where": where}
+            if entry not in assignments.found:
+                assignments.found.append(entry)
+
+        owner.hash_overwrite = property(prop.fget, setter)
+        try:
+            yield
+        finally:
+            owner.hash_overwrite = prop
+
+
+class Collisions:
+    """
+    Two constructions that Sisyphus merged into one job although they differ but for an alias: a value the set binds
+    to two commits (allowed within one set, as adoption needs it) must never make one job stand for both.
+
+    :param aliases: (url, commit, value) of the set's bound aliases
+    """
+
+    def __init__(self, aliases: Sequence[Sequence[str]]):
+        self.aliases = aliases
+        self.found: List[Dict[str, str]] = []
+
+    def needed(self) -> bool:
+        """Whether some value is bound to several commits (only then can an alias merge two constructions)."""
+        values = [value for _, _, value, *_ in self.aliases]
+        return len(values) != len(set(values))
+
+    def _full_hash(self, cls: Any, parsed_args: Dict[str, Any]) -> str:
+        owner = _path_class()
+        original = owner._sis_hash
+        aliases = self.aliases
+
+        def unaliased(path: Any) -> bytes:
+            creator = path.__dict__.get("creator")
+            if path.hash_overwrite is not None and type(creator).__name__ == CLASS_NAME and alias_of(creator, aliases):
+                saved, path._hash_overwrite = path._hash_overwrite, None
+                try:
+                    return original(path)
+                finally:
+                    path._hash_overwrite = saved
+            return original(path)
+
+        owner._sis_hash = unaliased
+        try:
+            return cls._sis_hash_static(parsed_args)
+        finally:
+            owner._sis_hash = original
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        """Watch every job construction while configs load (does nothing unless :meth:`needed`)."""
+        if not self.needed():
+            yield
+            return
+        from sisyphus.job import JobSingleton, get_args
+
+        from sispin.graph.moving import _caller
+
+        create = JobSingleton.__call__
+        seen: Dict[int, str] = {}
+        collisions = self
+
+        def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
+            job = create(cls, *args, **kwargs)
+            plain = {key: value for key, value in kwargs.items() if key != "sis_tags"}
+            full = collisions._full_hash(cls, get_args(cls.__init__, args, plain))
+            first = seen.setdefault(id(job), full)
+            if first != full:
+                entry = {"job": job._sis_id_cache, "where": _caller(sys._getframe(1))}
+                if entry not in collisions.found:
+                    collisions.found.append(entry)
+            return job
+
+        JobSingleton.__call__ = call
+        try:
+            yield
+        finally:
+            JobSingleton.__call__ = create

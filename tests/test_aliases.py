@@ -1,0 +1,259 @@
+"""
+Honest overwrites: a legacy ``hash_overwrite`` of an existing setup becomes an alias that pin.toml binds to exactly
+one commit (a pin's ``hash_overwrite``). The ids made with it stay; the value stands for that commit only, and dies
+when the pin moves. Real Sisyphus + i6_core.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import git_commit, make_setup, sisyphus_entry
+from sispin.cli.main import main
+from sispin.graph.snapshot import read_snapshot
+
+#: what existing setups do: a clone at a literal commit, its output's commit hidden behind a name
+HAND_WRITTEN = """\
+from i6_core.tools.git import CloneGitRepositoryJob
+from sisyphus import Job, Task, tk
+
+
+class Use(Job):
+    def __init__(self, thing):
+        self.thing = thing
+        self.out = self.output_path("out")
+
+    def tasks(self):
+        yield Task("run")
+
+
+def py():
+    root = CloneGitRepositoryJob({url!r}, commit={commit!r}).out_repository
+    root.hash_overwrite = "LEGACY_ROOT"
+    tk.register_output("s/use", Use(root).out)
+    tk.register_output("s/sub", Use(root.join_right("pkg")).out)
+"""
+
+#: the same set written with sispin: exp.repo() applies the alias the lock binds
+WITH_SISPIN = """\
+from sisyphus import Job, Task, tk
+
+from sispin import experiment_set
+
+
+class Use(Job):
+    def __init__(self, thing):
+        self.thing = thing
+        self.out = self.output_path("out")
+
+    def tasks(self):
+        yield Task("run")
+
+
+def py():
+    root = experiment_set("s").repo("rc")
+    tk.register_output("s/use", Use(root).out)
+    tk.register_output("s/sub", Use(root.join_right("pkg")).out)
+"""
+
+
+class Setup:
+    def __init__(self, root: Path, url: str, commits: list):
+        self.root, self.url, self.c = root, url, commits
+
+    def lock(self, pin: str, more: str = "") -> None:
+        text = (self.root / "pin.toml").read_text().split("[sets.s]")[0]
+        (self.root / "pin.toml").write_text(
+            text + f'[sets.s]\nconfigs = ["config/s.py"]\nrc = {pin}\n{more}\n' + self.setup_entry
+        )
+
+    def config(self, text: str, commit: str = "") -> None:
+        (self.root / "config" / "s.py").write_text(text.format(url=self.url, commit=commit or self.c[1]))
+
+
+@pytest.fixture
+def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys) -> Setup:
+    remote = make_repo("rc")
+    commits = [git_commit(remote, {"__init__.py": f"VALUE = {i}\n"}, f"value {i}") for i in range(3)]
+    url = f"file://{remote}"
+    entry = sisyphus_entry(real_sisyphus)
+    lock = f'version = 1\n\n[repos.rc]\nurl = "{url}"\nbranch = "main"\n\n[sets.s]\n\n'
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"s.py": ""})
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    made = Setup(root, url, commits)
+    made.setup_entry = entry
+    assert main(["status", "--fetch"]) == 0
+    capsys.readouterr()
+    return made
+
+
+def bound(setup: Setup, commit: str) -> str:
+    return f'{{ commit = "{commit}", hash_overwrite = "LEGACY_ROOT" }}'
+
+
+def ids(setup: Setup) -> dict:
+    assert main(["snapshot"]) == 0
+    return {name: output.job for name, output in read_snapshot(setup.root / "pin.snapshot.toml")["s"].items()}
+
+
+def test_an_alias_keeps_every_id_of_the_hand_written_setup_and_of_its_exp_repo_rewrite(setup, capsys):
+    setup.lock(bound(setup, setup.c[1]))
+    setup.config(HAND_WRITTEN)
+    legacy = ids(setup)
+    assert main(["check", "--offline"]) == 0, capsys.readouterr().out
+    # the config moves to exp.repo(), nothing else: sispin applies the bound overwrite itself
+    setup.config(WITH_SISPIN)
+    assert ids(setup) == legacy
+    assert main(["check", "--offline"]) == 0, capsys.readouterr().out
+
+
+def test_without_the_alias_the_legacy_overwrite_is_one_problem_naming_its_assignment(setup, capsys):
+    setup.lock(f'"{setup.c[1]}"')
+    setup.config(HAND_WRITTEN)
+    assert main(["snapshot"]) == 7
+    problems = [line for line in capsys.readouterr().out.splitlines() if line.startswith("problem: ")]
+    assert len(problems) == 1, problems
+    assert "hash_overwrite 'LEGACY_ROOT' set at config/s.py:16 on " in problems[0]
+    assert "hides the commit from 2 jobs" in problems[0]
+
+
+def test_the_bound_value_on_a_clone_at_another_commit_is_refused_naming_the_assignment(setup, capsys):
+    # pin.toml moved by hand, the code not: the value would now hide other code
+    setup.lock(bound(setup, setup.c[2]))
+    setup.config(HAND_WRITTEN)
+    assert main(["check", "--offline"]) == 1
+    out = capsys.readouterr().out
+    assert "hash_overwrite 'LEGACY_ROOT' set at config/s.py:16 on " in out
+    assert f"(pin.toml binds it to rc {setup.c[2][:7]} in sets.s)" in out
+
+
+def test_a_bound_value_moved_by_hand_with_its_pin_is_refused_against_the_snapshot(setup, capsys):
+    setup.lock(bound(setup, setup.c[1]))
+    setup.config(WITH_SISPIN)
+    ids(setup)
+    setup.lock(bound(setup, setup.c[2]))  # the commit edited, the alias kept: the old ids would stand for new code
+    assert main(["check", "--offline"]) == 1
+    assert (
+        f"hash_overwrite 'LEGACY_ROOT' stood for rc {setup.c[1][:7]} when the set was recorded"
+        in capsys.readouterr().out
+    )
+    assert main(["snapshot"]) == 7, "nor is it recorded"
+
+
+def test_one_value_bound_to_two_commits_by_two_sets_is_refused(setup, capsys):
+    setup.lock(bound(setup, setup.c[1]), f"\n[sets.t]\nrc = {bound(setup, setup.c[2])}\n")
+    assert main(["status"]) == 3
+    err = capsys.readouterr().err
+    assert "sets.t.rc.hash_overwrite: 'LEGACY_ROOT' is bound to" in err and "by sets.s.rc already" in err
+
+
+TWO_COMMITS = """\
+from i6_core.tools.git import CloneGitRepositoryJob
+from sisyphus import Job, Task, tk
+
+
+class Use(Job):
+    def __init__(self, thing, name):
+        self.thing = thing
+        self.out = self.output_path("out")
+
+    def tasks(self):
+        yield Task("run")
+
+
+def root(commit):
+    path = CloneGitRepositoryJob({url!r}, commit=commit).out_repository
+    path.hash_overwrite = "LEGACY_ROOT"
+    return path
+
+
+def py():
+    tk.register_output("s/a", Use(root({a!r}), "a").out)
+    tk.register_output("s/b", Use(root({b!r}), {name!r}).out)
+"""
+
+
+@pytest.mark.parametrize("name, merged", [("b", False), ("a", True)])
+def test_one_value_bound_to_two_commits_of_a_set_passes_unless_it_merges_two_jobs(setup, capsys, name, merged):
+    # a real setup shares one name across three commits of a fork: adoption keeps that, and catches the day two
+    # jobs of different commits become one
+    more = f"rc_old = {bound(setup, setup.c[0])}\n"
+    (setup.root / "pin.toml").write_text(
+        (setup.root / "pin.toml").read_text().replace("[sets.s]", f'[repos.rc_old]\nurl = "{setup.url}"\n\n[sets.s]')
+    )
+    setup.lock(bound(setup, setup.c[1]), more)
+    (setup.root / "config" / "s.py").write_text(
+        TWO_COMMITS.format(url=setup.url, a=setup.c[0], b=setup.c[1], name=name)
+    )
+    if not merged:
+        assert main(["snapshot"]) == 0, capsys.readouterr().out
+        return
+    assert main(["snapshot"]) == 7
+    assert "config/s.py:22 builds " in capsys.readouterr().out
+
+
+def test_an_upgrade_drops_the_alias_and_the_ids_move(setup, capsys):
+    setup.lock(bound(setup, setup.c[1]))
+    setup.config(WITH_SISPIN)
+    before = ids(setup)
+    assert main(["upgrade", "s", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "rc: drops hash_overwrite 'LEGACY_ROOT': it stands for" in out
+    assert "Blast radius: 3 of 3 jobs of set 's' get new ids" in out
+    assert main(["upgrade", "s"]) == 0
+    assert "hash_overwrite" not in (setup.root / "pin.toml").read_text()
+    after = {name: o.job for name, o in read_snapshot(setup.root / "pin.snapshot.toml")["s"].items()}
+    assert all(after[name] != before[name] for name in before)
+    assert main(["check", "--offline"]) == 0
+
+
+def test_an_upgrade_refuses_while_code_sets_the_alias_itself(setup, capsys):
+    setup.lock(bound(setup, setup.c[1]))
+    setup.config(HAND_WRITTEN)
+    ids(setup)
+    text = (setup.root / "pin.toml").read_text()
+    assert main(["upgrade", "s", "--to", setup.c[2]]) == 7
+    out = capsys.readouterr()
+    assert "problem: config/s.py:16 sets hash_overwrite 'LEGACY_ROOT' itself" in out.out
+    assert (setup.root / "pin.toml").read_text() == text
+
+
+GENERATED = """\
+from i6_core.tools.git import CloneGitRepositoryJob
+from sisyphus import Job, Task, tk
+
+
+class Use(Job):
+    def __init__(self, thing, number):
+        self.thing = thing
+        self.out = self.output_path("out")
+
+    def tasks(self):
+        yield Task("run")
+
+
+def py():
+    root = CloneGitRepositoryJob({url!r}, commit={commit!r}).out_repository
+{sites}
+"""
+
+
+def test_a_hundred_overwrite_sites_give_a_line_each_the_same_in_every_run(setup, capsys):
+    sites = "".join(
+        f"    p{i} = root.join_right('d{i}')\n    p{i}.hash_overwrite = 'SITE_{i}'\n"
+        + "".join(f"    tk.register_output('s/{i}_{j}', Use(p{i}, {j}).out)\n" for j in range(3))
+        for i in range(120)
+    )
+    setup.lock(f'"{setup.c[1]}"')
+    (setup.root / "config" / "s.py").write_text(GENERATED.format(url=setup.url, commit=setup.c[1], sites=sites))
+    runs = []
+    for _ in range(2):
+        assert main(["check", "--offline"]) == 1
+        runs.append(capsys.readouterr().out)
+    assert runs[0] == runs[1], "byte-identical"
+    problems = [line for line in runs[0].splitlines() if "hash_overwrite 'SITE_" in line]
+    assert len(problems) == 120 and all(len(line) <= 300 + len("problem: ") for line in problems)
+    assert all("hides the commit from 3 jobs" in line for line in problems)
