@@ -21,6 +21,7 @@ __all__ = [
     "pin_kwargs_of",
     "checkout_of",
     "job_class",
+    "is_clone",
 ]
 
 import functools
@@ -106,3 +107,11 @@ def job_class() -> Any:
     """
     module, _, name = QUALIFIED_NAMES[0].rpartition(".")
     return getattr(importlib.import_module(module), name)
+
+
+def is_clone(job: Any) -> bool:
+    """
+    :param job: any object (a job, a path's creator, None)
+    :return: whether it is i6_core's CloneGitRepositoryJob or a subclass of it (a subclass clones as its base does)
+    """
+    return isinstance(job, job_class())

@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from sispin.clonejob import CLASS_NAME
+from sispin.clonejob import is_clone
 from sispin.lock.urls import same_repository
 
 #: sispin's own code
@@ -73,7 +73,7 @@ class Assignments:
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
-        from sispin.graph.moving import _caller
+        from sispin.graph.values import taken_at
         from sispin.sets import shown_overwrite
 
         owner = _path_class()
@@ -83,14 +83,14 @@ class Assignments:
         def setter(path: Any, value: Any) -> None:
             prop.fset(path, value)
             creator = path.__dict__.get("creator")
-            if value is None or type(creator).__name__ != CLASS_NAME:
+            if value is None or not is_clone(creator):
                 return
             caller = sys._getframe(1)
             file = os.path.abspath(caller.f_code.co_filename)
             if file.startswith(_sisyphus_dir()):
                 return  # Sisyphus carries an overwrite on to a copy (join_right): no assignment of the config's
             # sispin's own assignment is exp.repo() applying the alias a pin binds
-            where = "pin.toml" if file.startswith(_SISPIN) else _caller(caller)
+            where = "pin.toml" if file.startswith(_SISPIN) else taken_at(caller)
             entry = {"clone": creator._sis_id_cache, "value": str(shown_overwrite(path.hash_overwrite)), "where": where}
             if entry not in assignments.found:
                 assignments.found.append(entry)
@@ -126,7 +126,7 @@ class Collisions:
 
         def unaliased(path: Any) -> bytes:
             creator = path.__dict__.get("creator")
-            if path.hash_overwrite is not None and type(creator).__name__ == CLASS_NAME and alias_of(creator, aliases):
+            if path.hash_overwrite is not None and is_clone(creator) and alias_of(creator, aliases):
                 saved, path._hash_overwrite = path._hash_overwrite, None
                 try:
                     return original(path)
@@ -148,7 +148,7 @@ class Collisions:
             return
         from sisyphus.job import JobSingleton, get_args
 
-        from sispin.graph.moving import _caller
+        from sispin.graph.values import taken_at
 
         create = JobSingleton.__call__
         seen: Dict[int, str] = {}
@@ -160,7 +160,7 @@ class Collisions:
             full = collisions._full_hash(cls, get_args(cls.__init__, args, plain))
             first = seen.setdefault(id(job), full)
             if first != full:
-                entry = {"job": job._sis_id_cache, "where": _caller(sys._getframe(1))}
+                entry = {"job": job._sis_id_cache, "where": taken_at(sys._getframe(1))}
                 if entry not in collisions.found:
                     collisions.found.append(entry)
             return job

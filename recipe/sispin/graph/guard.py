@@ -20,7 +20,7 @@ __all__ = [
     "hidden_commit_problems",
 ]
 
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.git.store import Store
 from sispin.graph.build import Clone, Escape, SetGraph, uses
@@ -269,10 +269,11 @@ def changed_clone_problems(graph: SetGraph) -> List[str]:
     ]
 
 
-def state_problems(graph: SetGraph, moved: SetGraph) -> List[str]:
+def state_problems(graph: SetGraph, moved: SetGraph, aliased: Collection[str] = ()) -> List[str]:
     """
     :param graph: the set at its pins, with every job's state
     :param moved: the set with its pins moved, with every job's state
+    :param aliased: jobs that keep their ids through an alias the lock binds to the pin (it dies with the move)
     :return: one line per job that keeps its id when the pins move but holds something else (an argument it does not
         hash, an attribute set later), naming the first attribute that differs and where the configs took a pinned
         value out of the graph
@@ -282,7 +283,7 @@ def state_problems(graph: SetGraph, moved: SetGraph) -> List[str]:
     taken = "; ".join(f"{use.what} at {use.where}" for use in uses_seen[:2]) or "in the configs"
     more = f" (+{len(uses_seen) - 2} more)" if len(uses_seen) > 2 else ""
     problems = []
-    for job in sorted(set(before) & set(after)):
+    for job in sorted(set(before) & set(after) - set(aliased)):
         differing = sorted(
             name for name in set(before[job]) | set(after[job]) if before[job].get(name) != after[job].get(name)
         )
@@ -307,5 +308,11 @@ def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph, store: Optional[
     problems += changed_clone_problems(graph) + collision_problems(graph)
     if graph.value_uses:
         moved, cannot = moved_build(lockfile, graph, store or Store())
-        problems += cannot if moved is None else state_problems(graph, moved)
+        spec, clones = lockfile.get_set(graph.set_name), {clone.job: clone for clone in graph.clones}
+        aliased = {
+            escape.job
+            for escape in graph.escapes
+            if escape.clone in clones and _accepted(lockfile, spec, clones[escape.clone], escape.hash_overwrite)
+        }
+        problems += cannot if moved is None else state_problems(graph, moved, aliased)
     return problems

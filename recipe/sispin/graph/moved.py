@@ -79,7 +79,8 @@ def load_moved_graph(lockfile: Lockfile, graph: SetGraph, moves: MovedPins) -> S
     :raises SisyphusError: when it cannot be built
     """
     spec = lockfile.get_set(graph.set_name)
-    pins = {repo: pin._replace(commit=moves.commits[repo][1]) for repo, pin in spec.pins.items()}
+    # a moved pin has no alias: the hash_overwrite the lock binds stands for the old commit only
+    pins = {repo: pin._replace(commit=moves.commits[repo][1], hash_overwrite=None) for repo, pin in spec.pins.items()}
     text = render_lockfile(lockfile._replace(sets={**lockfile.sets, spec.name: spec._replace(pins=pins)}))
     remap: List[Tuple[str, str, str]] = [
         (lockfile.get_repo(repo).url, old, new) for repo, (old, new) in moves.commits.items()

@@ -8,43 +8,38 @@ pinned commit get another id when that commit moves, however the commit reached 
 - :func:`blind_jobs`: the ids of every job using those clones, recomputed with the clones' ids moved (the hash walk
   is Sisyphus's own: a job's ``hash()``, objects' ``_sis_hash``, paths through their creator's id and their
   hash_overwrite); a job that keeps its id is blind to the commit.
-- :class:`ValueUses`: where config code took a pinned value out of the graph as a plain value (``exp.commit()``,
-  ``exp.checkout()``, ``exp.imported()``, a clone path as a string, a clone job's url/commit): what is built from
-  such a value can only be checked by building the set once more with the pins moved.
+- :mod:`sispin.graph.values` records where config code took a pinned value out of the graph as a plain value:
+  what is built from such a value can only be checked by building the set once more with the pins moved.
 - :class:`Awaits`: how far async configs got (``await tk.async_run(...)`` passes only when the jobs are finished), so
   that the moved build gets as far.
 - :func:`move_hand_written_clones`: in that moved build, hand-written clones of a pin clone the moved commit too.
-- :func:`job_states`: a digest of each job's whole state, hashed or not, per attribute, to compare two builds.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "set_pins",
     "pinned_clones",
     "blind_jobs",
-    "ValueUses",
     "Awaits",
     "waiting_configs",
     "move_hand_written_clones",
-    "job_states",
 ]
 
 import contextlib
-import enum
-import hashlib
 import inspect
 import os
-import sys
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
-from sispin.clonejob import CLASS_NAME, PARAMETERS, job_class
+from sispin.clonejob import PARAMETERS, is_clone, job_class
+from sispin.graph.state import referenced_jobs
 from sispin.lock.urls import same_repository
 
 #: sispin's own code: its reads of a pinned value are its own business
 _SISPIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-def _pins(set_name: str) -> List[Tuple[str, str]]:
+def set_pins(set_name: str) -> List[Tuple[str, str]]:
     """(url, commit) of each of the set's pins."""
     from sispin.sets import experiment_set
 
@@ -54,11 +49,11 @@ def _pins(set_name: str) -> List[Tuple[str, str]]:
 
 def pinned_clones(jobs: Sequence[Any], set_name: str) -> List[Any]:
     """:return: the jobs that clone one of the set's pins (a locked repository, up to spelling, at its pinned commit)"""
-    pins = _pins(set_name)
+    pins = set_pins(set_name)
     return [
         job
         for job in jobs
-        if type(job).__name__ == CLASS_NAME
+        if is_clone(job)
         and any(job._sis_kwargs.get("commit") == commit and same_repository(job.url, url) for url, commit in pins)
     ]
 
@@ -68,9 +63,10 @@ def _users(jobs: Sequence[Any], roots: Sequence[Any]) -> List[Any]:
     where every job comes after the jobs whose outputs it uses."""
     users_of: Dict[int, List[Any]] = {}
     for job in jobs:
-        for path in job._sis_inputs:
-            if path.creator is not None:
-                users_of.setdefault(id(path.creator), []).append(job)
+        # everything the job holds, not only what Sisyphus extracts as inputs: an object may hide a path from
+        # extract_paths (its __sis_state__), a path may be set on the job after it was created
+        for used in referenced_jobs(job):
+            users_of.setdefault(id(used), []).append(job)
     found: Dict[int, Any] = {}
     stack = list(roots)
     while stack:
@@ -137,108 +133,6 @@ def blind_jobs(jobs: Sequence[Any], pinned: Sequence[Any]) -> Dict[str, str]:
         elif moved[id(job)] == baseline[id(job)]:
             verdicts[saved[id(job)]] = "blind"
     return verdicts
-
-
-def _caller(frame: Any) -> str:
-    """
-    :param frame: the frame that called a patched method
-    :return: ``file:line`` of the setup's code behind that call (past Sisyphus's helpers); "" when the caller is
-        sispin, or Sisyphus building the graph (only its toolkit's functions act for the config that calls them)
-    """
-    import sisyphus
-    import sisyphus.toolkit
-
-    sisyphus_dir = os.path.dirname(os.path.abspath(sisyphus.__file__)) + os.sep
-    toolkit = os.path.abspath(sisyphus.toolkit.__file__)
-    file = os.path.abspath(frame.f_code.co_filename)
-    if file.startswith(_SISPIN) or (file.startswith(sisyphus_dir) and file != toolkit):
-        return ""
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith((_SISPIN, sisyphus_dir)):
-        frame = frame.f_back
-    return f"{os.path.relpath(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else ""
-
-
-class ValueUses:
-    """
-    Records, while configs load, where their code takes a pinned value out of the graph as a plain value.
-
-    :param set_name: the set being built
-    """
-
-    def __init__(self, set_name: str):
-        self.pins = _pins(set_name)
-        self.found: List[Dict[str, str]] = []
-
-    def add(self, what: str, repo: Optional[str] = None) -> None:
-        """
-        :param what: the value that left, recorded with the setup's code that took it (two frames up)
-        :param repo: the repository whose checkout or code it is, for ``exp.checkout()`` and ``exp.imported()``
-        """
-        where = _caller(sys._getframe(2))
-        if where:  # Sisyphus and sispin read values of their own: only the setup's code counts
-            entry = {"what": what, "where": where, "repo": repo}
-            if entry not in self.found:
-                self.found.append(entry)
-
-    def pinned(self, job: Any) -> bool:
-        kwargs = job.__dict__.get("_sis_kwargs") or {}
-        return any(kwargs.get("commit") == c and same_repository(kwargs.get("url", ""), u) for u, c in self.pins)
-
-    @contextlib.contextmanager
-    def recording(self) -> Iterator[None]:
-        """Patch the places a value leaves through, for the block (the configs' loading)."""
-        from sisyphus.job_path import Path
-
-        from sispin.sets import ExperimentSet
-
-        uses = self
-        patches: List[Tuple[Any, str, Any]] = []
-
-        def api(name: str) -> Any:
-            method = getattr(ExperimentSet, name)
-
-            def recorded(self: Any, repo: str, *args: Any, **kwargs: Any) -> Any:
-                uses.add(f"exp.{name}({repo!r}) of set {self.name!r}", None if name == "commit" else repo)
-                return method(self, repo, *args, **kwargs)
-
-            return recorded
-
-        def as_text(name: str) -> Any:
-            method = getattr(Path, name)
-
-            def recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
-                creator = self.__dict__.get("creator")
-                if type(creator).__name__ == CLASS_NAME and uses.pinned(creator):
-                    uses.add(f"{name}() of a path of {creator._sis_id_cache}")
-                return method(self, *args, **kwargs)
-
-            return recorded
-
-        clone = job_class()
-        attribute_of = clone.__getattribute__
-
-        def read(self: Any, name: str) -> Any:
-            if name in ("url", "commit", "branch", "patches", "files_to_checkout") and uses.pinned(self):
-                uses.add(f"{name} of {self.__dict__.get('_sis_id_cache')}")
-            return attribute_of(self, name)
-
-        for name in ("commit", "checkout", "imported"):
-            patches.append((ExperimentSet, name, api(name)))
-        for name in ("get_path", "rel_path", "__str__", "__fspath__"):
-            if name in vars(Path) or hasattr(Path, name):
-                patches.append((Path, name, as_text(name)))
-        patches.append((clone, "__getattribute__", read))
-        originals = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in patches]
-        for owner, name, value in patches:
-            setattr(owner, name, value)
-        try:
-            yield
-        finally:
-            for owner, name, value in reversed(originals):
-                if value is None:
-                    delattr(owner, name)
-                else:
-                    setattr(owner, name, value)
 
 
 class Awaits:
@@ -316,53 +210,3 @@ def move_hand_written_clones(remap: Sequence[Tuple[str, str, str]]) -> None:
         return create(cls, *args, **kwargs)
 
     singleton.__call__ = call
-
-
-def job_states(jobs: Sequence[Any]) -> Dict[str, Dict[str, str]]:
-    """
-    :return: job id -> attribute -> digest of its whole value, hashed or not (the arguments as given, every
-        attribute of the job object but Sisyphus's own ``_sis_*``): two builds of one id must agree on all of them
-    """
-    states = {}
-    for job in jobs:
-        attributes = {"(arguments)": job._sis_kwargs}
-        attributes.update((name, value) for name, value in vars(job).items() if not name.startswith("_sis_"))
-        states[job._sis_id_cache] = {
-            name: hashlib.sha256(_state_bytes(value, set())).hexdigest()[:16] for name, value in attributes.items()
-        }
-    return states
-
-
-def _state_bytes(value: Any, active: Set[int]) -> bytes:
-    """Like Sisyphus's sis_hash_helper, but every object is walked through its whole state, not its _sis_hash."""
-    from sisyphus.hash import get_object_state
-
-    kind = type(value).__qualname__.encode()
-    if value is None or type(value) in (int, float, bool, str, complex, bytes):
-        return kind + b":" + repr(value).encode()
-    if getattr(value, "_sis_path", False) is True and not isinstance(value, type):
-        creator = value.__dict__.get("creator")
-        who = creator._sis_id_cache if hasattr(creator, "_sis_id_cache") else repr(creator)
-        return f"Path({who}, {value.path!r}, {value.hash_overwrite!r})".encode()
-    if hasattr(value, "_sis_id_cache"):
-        return f"Job({value._sis_id_cache})".encode()
-    if inspect.isfunction(value) or inspect.isclass(value) or isinstance(value, enum.Enum):
-        return (
-            f"{kind.decode()}:{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}".encode()
-        )
-    if id(value) in active:
-        return b"(cycle)"
-    active.add(id(value))
-    try:
-        if type(value) in (list, tuple):
-            parts = [_state_bytes(item, active) for item in value]
-        elif type(value) in (set, frozenset):
-            parts = sorted(_state_bytes(item, active) for item in value)
-        elif isinstance(value, dict):
-            parts = sorted(_state_bytes(key, active) + b"=" + _state_bytes(item, active) for key, item in value.items())
-        else:
-            parts = [_state_bytes(get_object_state(value), active)]
-    finally:
-        active.discard(id(value))
-    data = kind + b"(" + b",".join(parts) + b")"
-    return hashlib.sha256(data).digest() if len(data) > 4096 else data

@@ -48,23 +48,23 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
         "awaits": {config: awaits passed}, "waiting": [configs waiting for unfinished jobs], "states": {job id:
         {attribute: digest}} (when asked for, or when a value left the graph)}
     """
-    from sisyphus import graph
     from sisyphus import toolkit as tk
     from sisyphus.loader import config_manager
 
     from sispin.graph.aliases import Assignments, Collisions, bound_aliases
     from sispin.graph.moving import (
         Awaits,
-        ValueUses,
         blind_jobs,
-        job_states,
         move_hand_written_clones,
         pinned_clones,
+        set_pins,
         waiting_configs,
     )
+    from sispin.graph.state import job_states
+    from sispin.graph.values import ValueUses
 
     moved = request.get("moved")
-    uses, awaits = ValueUses(request["set"]), Awaits(moved["awaits"] if moved else None)
+    uses, awaits = ValueUses(set_pins(request["set"])), Awaits(moved["awaits"] if moved else None)
     aliases = bound_aliases(request["set"])
     assignments, collisions = Assignments(), Collisions([] if moved else aliases)
     if moved:
@@ -75,12 +75,8 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
         if not moved:
             recording.enter_context(uses.recording())
         config_manager.load_configs(request["configs"])
-    report: Dict[str, Any] = {"outputs": {}, "jobs": {}, "clones": [], "escapes": [], "records": {}, "inputs": {}}
-    for target in tk.sis_graph.targets:
-        if isinstance(target, graph.OutputPath):
-            path = target._sis_path
-            creator = path.creator
-            report["outputs"][target.name] = {"job": creator.job_id() if creator else None, "path": path.path}
+    report: Dict[str, Any] = {"outputs": _outputs(), "jobs": {}, "clones": [], "escapes": [], "records": {}}
+    report["inputs"] = {}
     # update_graph=False: walk the graph as built, without the runnable checks that would touch work/
     jobs = list(tk.sis_graph.jobs(update_graph=False))
     for job in jobs:
@@ -96,18 +92,31 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
     return report
 
 
+def _outputs() -> Dict[str, Dict[str, Any]]:
+    """The registered outputs: name -> {"job": id of the job that creates it (None: none does), "path"}."""
+    from sisyphus import graph
+    from sisyphus import toolkit as tk
+
+    outputs = {}
+    for target in tk.sis_graph.targets:
+        if isinstance(target, graph.OutputPath):
+            path = target._sis_path
+            outputs[target.name] = {"job": path.creator.job_id() if path.creator else None, "path": path.path}
+    return outputs
+
+
 def _describe_job(job: Any, report: Dict[str, Any]) -> None:
     """Add a job to the report: whether it finished, its inputs, its record, and its clone or escapes."""
     from sisyphus.job import job_finished
 
-    from sispin.clonejob import CLASS_NAME
+    from sispin.clonejob import is_clone
     from sispin.sets import shown_overwrite
 
     job_id = job.job_id()
     report["jobs"][job_id] = job_finished(job._sis_path())
     report["inputs"][job_id] = sorted({path.creator.job_id() for path in job._sis_inputs if path.creator is not None})
     report["records"][job_id] = record(job)
-    if type(job).__name__ == CLASS_NAME:
+    if is_clone(job):
         report["clones"].append(
             {
                 "job": job_id,
@@ -120,7 +129,7 @@ def _describe_job(job: Any, report: Dict[str, Any]) -> None:
         )
     for argument, path in hashed_paths(job):
         creator = path.creator
-        if path.hash_overwrite is not None and type(creator).__name__ == CLASS_NAME:
+        if path.hash_overwrite is not None and is_clone(creator):
             report["escapes"].append(
                 {
                     "job": job_id,

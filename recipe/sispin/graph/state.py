@@ -1,0 +1,151 @@
+"""
+The whole state of a job, in the probe's process: every value it holds, hashed or not — its arguments as given,
+every attribute of the job object (its environment for ``set_env`` among them), and inside each object everything
+its ``__dict__`` holds, also what its ``__sis_state__`` or ``_sis_hash`` leave out of the hash. Two builds of one id
+must agree on all of it (:func:`job_states`), and every job a job holds in any of it uses that job
+(:func:`referenced_jobs`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["job_states", "referenced_jobs"]
+
+import enum
+import hashlib
+import inspect
+from typing import Any, Dict, Iterator, List, Sequence, Set, Tuple
+
+
+def _attributes(job: Any) -> Dict[str, Any]:
+    """
+    The job's state by name: its arguments as given, its attributes but Sisyphus's bookkeeping, and the environment
+    it was given with ``set_env`` (what settings.py sets for every job, the store's redirects among them, is the
+    setup's, not the job's).
+    """
+    attributes = {"(arguments)": job._sis_kwargs}
+    attributes.update((name, value) for name, value in vars(job).items() if not name.startswith("_sis_"))
+    environment = vars(job).get("_sis_environment")
+    if environment is not None:
+        attributes["(environment)"] = _own_environment(environment)
+    return attributes
+
+
+def _own_environment(environment: Any) -> Dict[str, Any]:
+    from sisyphus import global_settings as gs
+
+    defaults = gs.DEFAULT_ENVIRONMENT_SET
+    own = {key: value for key, value in environment.set_vars.items() if key not in defaults or defaults[key] != value}
+    own.update(environment.set_vars_verbatim)
+    return {"set": own, "keep": sorted(set(environment.keep_vars) - set(gs.DEFAULT_ENVIRONMENT_KEEP))}
+
+
+def _is_path(value: Any) -> bool:
+    return getattr(value, "_sis_path", False) is True and not isinstance(value, type)
+
+
+def _is_job(value: Any) -> bool:
+    return hasattr(value, "_sis_id_cache") and not isinstance(value, type)
+
+
+def _members(value: Any) -> Iterator[Tuple[Any, Any]]:
+    """(key, item) of a container, or (name, value) of an object's whole state (never through its __sis_state__)."""
+    if type(value) in (list, tuple, set, frozenset):
+        yield from ((None, item) for item in value)
+    elif isinstance(value, dict):
+        yield from value.items()
+    else:
+        state = getattr(value, "__dict__", None)
+        slots = [
+            slot for slot in getattr(type(value), "__slots__", ()) if isinstance(slot, str) and hasattr(value, slot)
+        ]
+        if isinstance(state, dict):
+            yield from state.items()
+        yield from ((slot, getattr(value, slot)) for slot in slots)
+        if not isinstance(state, dict) and not slots:
+            # an object of C (a numpy array, a date): what Sisyphus hashes of it is all there is to see
+            from sisyphus.hash import get_object_state
+
+            whole = get_object_state(value)
+            if whole is not value:
+                yield "", whole
+
+
+def _leaf(value: Any) -> bool:
+    return (
+        value is None
+        or type(value) in (int, float, bool, str, complex, bytes)
+        or inspect.isfunction(value)
+        or inspect.isclass(value)
+        or inspect.ismodule(value)
+        or isinstance(value, enum.Enum)
+    )
+
+
+def referenced_jobs(job: Any) -> List[Any]:
+    """:return: every other job whose object or path the job holds anywhere in its state"""
+    found: Dict[int, Any] = {}
+    seen: Set[int] = set()
+    stack: List[Any] = list(_attributes(job).values()) + list(job._sis_inputs)
+    while stack:
+        value = stack.pop()
+        if _leaf(value) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if _is_path(value):
+            creator = value.__dict__.get("creator")
+            if creator is not None and creator is not job:
+                found[id(creator)] = creator
+            continue
+        if _is_job(value):
+            if value is not job:
+                found[id(value)] = value
+            continue
+        stack.extend(item for _, item in _members(value))
+        stack.extend(key for key, _ in _members(value) if key is not None and not _leaf(key))
+    return list(found.values())
+
+
+def job_states(jobs: Sequence[Any]) -> Dict[str, Dict[str, str]]:
+    """
+    :return: job id -> attribute -> digest of its whole value, hashed or not (see the module docstring): two builds
+        of one id must agree on all of them
+    """
+    return {
+        job._sis_id_cache: {
+            name: hashlib.sha256(_state_bytes(value, set())).hexdigest()[:16]
+            for name, value in _attributes(job).items()
+        }
+        for job in jobs
+    }
+
+
+def _state_bytes(value: Any, active: Set[int]) -> bytes:
+    """Like Sisyphus's sis_hash_helper, but every object is walked through its whole state, not what it hashes."""
+    kind = type(value).__qualname__.encode()
+    if value is None or type(value) in (int, float, bool, str, complex, bytes):
+        return kind + b":" + repr(value).encode()
+    if _is_path(value):
+        creator = value.__dict__.get("creator")
+        who = creator._sis_id_cache if _is_job(creator) else repr(creator)
+        return f"Path({who}, {value.path!r}, {value.hash_overwrite!r})".encode()
+    if _is_job(value):
+        return f"Job({value._sis_id_cache})".encode()
+    if _leaf(value):
+        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or repr(value)
+        return f"{kind.decode()}:{getattr(value, '__module__', '')}.{name}".encode()
+    if id(value) in active:
+        return b"(cycle)"
+    active.add(id(value))
+    try:
+        if type(value) in (set, frozenset):
+            parts = sorted(_state_bytes(item, active) for item in value)
+        elif isinstance(value, dict):
+            parts = sorted(_state_bytes(key, active) + b"=" + _state_bytes(item, active) for key, item in value.items())
+        elif type(value) in (list, tuple):
+            parts = [_state_bytes(item, active) for item in value]
+        else:
+            parts = sorted(f"{name}=".encode() + _state_bytes(item, active) for name, item in _members(value))
+    finally:
+        active.discard(id(value))
+    data = kind + b"(" + b",".join(parts) + b")"
+    return hashlib.sha256(data).digest() if len(data) > 4096 else data

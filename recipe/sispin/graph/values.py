@@ -1,0 +1,154 @@
+"""
+Where config code takes a pinned value out of the graph as a plain value, in the probe's process (with Sisyphus):
+the lock's values (``exp.commit()``, ``exp.clone_kwargs()``, ``exp.checkout()``, ``exp.imported()``, ``exp.spec``,
+``exp.lockfile``), a clone path as text (``get_path()``, ``str()``, ``os.fspath()``, also through Sisyphus's own
+helpers such as ``DelayedFormat.get()``, a copy or a pickle), a clone job's arguments or id (``.commit``, ``.url``,
+``_sis_kwargs``, ``vars()``, ``job_id()``). What is built from such a value no hash follows, so the set is built
+once more with the pins moved (:mod:`sispin.graph.moved`) and every job that keeps its id must keep its state.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ValueUses", "taken_at"]
+
+import contextlib
+import os
+import sys
+import sysconfig
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from sispin.clonejob import is_clone, job_class
+from sispin.lock.urls import same_repository
+
+#: sispin's own code, and the standard library's (copy, pickle: they only carry a call on)
+_SISPIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+#: Sisyphus's modules that act for the config that calls them (its toolkit, DelayedFormat, a path's own methods);
+#: the rest of Sisyphus reads values for itself while it builds the graph
+_HELPERS = ("toolkit.py", "delayed_ops.py", "job_path.py")
+#: what a clone job holds that is the lock's value
+_CLONE_VALUES = frozenset(
+    {"url", "commit", "branch", "patches", "files_to_checkout", "_sis_kwargs", "__dict__", "job_id"}
+)
+
+
+def _sisyphus_dir() -> str:
+    import sisyphus
+
+    return os.path.dirname(os.path.abspath(sisyphus.__file__)) + os.sep
+
+
+def taken_at(frame: Any) -> str:
+    """
+    :param frame: the frame that called a patched method
+    :return: ``file:line`` of the setup's code behind that call, found past the standard library and the Sisyphus
+        helpers that carry a call on; "" when sispin or Sisyphus itself asked (building the graph)
+    """
+    sisyphus_dir = _sisyphus_dir()
+    while frame is not None:
+        file = os.path.abspath(frame.f_code.co_filename)
+        if file.startswith(_SISPIN):
+            return ""
+        if file.startswith(sisyphus_dir):
+            if os.path.basename(file) not in _HELPERS:
+                return ""
+        elif not file.startswith(_STDLIB):
+            return f"{os.path.relpath(frame.f_code.co_filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
+
+
+class ValueUses:
+    """
+    Records, while configs load, where their code takes a pinned value out of the graph as a plain value.
+
+    :param pins: (url, commit) of the set's pins
+    """
+
+    def __init__(self, pins: List[Tuple[str, str]]):
+        self.pins = pins
+        self.found: List[Dict[str, Optional[str]]] = []
+
+    def add(self, what: str, where: str, repo: Optional[str] = None) -> None:
+        """
+        :param what: the value that left
+        :param where: the setup's code that took it (:func:`taken_at`)
+        :param repo: the repository whose checkout or code it is, for ``exp.checkout()`` and ``exp.imported()``
+        """
+        entry = {"what": what, "where": where, "repo": repo}
+        if entry not in self.found:
+            self.found.append(entry)
+
+    def pinned(self, job: Any) -> bool:
+        # past the clone's patched __getattribute__, which asks this
+        kwargs = object.__getattribute__(job, "__dict__").get("_sis_kwargs") or {}
+        return any(kwargs.get("commit") == c and same_repository(kwargs.get("url", ""), u) for u, c in self.pins)
+
+    def _patches(self) -> List[Tuple[Any, str, Any]]:
+        from sisyphus.job_path import Path
+
+        from sispin.sets import ExperimentSet
+
+        uses = self
+        patches: List[Tuple[Any, str, Any]] = []
+        for name in ("commit", "clone_kwargs", "checkout", "imported"):
+            method = getattr(ExperimentSet, name)
+
+            def api(self: Any, repo: str, *args: Any, __name: str = name, __method: Any = method, **kwargs: Any) -> Any:
+                where = taken_at(sys._getframe(1))
+                if where:
+                    loaded = repo if __name in ("checkout", "imported") else None
+                    uses.add(f"exp.{__name}({repo!r}) of set {self.name!r}", where, loaded)
+                return __method(self, repo, *args, **kwargs)
+
+            patches.append((ExperimentSet, name, api))
+        for name in ("spec", "lockfile"):
+            slot = ExperimentSet.__dict__[name]
+
+            def attribute(self: Any, __name: str = name, __slot: Any = slot) -> Any:
+                where = taken_at(sys._getframe(1))
+                if where:
+                    uses.add(f"exp.{__name} of set {self.name!r}", where)
+                return __slot.__get__(self)
+
+            patches.append(
+                (ExperimentSet, name, property(attribute, lambda self, value, __slot=slot: __slot.__set__(self, value)))
+            )
+        for name in ("get_path", "rel_path", "__str__", "__fspath__"):
+            method = getattr(Path, name)
+
+            def as_text(self: Any, *args: Any, __name: str = name, __method: Any = method, **kwargs: Any) -> Any:
+                creator = self.__dict__.get("creator")
+                where = taken_at(sys._getframe(1)) if is_clone(creator) and uses.pinned(creator) else ""
+                if where:
+                    uses.add(f"{__name}() of a path of {creator._sis_id_cache}", where)
+                return __method(self, *args, **kwargs)
+
+            patches.append((Path, name, as_text))
+        clone = job_class()
+        attribute_of = clone.__getattribute__
+
+        def read(self: Any, name: str) -> Any:
+            where = taken_at(sys._getframe(1)) if name in _CLONE_VALUES and uses.pinned(self) else ""
+            if where:
+                uses.add(f"{name} of {object.__getattribute__(self, '_sis_id_cache')}", where)
+            return attribute_of(self, name)
+
+        patches.append((clone, "__getattribute__", read))
+        return patches
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        """Patch the places a value leaves through, for the block (the configs' loading)."""
+        patches = self._patches()
+        originals = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in patches]
+        for owner, name, value in patches:
+            setattr(owner, name, value)
+        try:
+            yield
+        finally:
+            for owner, name, value in reversed(originals):
+                if value is None:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, value)
