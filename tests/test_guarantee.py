@@ -239,3 +239,153 @@ def test_an_upgrade_that_would_keep_an_id_with_other_content_is_refused(setup, c
     assert "(outputs: s/held) keeps its id when the pins move, but its" in out.out
     assert "1 job would keep its id with other content after this move" in out.err
     assert (setup.root / "pin.toml").read_text() == before
+
+
+# found by a hostile review: each must be refused too
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the job's environment (set_env) is not hashed either
+        '    job = Use("fixed")\n    job.set_env("RC_COMMIT", exp.commit("rc"))\n'
+        '    tk.register_output("s/held", job.out)\n',
+        '    job = Use("fixed")\n    job.set_env("PYTHONPATH", os.path.dirname(exp.repo("rc").get_path()))\n'
+        '    tk.register_output("s/held", job.out)\n',
+        # an object whose __sis_state__ leaves the commit out of the hash
+        '    tk.register_output("s/held", Use(Tool("rc", exp.commit("rc"))).out)\n',
+        # the lock's values by other ways
+        '    unhashed("s/held", exp.clone_kwargs("rc")["commit"])\n',
+        '    unhashed("s/held", exp.clone_job("rc").job_id())\n',
+        '    unhashed("s/held", exp.clone_job("rc")._sis_kwargs["commit"])\n',
+        '    unhashed("s/held", vars(exp.clone_job("rc"))["commit"])\n',
+        '    unhashed("s/held", exp.spec.pin("rc").commit)\n',
+        # a clone path as text through Sisyphus's own helpers, a copy, a pickle
+        '    unhashed("s/held", DelayedFormat("{}", exp.repo("rc")).get())\n',
+        '    unhashed("s/held", copy.copy(exp.repo("rc")))\n',
+        '    unhashed("s/held", pickle.loads(pickle.dumps(exp.repo("rc"))))\n',
+    ],
+    ids=[
+        "set_env commit",
+        "set_env path",
+        "__sis_state__",
+        "clone_kwargs",
+        "job_id",
+        "_sis_kwargs",
+        "vars",
+        "spec",
+        "DelayedFormat",
+        "copy",
+        "pickle",
+    ],
+)
+def test_values_that_leave_by_other_ways_are_refused(setup, capsys, body):
+    setup.config(f"{MORE}\ndef py():\n    exp = experiment_set('s')\n{body}")
+    refused(capsys, "s/held")
+
+
+MORE = '''
+import copy
+import os
+import pickle
+
+from sisyphus.delayed_ops import DelayedFormat
+
+
+class Tool:
+    """a tool and the commit to run it at: Sisyphus hashes only its name"""
+
+    def __init__(self, name, commit):
+        self.name, self.commit = name, commit
+
+    def __sis_state__(self):
+        return {"name": self.name}
+
+
+class Checkout:
+    def __init__(self, name, path):
+        self.name, self.path = name, path
+
+    def __sis_state__(self):
+        return {"name": self.name}
+'''
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a path an object hides from the hash and from Sisyphus's inputs (its __sis_state__)
+        '    tk.register_output("s/held", Use(Checkout("rc", exp.repo("rc"))).out)\n',
+        # a path set on a job after it got its id
+        '    job = Use("fixed")\n    job.repo = exp.repo("rc")\n    tk.register_output("s/held", job.out)\n',
+    ],
+    ids=["__sis_state__ path", "set after creation"],
+)
+def test_a_pinned_path_held_where_no_hash_sees_it_is_refused(setup, capsys, body):
+    setup.config(f"{MORE}\ndef py():\n    exp = experiment_set('s')\n{body}")
+    out = refused(capsys, "s/held")
+    assert "keeps its id when the pinned commit moves" in out
+
+
+def test_a_subclass_of_the_clone_job_is_a_clone(setup, capsys):
+    setup.config(
+        "\nclass RecipeClone(CloneGitRepositoryJob):\n    pass\n\n\ndef py():\n"
+        "    head = RecipeClone(URL, branch='main', checkout_folder_name='rcpkg')\n"
+        "    tk.register_output('s/head', head.out_repository)\n"
+    )
+    assert main(["check", "--offline"]) == 1
+    assert "clones rc following a branch instead of the pinned" in capsys.readouterr().out
+
+
+VERSION_JOB = '''
+
+class Version(Job):
+    """reads VALUE from the checkout it is given"""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.out = self.output_var("version")
+
+    def tasks(self):
+        yield Task("run", mini_task=True)
+
+    def run(self):
+        namespace = {}
+        exec(open(self.repo.get_path() + "/__init__.py").read(), namespace)
+        self.out.set(namespace["VALUE"])
+
+
+async def py():
+    exp = experiment_set("s")
+    version = Version(exp.repo("rc")).out
+    await tk.async_run(version)
+    unhashed("s/held", version.get())
+'''
+
+
+def test_a_value_a_job_computed_from_the_pin_read_after_an_await_is_refused(setup, capsys):
+    setup.config(VERSION_JOB)
+    run_manager(setup.root, "config/s.py")  # the clone and Version ran: the real build gets past the await
+    out = refused(capsys, "s/held")
+    assert "get() of a variable of config/s/Version." in out
+
+
+def test_an_upgrade_to_pins_the_set_does_not_build_at_writes_nothing(setup, capsys):
+    setup.config(
+        "\ndef py():\n    exp = experiment_set('s')\n    with exp.imported('rc'):\n        import rcpkg\n"
+        "    assert rcpkg.VALUE < 2, 'this config does not build at the third commit'\n"
+        "    tk.register_output('s/use', Use(exp.repo('rc')).out)\n"
+    )
+    assert main(["snapshot"]) == 0
+    before = (setup.root / "pin.toml").read_text()
+    assert main(["upgrade", "s", "--to", setup.c[2]]) == 9
+    assert f"set 's' does not build at rc {setup.c[2][:7]}: " in capsys.readouterr().err
+    assert (setup.root / "pin.toml").read_text() == before
+
+
+def test_a_snapshot_of_a_graph_with_a_clone_off_the_lock_is_refused(setup, capsys):
+    old = f"CloneGitRepositoryJob(URL, commit={setup.c[0]!r})"
+    setup.config(f"\ndef py():\n    tk.register_output('s/old', {old}.out_repository)\n")
+    assert main(["snapshot"]) == 7
+    assert f"clones rc at {setup.c[0][:7]}, the set pins {setup.c[1][:7]}" in capsys.readouterr().out
+    assert not (setup.root / "pin.snapshot.toml").exists()

@@ -42,6 +42,9 @@ SAME = {
     "host case on another host": ("https://git.Example.ORG/team/tool", "https://git.example.org/team/tool"),
     "scp-like on another host": ("https://git.example.org/team/tool", "me@git.example.org:team/tool.git"),
     "file URL and its path": ("file:///srv/git/repo", "/srv/git/repo.git/"),
+    "a dot segment": ("file:///srv/git/repo", "file:///srv/git/./repo"),
+    "a dot-dot segment": (RC, "https://github.com/rwth-i6/x/../returnn_common"),
+    "a percent-escaped dot segment": ("file:///srv/git/repo", "file:///srv/git/%2E/repo"),
 }
 OTHER = {
     "another owner": (RC, "https://github.com/someone/returnn_common"),
@@ -55,6 +58,13 @@ OTHER = {
     "github.com lookalike host": (RC, "https://github.com.evil.org/rwth-i6/returnn_common"),
     "file paths in case": ("file:///srv/git/Repo", "file:///srv/git/repo"),
 }
+
+
+def test_a_local_repository_is_one_through_its_symlinks(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert same_repository(f"file://{tmp_path}/real", f"file://{tmp_path}/link")
+    assert same_repository(f"file://{tmp_path}/real", str(tmp_path / "link"))
 
 
 @pytest.mark.parametrize("a, b", SAME.values(), ids=list(SAME))

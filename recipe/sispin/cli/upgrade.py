@@ -19,6 +19,7 @@ import tomlkit
 
 from sispin.cli.options import add_command, dry_run, one_set
 from sispin.cli.output import Output
+from sispin.cli.snapshot import waiting_lines
 from sispin.errors import (
     ConcurrentChangeError,
     HashOverwriteError,
@@ -147,18 +148,13 @@ def upgrade(
     if not planned:
         out.result(f"experiment set {set_name!r} pins no repositories: nothing to upgrade")
         return 0
-    width = max(len(p.move.repo) for p in planned)
-    for p in planned:
-        out.result("\n".join(format_move(p.move, width)))
-        if not p.on_remote:
-            out.result(f"    ! {p.move.new[:7]} is on no branch or tag of {lockfile.get_repo(p.move.repo).url}")
+    _show_moves(out, lockfile, planned)
     refusal, flags = _refusal(planned, allowed)
     if refusal and not dry_run:
         raise RefusedMoveError(refusal)
     moving = [p.move for p in planned if p.move.kind != "none"]
     if not moving:
         return 0
-    out.result(f"Every job of set {set_name!r} that depends on {', '.join(m.repo for m in moving)} will get a new id.")
     _say_dropped_aliases(out, lockfile.get_set(set_name), moving)
     graphs = _graphs(lockfile, text, set_name, moving, out)
     if graphs is not None:
@@ -174,6 +170,14 @@ def upgrade(
         return 0
     _write(path, set_name, moving, graphs[1] if graphs else None, out)
     return 0
+
+
+def _show_moves(out: Output, lockfile: Lockfile, planned: List[_Planned]) -> None:
+    width = max(len(p.move.repo) for p in planned)
+    for p in planned:
+        out.result("\n".join(format_move(p.move, width)))
+        if not p.on_remote:
+            out.result(f"    ! {p.move.new[:7]} is on no branch or tag of {lockfile.get_repo(p.move.repo).url}")
 
 
 def _plan_set(
@@ -241,13 +245,23 @@ def _graphs(
     document = tomlkit.parse(text)
     _apply(lockfile, document, set_name, moving)
     try:
-        return (
-            load_graph(lockfile, set_name, lock_text=text, states=True),
-            load_graph(lockfile, set_name, lock_text=tomlkit.dumps(document), states=True),
-        )
+        before = load_graph(lockfile, set_name, lock_text=text, states=True)
     except SisyphusError as exc:
+        # what can be said without the graph: the blast radius would count them
+        out.result(
+            f"Every job of set {set_name!r} that depends on {', '.join(m.repo for m in moving)} will get a new id."
+        )
         out.result(f"Blast radius: not computed ({exc})")
         return None
+    moved = ", ".join(f"{move.repo} {move.new[:7]}" for move in moving)
+    try:
+        after = load_graph(lockfile, set_name, lock_text=tomlkit.dumps(document), states=True)
+    except SisyphusError as exc:
+        # the set builds now: a move after which it does not would leave it unbuildable, and its snapshot behind
+        raise SisyphusError(f"set {set_name!r} does not build at {moved}: {exc}; nothing written") from None
+    for line in waiting_lines(after):
+        out.result(f"note: {line} (the blast radius counts what is built before)")
+    return before, after
 
 
 def _show_blast_radius(out: Output, set_name: str, before: SetGraph, after: SetGraph) -> None:

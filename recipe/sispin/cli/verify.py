@@ -12,7 +12,7 @@ __all__ = ["add_parser", "run", "verify"]
 
 import argparse
 from pathlib import Path
-from typing import Any, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from sispin.cli.options import add_command, set_names
 from sispin.cli.output import Output
@@ -20,7 +20,7 @@ from sispin.clonejob import checkout_folder
 from sispin.errors import PinError, SisyphusError
 from sispin.git.store import Store
 from sispin.git.verify import verify_checkout
-from sispin.graph.build import run_probe
+from sispin.graph.build import load_graph, run_probe
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 
 
@@ -90,19 +90,31 @@ def verify(path: Path, set_names: Sequence[str], store: Store, out: Output) -> i
 
 def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple[str, Path, str, Mapping[str, Any]]]:
     """
-    The outputs of the sets' clone jobs that Sisyphus finished in work/ (job ids by real Sisyphus), each with its
-    pin's job arguments (a sparse checkout, patches: what the job made of the commit)
+    The outputs of the sets' clone jobs that Sisyphus finished in work/ (a cleaned-up job too), each with what the
+    job made of its commit (a sparse checkout, patches): every clone of a pin the set's graph holds, however it was
+    built (job ids by real Sisyphus), and ``exp.clone_job()``'s for the sets without configs.
     """
     pinning = [name for name in names if lockfile.get_set(name).pins]
     if not pinning or not (lockfile.root / "work").is_dir():
         return []  # no finished job can exist
-    jobs_by_set = run_probe(lockfile, ["set-clones", *pinning], "computing the sets' clone jobs")
-    found = []
-    for name, jobs in jobs_by_set.items():
+    clones: Dict[str, Tuple[str, str, str, Mapping[str, Any]]] = {}
+    by_set = run_probe(lockfile, ["set-clones", *pinning], "computing the sets' clone jobs")
+    for name, jobs in by_set.items():
         for repo, job_id in jobs.items():
-            job_dir = lockfile.root / "work" / job_id
-            output = job_dir / "output" / checkout_folder(lockfile.get_repo(repo).checkout)
-            if (job_dir / "finished").exists() and output.is_dir():
-                pin = lockfile.get_set(name).pin(repo)
-                found.append((f"sets.{name}.{repo} ({job_id})", output, pin.commit, pin.job_kwargs))
+            pin = lockfile.get_set(name).pin(repo)
+            folder = checkout_folder(lockfile.get_repo(repo).checkout)
+            clones.setdefault(job_id, (f"sets.{name}.{repo}", folder, pin.commit, pin.job_kwargs))
+    for name in pinning:
+        if lockfile.get_set(name).configs:
+            graph = load_graph(lockfile, name)
+            for clone in graph.clones:
+                if clone.job in graph.pinned:  # a hand-written clone of a pin too
+                    kwargs = {"files_to_checkout": clone.files, "patches": clone.patches}
+                    clones.setdefault(clone.job, (f"sets.{name}", clone.folder, clone.commit or "", kwargs))
+    found = []
+    for job_id, (label, folder, commit, kwargs) in sorted(clones.items()):
+        job_dir = lockfile.root / "work" / job_id
+        finished = any((job_dir / marker).exists() for marker in ("finished", "finished.tar.gz"))
+        if finished and (job_dir / "output" / folder).is_dir():
+            found.append((f"{label} ({job_id})", job_dir / "output" / folder, commit, kwargs))
     return found

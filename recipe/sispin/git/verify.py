@@ -1,9 +1,11 @@
 """
 Is a checkout exactly its commit? HEAD must be the commit and the working tree hold its files and nothing else, as
-git sees it with nothing hiding a difference: replacement objects are ignored (``git replace`` can make HEAD read as
-another tree), index entries marked skip-worktree or assume-unchanged (``git status`` does not look at those files)
-are reported, and files git ignores count like untracked ones, but for Python's bytecode caches of the checkout's own
-sources (``__pycache__/*.pyc``): those are accepted only when Python would run the code of the source beside them.
+git sees it with nothing hiding a difference: every file is hashed against the commit in a scratch index (the
+checkout's own index, its skip-worktree and assume-unchanged flags and stat information play no part), replacement
+objects are ignored (``git replace`` can make a commit read as another tree), the working tree is the checkout's
+whatever its ``core.worktree`` says, and files git ignores count like untracked ones, but for Python's bytecode
+caches of the checkout's own sources (``__pycache__/*.pyc``): those are accepted only when Python would run the
+code of the source beside them.
 """
 
 from __future__ import annotations
@@ -55,63 +57,48 @@ def verify_checkout(
         at the branch's head then)
     :param patches: the clone's ``patches``: the commit's files with these applied, in order
     :raises CheckoutStateError: when it is not a checkout, HEAD is another commit, or files are modified, added,
-        deleted, untracked or hidden from git status (listed)
+        deleted or untracked (listed)
     """
     if not path.exists():
         raise CheckoutStateError(f"{where} does not exist (`pin sync` makes it)")
     try:
-        repo = Repository(path)
+        runner = Repository(path).git
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise CheckoutStateError(f"{where}: exists but is not a git checkout; move it away and rerun") from None
-    runner = repo.git
-    runner.update_environment(GIT_NO_REPLACE_OBJECTS="1")
-    if files is not None or patches:
-        changes = _expected_tree_changes(path, runner, commit, where, files, patches or ())
-    else:
+    # what git would take from the checkout's own config or state to show something else: replacement objects, a
+    # core.worktree that points elsewhere, a file-system monitor's answers
+    runner.update_environment(GIT_NO_REPLACE_OBJECTS="1", GIT_WORK_TREE=str(path))
+    if files is None:
         try:
             head = runner.rev_parse("--verify", "--quiet", "HEAD^{commit}")
         except git.GitCommandError:
             raise CheckoutStateError(f"{where}: the checkout has no commit") from None
         if head != commit:
             raise CheckoutStateError(f"{where} is at {head[:12]}, pin.toml pins {commit[:12]}")
-        try:
-            changes = _changes(path, runner, ignored)
-        except git.GitCommandError as exc:
-            raise GitError(f"{where}: git status failed: {message(exc)}") from None
+    changes = _changes(path, runner, commit, where, files, patches or (), ignored)
     if changes:
         listed = ", ".join(changes[:_LISTED_CHANGES])
         more = f" and {len(changes) - _LISTED_CHANGES} more" if len(changes) > _LISTED_CHANGES else ""
         raise CheckoutStateError(f"{where} has local changes: {listed}{more}")
 
 
-def _changes(path: Path, runner: git.Git, ignored: bool) -> List[str]:
-    """:return: every difference from HEAD, as ``file (what)``"""
-    options = ["--porcelain", "--untracked-files=all"] + (["--ignored=traditional"] if ignored else [])
-    changes = []
-    for line in runner.status(*options).splitlines():
-        if not line.strip():
-            continue
-        kind, name = line[:2].strip()[:1], line[3:]
-        if kind in "?!" and _valid_bytecode(path / name):
-            continue
-        changes.append(f"{name} ({_CHANGE_NAMES.get(kind, 'changed')})")
-    for line in runner.ls_files("-v").splitlines():
-        tag, _, name = line.partition(" ")
-        if tag == "S":
-            changes.append(f"{name} (marked skip-worktree: git status does not look at it)")
-        elif tag.islower():
-            changes.append(f"{name} (marked assume-unchanged: git status does not look at it)")
-    if runner.for_each_ref("refs/replace/", "--count=1"):
-        changes.append("refs/replace (replacement objects: git would show other content for some object)")
-    return changes
+#: git settings of a checkout that would let it report a changed file as unchanged
+_HONEST = ("-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.ignoreStat=false")
 
 
-def _expected_tree_changes(
-    path: Path, runner: git.Git, commit: str, where: str, files: Optional[Sequence[str]], patches: Sequence[str]
+def _changes(
+    path: Path,
+    runner: git.Git,
+    commit: str,
+    where: str,
+    files: Optional[Sequence[str]],
+    patches: Sequence[str],
+    ignored: bool,
 ) -> List[str]:
     """
     The differences between the working tree and what the clone job made of the commit: its files (or only the
-    ``files_to_checkout``) with the patches applied, built in a scratch index of git's own, never the checkout's.
+    ``files_to_checkout``) with the patches applied, in a scratch index of git's own, never the checkout's: every
+    file is read and hashed (no stat information, no skip-worktree or assume-unchanged flag to trust).
     """
     with tempfile.TemporaryDirectory(prefix="sispin-verify-") as scratch:
         runner.update_environment(GIT_INDEX_FILE=os.path.join(scratch, "index"))
@@ -124,17 +111,17 @@ def _expected_tree_changes(
                     runner.rm("--cached", "--quiet", "--", *dropped[start : start + 1000])
             for patch in patches:
                 runner.apply("--cached", "-", istream=_text_stream(patch))
-            runner.update_index("-q", "--refresh", with_exceptions=False)
-            modified = runner.diff_files("--name-status").splitlines()
+            runner.execute(["git", *_HONEST, "update-index", "-q", "--really-refresh"], with_exceptions=False)
+            modified = runner.execute(["git", *_HONEST, "diff-files", "--name-status"]).splitlines()
             others = runner.ls_files("--others", "--exclude-standard").splitlines()
-            ignored = runner.ls_files("--others", "--ignored", "--exclude-standard").splitlines()
+            hidden = runner.ls_files("--others", "--ignored", "--exclude-standard").splitlines() if ignored else []
         except git.GitCommandError as exc:
-            raise CheckoutStateError(f"{where}: cannot rebuild what its clone job made: {message(exc)}") from None
+            raise GitError(f"{where}: cannot compare the checkout with {commit[:12]}: {message(exc)}") from None
         finally:
             runner.update_environment(GIT_INDEX_FILE=None)
     changes = [f"{line[2:]} ({_CHANGE_NAMES.get(line[:1], 'changed')})" for line in modified if line.strip()]
     changes += [f"{name} (untracked)" for name in others if not _valid_bytecode(path / name)]
-    changes += [f"{name} (ignored by git)" for name in ignored if not _valid_bytecode(path / name)]
+    changes += [f"{name} (ignored by git)" for name in hidden if not _valid_bytecode(path / name)]
     return changes
 
 

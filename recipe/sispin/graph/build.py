@@ -118,6 +118,9 @@ class Clone:
     :param commit: its commit argument (None: it follows a branch)
     :param hash_overwrite: the hash_overwrite set on its out_repository, if any
     :param changed: its arguments that its object no longer holds (set after the job got its id), ``name: old -> new``
+    :param folder: the folder of its output (``checkout_folder_name``)
+    :param files: its ``files_to_checkout`` (None: the whole commit)
+    :param patches: its ``patches`` (None: none)
     """
 
     job: str
@@ -125,6 +128,9 @@ class Clone:
     commit: Optional[str]
     hash_overwrite: Optional[str]
     changed: Tuple[str, ...] = ()
+    folder: str = "repository"
+    files: Optional[Tuple[str, ...]] = None
+    patches: Optional[Tuple[str, ...]] = None
 
 
 @dataclass(frozen=True)
@@ -275,7 +281,17 @@ def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
         outputs={name: Output(job=o["job"] or "", path=o["path"]) for name, o in report["outputs"].items()},
         jobs=dict(report["jobs"]),
         clones=tuple(
-            Clone(c["job"], c["url"], c["commit"], c["hash_overwrite"], tuple(c["changed"])) for c in report["clones"]
+            Clone(
+                c["job"],
+                c["url"],
+                c["commit"],
+                c["hash_overwrite"],
+                tuple(c["changed"]),
+                c["folder"],
+                None if c["files_to_checkout"] is None else tuple(c["files_to_checkout"]),
+                None if c["patches"] is None else tuple(c["patches"]),
+            )
+            for c in report["clones"]
         ),
         escapes=tuple(
             Escape(e["job"], e["argument"], e["clone"], e["hash_overwrite"], outputs_using(report, e["job"]))

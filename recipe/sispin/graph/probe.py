@@ -60,7 +60,7 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
         set_pins,
         waiting_configs,
     )
-    from sispin.graph.state import job_states
+    from sispin.graph.state import held_jobs, job_states
     from sispin.graph.values import ValueUses
 
     moved = request.get("moved")
@@ -77,8 +77,9 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
         config_manager.load_configs(request["configs"])
     report: Dict[str, Any] = {"outputs": _outputs(), "jobs": {}, "clones": [], "escapes": [], "records": {}}
     report["inputs"] = {}
-    # update_graph=False: walk the graph as built, without the runnable checks that would touch work/
-    jobs = list(tk.sis_graph.jobs(update_graph=False))
+    # update_graph=False: walk the graph as built, without the runnable checks that would touch work/; then every job
+    # those jobs hold, also where Sisyphus does not look (an object's __sis_state__, a path set after creation)
+    jobs = held_jobs(tk.sis_graph.jobs(update_graph=False))
     for job in jobs:
         _describe_job(job, report)
     pinned = pinned_clones(jobs, request["set"])
@@ -125,6 +126,9 @@ def _describe_job(job: Any, report: Dict[str, Any]) -> None:
                 "branch": job.branch,
                 "hash_overwrite": shown_overwrite(job.out_repository.hash_overwrite),
                 "changed": _changed_after_creation(job),
+                "folder": os.path.basename(job.out_repository.path),
+                "files_to_checkout": job.files_to_checkout,
+                "patches": job.patches,
             }
         )
     for argument, path in hashed_paths(job):

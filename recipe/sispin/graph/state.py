@@ -8,7 +8,7 @@ must agree on all of it (:func:`job_states`), and every job a job holds in any o
 
 from __future__ import annotations
 
-__all__ = ["job_states", "referenced_jobs"]
+__all__ = ["job_states", "referenced_jobs", "held_jobs"]
 
 import enum
 import hashlib
@@ -102,6 +102,18 @@ def referenced_jobs(job: Any) -> List[Any]:
             continue
         stack.extend(item for _, item in _members(value))
         stack.extend(key for key, _ in _members(value) if key is not None and not _leaf(key))
+    return list(found.values())
+
+
+def held_jobs(jobs: Sequence[Any]) -> List[Any]:
+    """:return: the jobs, and every job they hold anywhere in their state, directly or through each other"""
+    found = {id(job): job for job in jobs}
+    stack = list(jobs)
+    while stack:
+        for held in referenced_jobs(stack.pop()):
+            if id(held) not in found:
+                found[id(held)] = held
+                stack.append(held)
     return list(found.values())
 
 

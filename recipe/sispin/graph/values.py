@@ -3,8 +3,10 @@ Where config code takes a pinned value out of the graph as a plain value, in the
 the lock's values (``exp.commit()``, ``exp.clone_kwargs()``, ``exp.checkout()``, ``exp.imported()``, ``exp.spec``,
 ``exp.lockfile``), a clone path as text (``get_path()``, ``str()``, ``os.fspath()``, also through Sisyphus's own
 helpers such as ``DelayedFormat.get()``, a copy or a pickle), a clone job's arguments or id (``.commit``, ``.url``,
-``_sis_kwargs``, ``vars()``, ``job_id()``). What is built from such a value no hash follows, so the set is built
-once more with the pins moved (:mod:`sispin.graph.moved`) and every job that keeps its id must keep its state.
+``_sis_kwargs``, ``vars()``, ``job_id()``), and the value of a ``tk.Variable`` computed by a job that uses a pin
+(read after an ``await``: in the moved build that job has not run, and its variable reads otherwise). What is built
+from such a value no hash follows, so the set is built once more with the pins moved (:mod:`sispin.graph.moved`)
+and every job that keeps its id must keep its state.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from sispin.lock.urls import same_repository
 #: sispin's own code, and the standard library's (copy, pickle: they only carry a call on)
 _SISPIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
-#: Sisyphus's modules that act for the config that calls them (its toolkit, DelayedFormat, a path's own methods);
-#: the rest of Sisyphus reads values for itself while it builds the graph
-_HELPERS = ("toolkit.py", "delayed_ops.py", "job_path.py")
+#: Sisyphus's modules (and single functions) that act for the config that calls them: its toolkit, DelayedFormat
+#: and the try_get it evaluates with, a path's own methods; the rest of Sisyphus reads values for itself while it
+#: builds the graph
+_HELPERS = ("toolkit.py", "delayed_ops.py", "job_path.py", "tools.py:try_get")
 #: what a clone job holds that is the lock's value
 _CLONE_VALUES = frozenset(
     {"url", "commit", "branch", "patches", "files_to_checkout", "_sis_kwargs", "__dict__", "job_id"}
@@ -50,7 +53,8 @@ def taken_at(frame: Any) -> str:
         if file.startswith(_SISPIN):
             return ""
         if file.startswith(sisyphus_dir):
-            if os.path.basename(file) not in _HELPERS:
+            name = os.path.basename(file)
+            if name not in _HELPERS and f"{name}:{frame.f_code.co_name}" not in _HELPERS:
                 return ""
         elif not file.startswith(_STDLIB):
             return f"{os.path.relpath(frame.f_code.co_filename)}:{frame.f_lineno}"
@@ -68,6 +72,7 @@ class ValueUses:
     def __init__(self, pins: List[Tuple[str, str]]):
         self.pins = pins
         self.found: List[Dict[str, Optional[str]]] = []
+        self._depends: Dict[int, bool] = {}
 
     def add(self, what: str, where: str, repo: Optional[str] = None) -> None:
         """
@@ -79,14 +84,29 @@ class ValueUses:
         if entry not in self.found:
             self.found.append(entry)
 
+    def depends(self, job: Any) -> bool:
+        """Whether a job is a clone of a pin or holds one (or a job that does), anywhere in its state."""
+        from sispin.graph.state import referenced_jobs
+
+        known = self._depends
+        if id(job) not in known:
+            known[id(job)] = False  # while it is looked at: a cycle does not depend through itself
+            known[id(job)] = (is_clone(job) and self.pinned(job)) or any(
+                self.depends(held) for held in referenced_jobs(job)
+            )
+        return known[id(job)]
+
     def pinned(self, job: Any) -> bool:
         # past the clone's patched __getattribute__, which asks this
         kwargs = object.__getattribute__(job, "__dict__").get("_sis_kwargs") or {}
         return any(kwargs.get("commit") == c and same_repository(kwargs.get("url", ""), u) for u, c in self.pins)
 
     def _patches(self) -> List[Tuple[Any, str, Any]]:
-        from sisyphus.job_path import Path
+        """(owner, name, replacement) of every place a value leaves through"""
+        return self._lock_patches() + self._graph_patches()
 
+    def _lock_patches(self) -> List[Tuple[Any, str, Any]]:
+        """The experiment set's API and attributes: the lock's values."""
         from sispin.sets import ExperimentSet
 
         uses = self
@@ -114,6 +134,14 @@ class ValueUses:
             patches.append(
                 (ExperimentSet, name, property(attribute, lambda self, value, __slot=slot: __slot.__set__(self, value)))
             )
+        return patches
+
+    def _graph_patches(self) -> List[Tuple[Any, str, Any]]:
+        """A pinned clone's paths as text, its job's values, variables of jobs that depend on a pin."""
+        from sisyphus.job_path import Path, Variable
+
+        uses = self
+        patches: List[Tuple[Any, str, Any]] = []
         for name in ("get_path", "rel_path", "__str__", "__fspath__"):
             method = getattr(Path, name)
 
@@ -135,6 +163,16 @@ class ValueUses:
             return attribute_of(self, name)
 
         patches.append((clone, "__getattribute__", read))
+        variable_get = Variable.__dict__["get"]
+
+        def value_of(self: Any) -> Any:
+            creator = self.__dict__.get("creator")
+            where = taken_at(sys._getframe(1)) if creator is not None and uses.depends(creator) else ""
+            if where:
+                uses.add(f"get() of a variable of {creator._sis_id_cache}", where)
+            return variable_get(self)
+
+        patches.append((Variable, "get", value_of))
         return patches
 
     @contextlib.contextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = ["ALLOWED_SCHEMES", "check_url", "credential_spans", "redact_text", "same_repository", "name_from_url"]
 
+import os
 import re
 from typing import List, Optional, Tuple
 from urllib.parse import unquote, urlsplit
@@ -122,9 +123,10 @@ def same_repository(url_a: str, url_b: str) -> bool:
     why``); the URL that is hashed is never rewritten by it.
 
     Equal up to: the transport and user (``https://``, ``ssh://git@``, ``git://``, scp-like ``git@host:path``,
-    ``https://user@host``), the port, host case, percent-escapes, repeated and trailing slashes, any number of
-    trailing ``.git``; on github.com and gitlab.com (``www.`` dropped) also the case of the path, which those forges
-    ignore. Elsewhere paths keep their case: a server may tell ``Repo`` from ``repo``.
+    ``https://user@host``), the port, host case, percent-escapes, repeated and trailing slashes, dot segments
+    (``/./``, ``/../``), any number of trailing ``.git``, for a local repository the symlinks on its path; on
+    github.com and gitlab.com (``www.`` dropped) also the case of the path, which those forges ignore. Elsewhere
+    paths keep their case: a server may tell ``Repo`` from ``repo``.
 
     :param url_a: a repository URL
     :param url_b: another
@@ -155,7 +157,15 @@ def _identity(url: str) -> Tuple[str, str]:
     host = host.lower()
     if host.startswith("www.") and host[4:] in _CASE_INSENSITIVE_FORGES:
         host = host[4:]
-    path = "/".join(part for part in unquote(path).split("/") if part)
+    parts: List[str] = []
+    for part in unquote(path).split("/"):
+        if part == "..":
+            parts = parts[:-1]  # as git and a server read a path: dot segments resolved
+        elif part not in ("", "."):
+            parts.append(part)
+    path = "/".join(parts)
+    if not host and os.path.exists("/" + path):
+        path = os.path.realpath("/" + path).lstrip("/")  # a local repository: through its symlinks, the one it is
     while path.endswith(".git"):
         path = path[:-4].rstrip("/")
     return host, path.lower() if host in _CASE_INSENSITIVE_FORGES else path
