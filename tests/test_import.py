@@ -112,6 +112,61 @@ def test_each_risk_is_reported():
     ]
 
 
+CONSTANTS = f"""\
+from i6_core.tools.git import CloneGitRepositoryJob
+
+URL = "{RC}"
+COMMIT = "{SHA}"
+PATCH = "diff --git a/x b/x"
+GROWN = "{RC}"
+GROWN += ".git"
+CHANGED = "{RC}"
+if CHANGED:
+    CHANGED = "https://github.com/someone/else"
+LOOPED = "{RC}"
+for LOOPED in ("a", "b"):
+    pass
+DECLARED = "{RC}"
+
+
+def set_declared():
+    global DECLARED
+    DECLARED = "https://github.com/someone/else"
+
+
+listed = CloneGitRepositoryJob(URL, commit=COMMIT, patches=[PATCH], files_to_checkout=[PATCH, "nn"])
+grown = CloneGitRepositoryJob(GROWN, commit=COMMIT)
+changed = CloneGitRepositoryJob(CHANGED, commit=COMMIT)
+looped = CloneGitRepositoryJob(LOOPED, commit=COMMIT)
+declared = CloneGitRepositoryJob(DECLARED, commit=COMMIT)
+
+
+def shadowed(URL, COMMIT="{SHA2}"):
+    PATCH = "local"
+    return CloneGitRepositoryJob(URL, commit=COMMIT, patches=[PATCH])
+"""
+
+
+def test_module_constants_resolve_inside_lists_and_a_rebound_name_is_no_constant():
+    sites = {site.line: site for site in scan_source(CONSTANTS, "constants.py")}
+    assert sites[22].arguments == {
+        "url": RC,
+        "commit": SHA,
+        "patches": ["diff --git a/x b/x"],
+        "files_to_checkout": ["diff --git a/x b/x", "nn"],
+    }
+    assert sites[22].risks == []
+    # += and a second binding (in an if, a loop, a function's global statement) make the value unknown here
+    assert [sites[line].expressions for line in (23, 24, 25, 26)] == [
+        {"url": "GROWN"},
+        {"url": "CHANGED"},
+        {"url": "LOOPED"},
+        {"url": "DECLARED"},
+    ]
+    # a function's own names hide the module's constants of the same name
+    assert sites[31].expressions == {"url": "URL", "commit": "COMMIT", "patches": "[PATCH]"}
+
+
 def test_scan_of_a_tree_skips_unrelated_files_and_reports_broken_ones(tmp_path):
     (tmp_path / "pkg" / "sub").mkdir(parents=True)
     (tmp_path / "pkg" / "forms.py").write_text(FORMS)

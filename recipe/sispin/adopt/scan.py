@@ -13,15 +13,23 @@ from __future__ import annotations
 __all__ = ["CallSite", "Helper", "scan_source", "scan_file", "module_constants", "commit_risks"]
 
 import ast
-import copy
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
+from sispin.adopt.source import (
+    UNREADABLE,
+    dotted,
+    import_aliases,
+    literal,
+    local_names,
+    masked_source,
+    module_constants,
+    star_modules,
+    without_recipe,
+)
 from sispin.clonejob import CLASS_NAME, PARAMETERS, QUALIFIED_NAMES
 from sispin.lock.lockfile import is_full_sha
-from sispin.lock.urls import check_url, credential_spans
-
-_UNREADABLE = object()
+from sispin.lock.urls import check_url
 
 
 @dataclass
@@ -102,74 +110,9 @@ def scan_file(source: str, filename: str) -> Tuple[List[CallSite], List[Helper]]
     :raises SyntaxError: when the source does not parse
     """
     tree = ast.parse(source, filename=filename)
-    scanner = _Scanner(filename, module_constants(tree), _import_aliases(tree), _star_imports(tree))
+    star = any(without_recipe(f"{module}.{CLASS_NAME}") in QUALIFIED_NAMES for module in star_modules(tree))
+    scanner = _Scanner(filename, module_constants(tree), import_aliases(tree), star)
     return sorted(scanner.scan(tree), key=lambda site: site.line), scanner.helpers
-
-
-def module_constants(tree: ast.Module) -> Dict[str, str]:
-    """Module-level ``NAME = "string"`` bindings (a name bound twice is not a constant)."""
-    constants: Dict[str, str] = {}
-    rebound = set()
-    for node in tree.body:
-        targets: List[ast.expr] = []
-        value: Optional[ast.expr] = None
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        for target in targets:
-            if isinstance(target, ast.Name):
-                if target.id in constants or target.id in rebound:
-                    rebound.add(target.id)
-                    constants.pop(target.id, None)
-                elif isinstance(value, ast.Constant) and isinstance(value.value, str):
-                    constants[target.id] = value.value
-    return constants
-
-
-def _import_aliases(tree: ast.Module) -> Dict[str, str]:
-    """Local name -> the dotted name it was imported as, from every import in the file."""
-    aliases: Dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    aliases[alias.asname] = alias.name
-                else:
-                    first = alias.name.split(".")[0]
-                    aliases[first] = first
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                if alias.name != "*":
-                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return aliases
-
-
-def _star_imports(tree: ast.Module) -> bool:
-    """Whether the file star-imports a module that holds the class (``from i6_core.tools.git import *``)."""
-    return any(
-        isinstance(node, ast.ImportFrom)
-        and node.module
-        and any(alias.name == "*" for alias in node.names)
-        and _without_recipe(f"{node.module}.{CLASS_NAME}") in QUALIFIED_NAMES
-        for node in ast.walk(tree)
-    )
-
-
-def _without_recipe(name: str) -> str:
-    """The legacy ``recipe.i6_core`` spelling of a module, as ``i6_core``."""
-    return name[len("recipe.") :] if name.startswith("recipe.") else name
-
-
-def _dotted(node: ast.expr) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 #: Sisyphus path methods that return a copy of the path (the copy keeps the creator: the clone job)
@@ -190,6 +133,8 @@ class _Scanner(ast.NodeVisitor):
         self.sites: List[CallSite] = []
         # per scope: local name -> (call site, "job" or "path": whether the name holds the job or a path of it)
         self.scopes: List[Dict[str, Tuple[CallSite, str]]] = [{}]
+        # per function scope: the names it binds itself, which hide the module constants of those names
+        self.shadowed: List[Set[str]] = []
         # attribute and subscript targets (as source text), for the whole file: methods share ``self.*``
         self.members: Dict[str, Tuple[CallSite, str]] = {}
         # hash_overwrite assignments on a member not bound yet where they stand (another method may bind it)
@@ -210,15 +155,15 @@ class _Scanner(ast.NodeVisitor):
         return self.sites
 
     def is_clone_class(self, func: ast.expr) -> bool:
-        return self.resolved(func) or _dotted(func) == CLASS_NAME
+        return self.resolved(func) or dotted(func) == CLASS_NAME
 
     def resolved(self, func: ast.expr) -> bool:
         """Whether the called name is i6_core's class through the file's imports."""
-        name = _dotted(func)
+        name = dotted(func)
         if name is None:
             return False
         head, _, rest = name.partition(".")
-        qualified = _without_recipe(self.aliases.get(head, head) + (f".{rest}" if rest else ""))
+        qualified = without_recipe(self.aliases.get(head, head) + (f".{rest}" if rest else ""))
         return qualified in QUALIFIED_NAMES or (name == CLASS_NAME and head not in self.aliases and self.star_import)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
@@ -231,7 +176,9 @@ class _Scanner(ast.NodeVisitor):
         if len(self.scopes) == 1 and not self.in_class and isinstance(node, ast.FunctionDef):
             self.function = node
         self.scopes.append({})
+        self.shadowed.append(local_names(node))
         self.generic_visit(node)
+        self.shadowed.pop()
         self.scopes.pop()
         self.function = outer
 
@@ -340,8 +287,8 @@ class _Scanner(ast.NodeVisitor):
                 given.append((keyword.arg, keyword.value))
         for name, expression in given:
             value = self.literal(expression)
-            if value is _UNREADABLE:
-                site.expressions[name] = _masked_source(expression)
+            if value is UNREADABLE:
+                site.expressions[name] = masked_source(expression)
             else:
                 site.arguments[name] = value
         url = site.arguments.get("url")
@@ -357,12 +304,8 @@ class _Scanner(ast.NodeVisitor):
         return site
 
     def literal(self, node: ast.expr) -> Any:
-        if isinstance(node, ast.Name) and node.id in self.constants:
-            return self.constants[node.id]
-        try:
-            return ast.literal_eval(node)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return _UNREADABLE
+        """:return: the value of an expression where it stands, or UNREADABLE"""
+        return literal(node, self.constants, set().union(*self.shadowed))
 
 
 def commit_risks(arguments: Dict[str, Any]) -> List[str]:
@@ -376,33 +319,3 @@ def commit_risks(arguments: Dict[str, Any]) -> List[str]:
     if isinstance(commit, str) and is_full_sha(commit.lower()):
         return [f"commit {commit!r} is a full SHA in uppercase (git and pin.toml need it lowercase)"]
     return [f"commit {commit!r} is not a full 40-hex SHA"]
-
-
-def _masked_source(expression: ast.expr) -> str:
-    """
-    The source of an expression for display, its string constants masked where they hold something secret-looking.
-
-    A credential may be spread over several constants (``'https://user:' + token + '@host'``): the constants are
-    looked at together, in source order, and each part of one that falls into a secret span becomes ``***``.
-    """
-    joined, offsets = "", []
-    for node in _string_constants(expression):
-        offsets.append(len(joined))
-        joined += node.value
-    spans = credential_spans(joined)
-    if not spans:
-        return ast.unparse(expression)
-    masked = copy.deepcopy(expression)
-    for node, offset in zip(_string_constants(masked), offsets):
-        value, end = node.value, offset + len(node.value)
-        for start, stop in reversed(spans):
-            if start < end and stop > offset:
-                value = value[: max(start, offset) - offset] + "***" + value[min(stop, end) - offset :]
-        node.value = value
-    return ast.unparse(masked)
-
-
-def _string_constants(expression: ast.expr) -> List[ast.Constant]:
-    """The string constants of an expression, in source order."""
-    found = [node for node in ast.walk(expression) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
-    return sorted(found, key=lambda node: (node.lineno, node.col_offset))
