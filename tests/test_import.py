@@ -11,7 +11,7 @@ import pytest
 
 from conftest import RECIPE_DIR
 from sispin.adopt.follow import scan_paths
-from sispin.adopt.scan import scan_source
+from sispin.adopt.scan import Overwrite, scan_source
 from sispin.cli.main import main
 from sispin.lock.lockfile import load_lockfile
 
@@ -101,6 +101,8 @@ def test_each_risk_is_reported():
     assert risks[13] == ["hash_overwrite assigned on its output (line 14)"]
     assert risks[18] == ["hash_overwrite assigned on its output (line 19)"]
     assert risks[23] == ["hash_overwrite assigned on its output (line 23)"]
+    overwrites = {site.line: site.overwrites for site in scan_source(RISKS, "risks.py")}
+    assert overwrites[13] == [Overwrite("risks.py", 14, "RETURNN_COMMON_ROOT")] and overwrites[5] == []
     assert risks[32] == [
         "url is not a literal (f'https://github.com/rwth-i6/{name}')",
         "commit is not a literal (COMMIT_OF[name])",
@@ -165,6 +167,39 @@ def test_module_constants_resolve_inside_lists_and_a_rebound_name_is_no_constant
     ]
     # a function's own names hide the module's constants of the same name
     assert sites[31].expressions == {"url": "URL", "commit": "COMMIT", "patches": "[PATCH]"}
+
+
+OVERWRITES = f"""\
+from i6_core.tools.git import CloneGitRepositoryJob
+
+NAME = "RC_ROOT"
+job = CloneGitRepositoryJob("{RC}", commit="{SHA}")
+job.out_repository.hash_overwrite = NAME
+root = job.out_repository.copy()
+root.hash_overwrite = ("creator", "path")
+copied = root.join_right("sub")
+copied.hash_overwrite = compute_name()
+job.out_repository.hash_overwrite = None  # no overwrite: the path hashes its job again
+
+
+class Tools:
+    def use(self):
+        self.root.hash_overwrite = "LATER"
+
+    def __init__(self):
+        self.root = CloneGitRepositoryJob("{RC}", commit="{SHA2}").out_repository
+"""
+
+
+def test_each_overwrite_is_recorded_with_its_line_and_literal_value():
+    first, second = scan_source(OVERWRITES, "o.py")
+    assert first.overwrites == [
+        Overwrite("o.py", 5, "RC_ROOT"),
+        Overwrite("o.py", 7, ("creator", "path")),
+        Overwrite("o.py", 9, None),  # not a literal
+    ]
+    assert first.risks == [f"hash_overwrite assigned on its output (line {line})" for line in (5, 7, 9)]
+    assert second.overwrites == [Overwrite("o.py", 15, "LATER")]  # set in one method, bound in another
 
 
 def test_scan_of_a_tree_skips_unrelated_files_and_reports_broken_ones(tmp_path):
@@ -396,6 +431,7 @@ def test_only_notes_exit_0_and_the_reason_is_the_blocking_one(tmp_path, monkeypa
         IMPORT + f"j = CloneGitRepositoryJob('{RC}', commit='{SHA}')\nj.out_repository.hash_overwrite = 'X'\n",
     )
     assert code == 0 and sites[2]["status"] == "note" and result["problems"] == []
+    assert sites[2]["overwrites"] == [{"file": "c.py", "line": 3, "value": "X"}]
     short = IMPORT + f"j = CloneGitRepositoryJob('{RC}', commit='d1fc1c7')\nj.out_repository.hash_overwrite = 'X'\n"
     code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, short)
     assert code == 1 and sites[2]["status"] == "blocked"

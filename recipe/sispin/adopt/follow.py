@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from sispin.adopt.scan import CallSite, Helper, commit_risks, module_constants, scan_file
+from sispin.adopt.scan import CallSite, Helper, commit_risks, module_constants, order_overwrites, scan_file
 from sispin.clonejob import CLASS_NAME
 
 
@@ -62,6 +62,8 @@ def scan_paths(paths: Sequence[Path]) -> Tuple[List[CallSite], List[str]]:
             continue  # warned above when it mentions the class; otherwise it is no concern of this scan
         sites += _helper_calls(tree, path, unique)
     order = {path: index for index, (path, _) in enumerate(sources)}
+    for site in sites:
+        order_overwrites(site, order)
     return sorted(sites, key=lambda site: (order.get(site.file, 0), site.line)), warnings
 
 

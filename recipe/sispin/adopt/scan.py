@@ -10,7 +10,17 @@ assigned on its output, arguments that are not literals.
 
 from __future__ import annotations
 
-__all__ = ["CallSite", "Helper", "scan_source", "scan_file", "module_constants", "commit_risks"]
+__all__ = [
+    "CallSite",
+    "Overwrite",
+    "Helper",
+    "scan_source",
+    "scan_file",
+    "module_constants",
+    "commit_risks",
+    "overwrite_risk",
+    "order_overwrites",
+]
 
 import ast
 from dataclasses import dataclass, field
@@ -31,6 +41,25 @@ from sispin.clonejob import CLASS_NAME, PARAMETERS, QUALIFIED_NAMES
 from sispin.lock.lockfile import is_full_sha
 from sispin.lock.urls import check_url
 
+#: how every risk about a ``hash_overwrite`` on a call's output starts
+OVERWRITE_RISK = "hash_overwrite assigned on its output"
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """
+    A ``hash_overwrite`` assigned on a clone's output (or on a copy of it): the jobs that use that path hash the
+    overwrite instead of the clone's commit.
+
+    :param file: the file of the assignment, as given or found
+    :param line: its 1-based line
+    :param value: the value assigned when it is a literal (a string, or Sisyphus's (creator, path) tuple), else None
+    """
+
+    file: str
+    line: int
+    value: Any = None
+
 
 @dataclass
 class CallSite:
@@ -49,6 +78,9 @@ class CallSite:
         never imports, which may be a class of its own)
     :param helper: for a call of a helper function that passes its commit on to a CloneGitRepositoryJob:
         ``name(parameter=...)`` and where its clone is; the site is the helper's call, the arguments its clone's
+    :param followed: whether it is the clone of a helper that takes its commit as a parameter
+    :param overwrites: the ``hash_overwrite`` assignments that reach its output, in whichever file they are (each
+        is also a risk)
     """
 
     file: str
@@ -60,6 +92,7 @@ class CallSite:
     imported: bool = True
     helper: Optional[str] = None
     followed: bool = False
+    overwrites: List[Overwrite] = field(default_factory=list)
 
     @property
     def url(self) -> Optional[str]:
@@ -138,7 +171,7 @@ class _Scanner(ast.NodeVisitor):
         # attribute and subscript targets (as source text), for the whole file: methods share ``self.*``
         self.members: Dict[str, Tuple[CallSite, str]] = {}
         # hash_overwrite assignments on a member not bound yet where they stand (another method may bind it)
-        self.pending: List[Tuple[str, int]] = []
+        self.pending: List[Tuple[str, Overwrite]] = []
         self.site_of_call: Dict[int, CallSite] = {}
         # the module-level function being visited (helpers are followed from there only), and those found
         self.function: Optional[ast.FunctionDef] = None
@@ -148,10 +181,10 @@ class _Scanner(ast.NodeVisitor):
     def scan(self, tree: ast.Module) -> List[CallSite]:
         """:return: the call sites of the tree, each with its risks"""
         self.visit(tree)
-        for member, line in self.pending:
+        for member, overwrite in self.pending:
             owner = self.members.get(member)
             if owner and owner[1] == "path":
-                self.overwritten(owner[0], line)
+                self.overwritten(owner[0], overwrite)
         return self.sites
 
     def is_clone_class(self, func: ast.expr) -> bool:
@@ -221,11 +254,15 @@ class _Scanner(ast.NodeVisitor):
 
     def assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
         if isinstance(target, ast.Attribute) and target.attr == "hash_overwrite":
+            assigned = self.literal(value)
+            if assigned is None:
+                return  # None is no overwrite: the path hashes its creator again
+            overwrite = Overwrite(self.filename, line, None if assigned is UNREADABLE else assigned)
             owner = self.holder(target.value)
             if owner and owner[1] == "path":
-                self.overwritten(owner[0], line)
+                self.overwritten(owner[0], overwrite)
             elif owner is None and isinstance(target.value, (ast.Attribute, ast.Subscript)):
-                self.pending.append((ast.unparse(target.value), line))
+                self.pending.append((ast.unparse(target.value), overwrite))
             return
         holder = self.holder(value)
         if isinstance(target, ast.Name):
@@ -244,10 +281,10 @@ class _Scanner(ast.NodeVisitor):
             else:
                 self.members.pop(ast.unparse(target), None)
 
-    def overwritten(self, site: CallSite, line: int) -> None:
-        risk = f"hash_overwrite assigned on its output (line {line})"
-        if risk not in site.risks:
-            site.risks.append(risk)
+    def overwritten(self, site: CallSite, overwrite: Overwrite) -> None:
+        if overwrite not in site.overwrites:
+            site.overwrites.append(overwrite)
+            site.risks.append(overwrite_risk(site, overwrite))
 
     def holder(self, node: ast.expr) -> Optional[Tuple[CallSite, str]]:
         """Which call site an expression stands for: the job itself, or a path of it (out_repository, a copy)."""
@@ -306,6 +343,24 @@ class _Scanner(ast.NodeVisitor):
     def literal(self, node: ast.expr) -> Any:
         """:return: the value of an expression where it stands, or UNREADABLE"""
         return literal(node, self.constants, set().union(*self.shadowed))
+
+
+def overwrite_risk(site: CallSite, overwrite: Overwrite) -> str:
+    """:return: the risk an overwrite is to a call site: its line, or its file and line when in another file"""
+    where = f"line {overwrite.line}" if overwrite.file == site.file else f"{overwrite.file}:{overwrite.line}"
+    return f"{OVERWRITE_RISK} ({where})"
+
+
+def order_overwrites(site: CallSite, order: Dict[str, int]) -> None:
+    """
+    Put a site's overwrites, and their risks after the others, in a stable order: its own file's first, then by
+    file and line.
+
+    :param order: file -> its place in the scan (files not in it come after, by name)
+    """
+    site.overwrites.sort(key=lambda o: (o.file != site.file, order.get(o.file, len(order)), o.file, o.line))
+    kept = [risk for risk in site.risks if not risk.startswith(OVERWRITE_RISK)]
+    site.risks = kept + [overwrite_risk(site, overwrite) for overwrite in site.overwrites]
 
 
 def commit_risks(arguments: Dict[str, Any]) -> List[str]:
