@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "UNREADABLE",
+    "statements",
     "module_constants",
     "import_aliases",
     "star_modules",
@@ -41,7 +42,7 @@ def module_constants(tree: ast.Module) -> Dict[str, str]:
     bindings: Dict[str, int] = {}
     for name in _module_bindings(tree.body):
         bindings[name] = bindings.get(name, 0) + 1
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, ast.Global):
             for name in node.names:
                 bindings[name] = bindings.get(name, 0) + 2
@@ -84,7 +85,7 @@ def import_aliases(tree: ast.Module) -> Dict[str, str]:
         too); a relative import keeps its leading dots (``from .tools import get`` gives ``get`` -> ``.tools.get``)
     """
     aliases: Dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -100,10 +101,28 @@ def import_aliases(tree: ast.Module) -> Dict[str, str]:
     return aliases
 
 
+def statements(tree: ast.AST) -> Iterator[ast.stmt]:
+    """
+    :return: every statement of a tree, those in function, class and compound statement bodies too, in source
+        order (expressions are not entered: no statement is in one, and they are most of a tree's nodes)
+    """
+    pending: List[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.stmt):
+            yield node
+        children: List[ast.AST] = []
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):  # handlers and match cases hold bodies
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                children += value
+        pending += reversed(children)
+
+
 def star_modules(tree: ast.Module) -> List[str]:
     """:return: the modules the file star-imports (``from x.y import *``), relative ones with their dots, in order"""
     found = []
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
             found.append("." * node.level + (node.module or ""))
     return found
