@@ -631,6 +631,9 @@ def get_fixed(commit=None):
 
 
 DEFAULT_RC = get_rc("{SHA2}")  # [local-call]
+SHARED_ROOT = CloneGitRepositoryJob(RC, commit="{SHA}", checkout_folder_name="shared").out_repository.copy()  # [shared]
+SHARED_JOB = CloneGitRepositoryJob(RC, commit="{SHA2}", checkout_folder_name="shared")  # [shared-job]
+JOB = get_job()
 """,
     "exps/other/__init__.py": "",
     "exps/other/tools.py": f"""\
@@ -640,7 +643,31 @@ from i6_core.tools.git import CloneGitRepositoryJob
 def get_rc(commit):
     return CloneGitRepositoryJob("{RETURNN}", commit=commit).out_repository  # [other-rc]
 """,
-    "exps/pkg/__init__.py": "from ..tools import get_rc  # re-exported\n",
+    "exps/pkg/__init__.py": "from ..tools import get_rc, SHARED_ROOT  # re-exported\n",
+    # set overwrites in place on objects the module tools binds (they mention no clone and no helper): by name
+    "exps/shares.py": """\
+from exps.tools import DEFAULT_RC, JOB, SHARED_ROOT as ROOT
+from exps.pkg import SHARED_ROOT as VIA_PACKAGE
+
+DEFAULT_RC.hash_overwrite = "RC_SHARED"  # [ow-shared-rc]
+ROOT.hash_overwrite = "ROOT_SHARED"  # [ow-shared-root]
+VIA_PACKAGE.hash_overwrite = "PACKAGE_SHARED"  # [ow-shared-package]
+JOB.out_repository.hash_overwrite = "JOB_VIA_HELPER"  # [ow-shared-helper]
+
+
+def not_shared(ROOT):
+    ROOT.hash_overwrite = "PARAMETER"  # a parameter of the same name: not the import
+""",
+    # ... and as attributes of the module
+    "exps/shares_by_module.py": """\
+from . import tools
+import exps.tools
+
+tools.SHARED_JOB.out_repository.hash_overwrite = "JOB_SHARED"  # [ow-shared-job]
+copied = exps.tools.SHARED_ROOT.copy()
+copied.hash_overwrite = "COPY_SHARED"  # [ow-shared-copy]
+tools.SHARED_JOB.hash_overwrite = "A_JOB"  # a job has no hash_overwrite of its own: no path's hash changes
+""",
     "exps/users_abs.py": f"""\
 from exps.tools import compile_sctk, get_fixed, get_rc, get_tool
 from exps import tools
@@ -719,14 +746,24 @@ def test_helpers_are_followed_through_each_files_imports_with_their_defaults_and
     write_package(tmp_path / "recipe")
     sites, warnings = scan_paths([Path("recipe/exps")])
     assert warnings == []
-    folder = {"checkout_folder_name": "returnn_common"}
+    folder, shared = {"checkout_folder_name": "returnn_common"}, {"checkout_folder_name": "shared"}
     assert [shown(site) for site in sites] == [
         (at("clone-tool"), RC, SHA, {}, {}, [at("ow-tool")]),
-        (at("clone-job"), RC, SHA2, {"checkout_folder_name": "rc"}, {}, [at("ow-job"), at("ow-job2")]),
+        # overwrites in a stable order: by file (in scan order), then line; whichever was found first
+        (
+            at("clone-job"),
+            RC,
+            SHA2,
+            {"checkout_folder_name": "rc"},
+            {},
+            [at(m) for m in ("ow-shared-helper", "ow-job", "ow-job2")],
+        ),
         (at("clone-rc"), RC, None, {}, {"commit": "commit", "checkout_folder_name": "folder"}, [at("ow-unpinned")]),
         (at("clone-sctk"), None, None, {}, {"url": "url", "branch": "branch", "commit": "commit"}, []),
         (at("clone-fixed"), RC, None, {}, {"commit": "commit"}, [at("ow-fixed")]),
-        (at("local-call"), RC, SHA2, folder, {}, []),  # a helper called in its own module
+        (at("local-call"), RC, SHA2, folder, {}, [at("ow-shared-rc")]),  # a helper called in its own module
+        (at("shared"), RC, SHA, shared, {}, [at(m) for m in ("ow-shared-root", "ow-shared-package", "ow-shared-copy")]),
+        (at("shared-job"), RC, SHA2, shared, {}, [at("ow-shared-job")]),
         (at("call-rc"), RC, SHA, folder, {}, [at("ow-rc")]),
         (at("call-named"), RC, SHA2, {"checkout_folder_name": "rc2"}, {}, [at("ow-named")]),
         # the helper's literal defaults where the call gives nothing: the URL (a module constant), no commit
@@ -743,6 +780,9 @@ def test_helpers_are_followed_through_each_files_imports_with_their_defaults_and
     assert by_place[at("call-rc")].helper == f"get_rc(commit=...), whose clone is at {at('clone-rc')}"
     assert by_place[at("call-rc")].overwrites == [Overwrite(at("ow-rc").split(":")[0], int(at("ow-rc")[-1:]), "RC_V2")]
     assert by_place[at("clone-tool")].risks == [f"hash_overwrite assigned on its output ({at('ow-tool')})"]
+    job_shared = at("ow-shared-job").split(":")
+    assert by_place[at("shared-job")].overwrites == [Overwrite(job_shared[0], int(job_shared[1]), "JOB_SHARED")]
+    assert by_place[at("shared-job")].risks == [f"hash_overwrite assigned on its output ({at('ow-shared-job')})"]
     assert by_place[at("call-sctk")].risks == ["no commit: follows branch 'v2.4.12' (unpinned)"]
     assert [by_place[at(m)].followed for m in ("clone-rc", "clone-sctk", "other-rc", "clone-tool", "clone-fixed")] == [
         True,
@@ -780,6 +820,25 @@ def test_a_helper_call_with_literal_defaults_is_adopted_with_the_same_job_id(
     main(["import", "recipe/exps/users_abs.py", "--set", "exp"])
     out = capsys.readouterr().out
     assert f"    through helper compile_sctk(commit=...), whose clone is at {at('clone-sctk')}\n" in out
+
+
+def test_an_overwrite_on_an_object_of_another_module_is_reported_at_its_clone(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    write_package(tmp_path / "recipe")
+    code, result = report(capsys, "recipe/exps", "--set", "exp")  # exit 9 without Sisyphus: the report all the same
+    site = next(r for r in result["call_sites"] if f"{r['file']}:{r['line']}" == at("shared"))
+    assert site["status"] == "note"
+    assert [(o["file"], o["value"]) for o in site["overwrites"]] == [
+        ("recipe/exps/shares.py", "ROOT_SHARED"),
+        ("recipe/exps/shares.py", "PACKAGE_SHARED"),
+        ("recipe/exps/shares_by_module.py", "COPY_SHARED"),
+    ]
+    assert f"{at('shared')}: hash_overwrite assigned on its output ({at('ow-shared-root')}): jobs using" in "\n".join(
+        result["notes"]
+    )
+    main(["import", "recipe/exps", "--set", "exp"])
+    assert f"    risk: hash_overwrite assigned on its output ({at('ow-shared-copy')})\n" in capsys.readouterr().out
 
 
 def test_only_regular_files_are_read(tmp_path):

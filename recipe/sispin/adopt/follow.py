@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from sispin.adopt.modules import Module, Modules, NotRegular, read_regular
-from sispin.adopt.scan import FileScan, Resolver, clone_arguments, scan_tree
-from sispin.adopt.sites import CallSite, Helper, Reached, argument_risks, order_overwrites, overwrite_risk
+from sispin.adopt.modules import Module, Modules, NotRegular, may_import, read_regular
+from sispin.adopt.scan import Resolver, clone_arguments, scan_tree
+from sispin.adopt.sites import CallSite, Helper, Reached, add_overwrite, argument_risks, order_overwrites
 from sispin.adopt.source import UNREADABLE, dotted, literal, masked_source
 from sispin.clonejob import CLASS_NAME
 
@@ -53,49 +53,61 @@ def scan_paths(paths: Sequence[Path]) -> Tuple[List[CallSite], List[str]]:
     for module in files:
         if CLASS_NAME.encode() in module.data or _OVERWRITE in module.data:
             modules.imported_helpers(module)
-    second = _second_passes(modules, files)
+    _second_passes(modules, files)
+    _shared_overwrites(modules, files)
     order = {module.path: index for index, module in enumerate(files)}
-    sites = [site for module in files for site in second.get(module.path, _first_sites(module))]
+    sites = [site for module in files if module.scan is not None for site in module.scan.sites]
     for site in sites:
         order_overwrites(site, order)
     return sorted(sites, key=lambda site: (order[site.file], site.line)), warnings
 
 
-def _first_sites(module: Module) -> List[CallSite]:
-    return module.first.sites if module.first is not None else []
-
-
-def _second_passes(modules: Modules, files: List[Module]) -> Dict[str, List[CallSite]]:
+def _second_passes(modules: Modules, files: List[Module]) -> None:
     """
     Scan again, now following helper calls, every file that may call a helper: those that mention a helper's name
     (a call names it, whether it is imported, aliased or star-imported). Helpers found in files imported from
     outside the given paths add names: a further round looks for them in the files left.
-
-    :return: file -> its call sites, for the files scanned again
     """
-    found: Dict[str, List[CallSite]] = {}
     names: Set[bytes] = set()
     new = modules.helper_names()
-    while True:
+    while new:
         for module in files:
-            if module.path in found or module.error is not None:
-                continue
-            if any(name in module.data for name in new):
-                scanned = _second_pass(modules, module)
-                if scanned is not None:
-                    found[module.path] = scanned.sites
+            if module.second is None and any(name in module.data for name in new):
+                _second_pass(modules, module)
         names |= new
         new = modules.helper_names() - names
-        if not new:
-            return found
 
 
-def _second_pass(modules: Modules, module: Module) -> Optional[FileScan]:
+def _second_pass(modules: Modules, module: Module) -> None:
     tree = module.parsed()
-    if tree is None:
-        return None
-    known = module.first.clones if module.first is not None else {}
-    return scan_tree(tree, module.path, _Calls(modules, module), known)
+    if tree is not None:
+        known = module.first.clones if module.first is not None else {}
+        module.second = scan_tree(tree, module.path, _Calls(modules, module), known)
+
+
+def _shared_overwrites(modules: Modules, files: List[Module]) -> None:
+    """
+    Overwrites set on objects that other modules bind (``from a import ROOT; ROOT.hash_overwrite = ...``), found
+    on those modules' clones. Only a file that mentions ``hash_overwrite`` and imports a name some scanned file binds
+    to a clone can set one: those not scanned yet are scanned now.
+    """
+    exported = {name.encode() for module in files if module.scan for name in module.scan.exports}
+    for module in files:
+        if module.scan is None and _OVERWRITE in module.data and may_import(module, exported):
+            _second_pass(modules, module)
+    for module in files:
+        for shared, overwrite in module.scan.shared if module.scan else ():
+            held = modules.shared(module, shared.name)
+            for step in shared.steps:
+                held = _taken(held, step)
+            if held is not None and held[1] == "path":
+                add_overwrite(held[0], overwrite)
+
+
+def _taken(held: Optional[Tuple[CallSite, str]], step: str) -> Optional[Tuple[CallSite, str]]:
+    """What ``.out_repository`` (of a job) or a copy (of a path) of a clone's job or path is."""
+    wanted = "job" if step == "out_repository" else "path"
+    return (held[0], "path") if held is not None and held[1] == wanted else None
 
 
 class _Calls(Resolver):
@@ -148,8 +160,7 @@ def _made_by(helper: Helper, call: ast.Call, path: str, literal_here: Callable[[
     function = helper.function
     for overwrite in clone.overwrites:  # set in the helper itself: on every clone it makes
         if overwrite.file == clone.file and function.lineno <= overwrite.line <= (function.end_lineno or 0):
-            site.overwrites.append(overwrite)
-            site.risks.append(overwrite_risk(site, overwrite))
+            add_overwrite(site, overwrite)
     return site
 
 

@@ -9,7 +9,7 @@ its helpers only.
 
 from __future__ import annotations
 
-__all__ = ["Module", "Modules", "NotRegular", "read_regular"]
+__all__ = ["Module", "Modules", "NotRegular", "read_regular", "may_import"]
 
 import ast
 import os
@@ -18,6 +18,7 @@ import stat
 from typing import Dict, List, Optional, Set, Tuple
 
 from sispin.adopt.scan import FileScan, Helper, scan_tree
+from sispin.adopt.sites import CallSite
 from sispin.adopt.source import import_aliases, star_modules
 from sispin.clonejob import CLASS_NAME
 
@@ -46,6 +47,7 @@ class Module:
         self.tree: Optional[ast.Module] = None
         self.error: Optional[SyntaxError] = None
         self.first: Optional[FileScan] = None
+        self.second: Optional[FileScan] = None
         self._aliases: Optional[Dict[str, str]] = None
         self._stars: Optional[List[str]] = None
         self._functions: Optional[Set[str]] = None
@@ -74,6 +76,11 @@ class Module:
             tree = self.parsed()
             self._stars = star_modules(tree) if tree else []
         return self._stars
+
+    @property
+    def scan(self) -> Optional[FileScan]:
+        """Its fullest scan so far: the one that followed helper calls, else the one alone."""
+        return self.second or self.first
 
     def defines(self, name: str) -> bool:
         """Whether the module binds name by a ``def`` at its top level."""
@@ -152,6 +159,29 @@ class Modules:
                     return found
         return None
 
+    def shared(self, importer: Module, name: str) -> Optional[Tuple[CallSite, str]]:
+        """
+        :param importer: a file that uses an object of another module
+        :param name: the object's name as written there, through one of the file's imports (``ROOT``, ``m.ROOT``)
+        :return: the clone's job or path the other module binds to that name at its top level (through at most
+            a few re-exports), as that module's scan found it; None when it holds none, or is not known
+        """
+        head, _, rest = name.partition(".")
+        return self._export(importer, importer.aliases[head] + (f".{rest}" if rest else ""), _REEXPORTS)
+
+    def _export(self, importer: Module, qualified: str, hops: int) -> Optional[Tuple[CallSite, str]]:
+        bare = qualified.lstrip(".")
+        module_name, _, attribute = bare.rpartition(".")
+        target = self.find(importer, qualified[: len(qualified) - len(bare)] + module_name)
+        if target is None or attribute.encode() not in target.data:
+            return None
+        scan = target.scan or (self.first_pass(target) if CLASS_NAME.encode() in target.data else None)
+        if scan is not None and attribute in scan.exports:
+            return scan.exports[attribute]
+        if hops and _reexports(target, attribute) and attribute in target.aliases:
+            return self._export(target, target.aliases[attribute], hops - 1)
+        return None
+
     def _imported(self, importer: Module, qualified: str, hops: int) -> Optional[Helper]:
         """The helper a dotted name imported into a module stands for, through at most ``hops`` re-exports."""
         key = (importer.key, qualified)
@@ -170,8 +200,7 @@ class Modules:
             return None
         if CLASS_NAME.encode() in target.data and target.defines(attribute):
             return self._helper_of(target, attribute)
-        reexported = any(re.search(rb"\b%s\b" % re.escape(name), m.group(2)) for m in _IMPORTED.finditer(target.data))
-        if hops and reexported and attribute in target.aliases:
+        if hops and _reexports(target, attribute) and attribute in target.aliases:
             return self._imported(target, target.aliases[attribute], hops - 1)
         return None
 
@@ -235,6 +264,26 @@ class Modules:
             except (NotRegular, OSError):
                 self.by_key[key] = None
         return self.by_key[key]
+
+
+def may_import(module: Module, names: Set[bytes]) -> bool:
+    """
+    :return: whether the module may use one of names from another module, read as text: an import statement names
+        it, or it follows a dot (``m.NAME``)
+    """
+    present = [name for name in names if name in module.data]
+    if not present:
+        return False
+    if any(b"." + name in module.data for name in present):
+        return True
+    clauses = b"\n".join(match.group(2) for match in _IMPORTED.finditer(module.data))
+    return any(re.search(rb"\b%s\b" % re.escape(name), clauses) for name in present)
+
+
+def _reexports(module: Module, name: str) -> bool:
+    """Whether an import statement of the module names name, read as text (so most modules need no parse)."""
+    pattern = re.compile(rb"\b%s\b" % re.escape(name.encode()))
+    return any(pattern.search(match.group(2)) for match in _IMPORTED.finditer(module.data))
 
 
 def _shown(path: str) -> str:

@@ -29,17 +29,18 @@ __all__ = [
 ]
 
 import ast
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from sispin.adopt.sites import (
     CallSite,
     Helper,
     Overwrite,
     Reached,
+    Shared,
+    add_overwrite,
     argument_risks,
     commit_risks,
-    overwrite_risk,
 )
 from sispin.adopt.source import (
     UNREADABLE,
@@ -76,11 +77,16 @@ class FileScan:
         of their own
     :param helpers: its helper functions by name
     :param clones: id of each CloneGitRepositoryJob call node -> its site (a second scan of the same tree reuses them)
+    :param exports: what the file's top-level names hold at its end: a clone's job or a path of it
+    :param shared: overwrites set on objects of other modules (``from a import ROOT; ROOT.hash_overwrite = ...``),
+        for whoever knows those modules
     """
 
     sites: List[CallSite]
     helpers: Dict[str, Helper]
     clones: Dict[int, CallSite]
+    exports: Dict[str, Tuple[CallSite, str]] = field(default_factory=dict)
+    shared: List[Tuple[Shared, Overwrite]] = field(default_factory=list)
 
 
 def scan_source(source: str, filename: str) -> List[CallSite]:
@@ -119,7 +125,8 @@ def scan_tree(
     scanner.resolver = resolver or Resolver()
     scanner.known = known or {}
     sites = sorted(scanner.scan(tree), key=lambda site: site.line)
-    return FileScan(sites, scanner.helpers, scanner.clone_calls)
+    exports = {name: held for name, held in scanner.scopes[0].items() if isinstance(held[0], CallSite)}
+    return FileScan(sites, scanner.helpers, scanner.clone_calls, exports, scanner.shared)  # type: ignore[arg-type]
 
 
 def clone_arguments(node: ast.Call) -> Dict[str, ast.expr]:
@@ -137,8 +144,9 @@ def clone_arguments(node: ast.Call) -> Dict[str, ast.expr]:
 #: Sisyphus path methods that return a copy of the path (the copy keeps the creator: the clone job)
 _PATH_COPIES = ("copy", "copy_append", "join_right")
 
-#: what a name, member or call holds: a call site, and whether it is its "job" or a "path" of it
-Holder = Tuple[CallSite, str]
+#: what a name, member or call holds: a call site, and whether it is its "job" or a "path" of it; or an object of
+#: another module ("shared"), known later
+Holder = Tuple[Union[CallSite, Shared], str]
 
 
 class _Scanner(ast.NodeVisitor):
@@ -164,6 +172,7 @@ class _Scanner(ast.NodeVisitor):
         self.members: Dict[str, Holder] = {}
         # hash_overwrite assignments on a member not bound yet where they stand (another method may bind it)
         self.pending: List[Tuple[str, Overwrite]] = []
+        self.shared: List[Tuple[Shared, Overwrite]] = []
         # id of a call node -> what it returns: the job of a CloneGitRepositoryJob, whatever a helper returns
         self.site_of_call: Dict[int, Holder] = {}
         self.clone_calls: Dict[int, CallSite] = {}
@@ -179,8 +188,8 @@ class _Scanner(ast.NodeVisitor):
         self.visit(tree)
         for member, overwrite in self.pending:
             owner = self.members.get(member)
-            if owner and owner[1] == "path":
-                self.overwritten(owner[0], overwrite)
+            if owner:
+                self.overwritten(owner, overwrite)
         return self.sites
 
     def is_clone_class(self, func: ast.expr) -> bool:
@@ -238,7 +247,7 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
         if self.function is not None and len(self.scopes) == 2 and node.value is not None:
             holder = self.holder(node.value)
-            if holder is not None:
+            if holder is not None and isinstance(holder[0], CallSite):
                 self.returned.append(holder)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -286,9 +295,9 @@ class _Scanner(ast.NodeVisitor):
                 return  # None is no overwrite: the path hashes its creator again
             overwrite = Overwrite(self.filename, line, None if assigned is UNREADABLE else assigned)
             owner = self.holder(target.value)
-            if owner and owner[1] == "path":
-                self.overwritten(owner[0], overwrite)
-            elif owner is None and isinstance(target.value, (ast.Attribute, ast.Subscript)):
+            if owner:
+                self.overwritten(owner, overwrite)
+            elif isinstance(target.value, (ast.Attribute, ast.Subscript)):
                 self.pending.append((ast.unparse(target.value), overwrite))
             return
         holder = self.holder(value)
@@ -308,10 +317,12 @@ class _Scanner(ast.NodeVisitor):
             else:
                 self.members.pop(ast.unparse(target), None)
 
-    def overwritten(self, site: CallSite, overwrite: Overwrite) -> None:
-        if overwrite not in site.overwrites:
-            site.overwrites.append(overwrite)
-            site.risks.append(overwrite_risk(site, overwrite))
+    def overwritten(self, owner: Holder, overwrite: Overwrite) -> None:
+        """An overwrite on what owner holds: a clone's path here, or an object of another module (known later)."""
+        if owner[1] == "path" and isinstance(owner[0], CallSite):
+            add_overwrite(owner[0], overwrite)
+        elif owner[1] == "shared" and isinstance(owner[0], Shared):
+            self.shared.append((owner[0], overwrite))
 
     def holder(self, node: ast.expr) -> Optional[Holder]:
         """Which call site an expression stands for: the job itself, or a path of it (out_repository, a copy)."""
@@ -319,21 +330,40 @@ class _Scanner(ast.NodeVisitor):
             if id(node) in self.site_of_call:
                 return self.site_of_call[id(node)]
             if isinstance(node.func, ast.Attribute) and node.func.attr in _PATH_COPIES:
-                inner = self.holder(node.func.value)
-                return inner if inner and inner[1] == "path" else None
+                return self.taken(self.holder(node.func.value), "copy")
             return None
         if isinstance(node, ast.Name):
             for scope in reversed(self.scopes):
                 if node.id in scope:
                     return scope[node.id]
-            return None
+            return self.imported_object(node.id)
         if isinstance(node, ast.Attribute) and node.attr == "out_repository":
-            inner = self.holder(node.value)
-            if inner and inner[1] == "job":
-                return inner[0], "path"
+            inner = self.taken(self.holder(node.value), "out_repository")
+            if inner is not None:
+                return inner
         if isinstance(node, (ast.Attribute, ast.Subscript)):
-            return self.members.get(ast.unparse(node))
+            member = self.members.get(ast.unparse(node))
+            return member or (self.imported_object(dotted(node)) if isinstance(node, ast.Attribute) else None)
         return None
+
+    @staticmethod
+    def taken(inner: Optional[Holder], step: str) -> Optional[Holder]:
+        """What ``.out_repository`` (of a job) or a copy (of a path) of a holder holds."""
+        if inner is None:
+            return None
+        if isinstance(inner[0], Shared):
+            return inner[0]._replace(steps=inner[0].steps + (step,)), "shared"
+        wanted, result = ("job", "path") if step == "out_repository" else ("path", "path")
+        return (inner[0], result) if inner[1] == wanted else None
+
+    def imported_object(self, name: Optional[str]) -> Optional[Holder]:
+        """An object another module binds, when name (``ROOT``, ``tools.ROOT``) comes from an import of this file."""
+        head = (name or "").split(".")[0]
+        if not name or head not in self.aliases or any(head in scope for scope in self.scopes):
+            return None
+        if self.enclosing and head in self.local_names():
+            return None  # a parameter or local of the same name
+        return Shared(name), "shared"
 
     def call_site(self, node: ast.Call) -> CallSite:
         site = CallSite(file=self.filename, line=node.lineno, positional=len(node.args))
@@ -356,7 +386,11 @@ class _Scanner(ast.NodeVisitor):
         """:return: the value of an expression where it stands, or UNREADABLE"""
         if not self.enclosing or not any(isinstance(n, ast.Name) for n in ast.walk(node)):
             return literal(node, self.constants)
-        for function in self.enclosing:  # worked out where first needed: most functions never need it
+        return literal(node, self.constants, self.local_names())
+
+    def local_names(self) -> Set[str]:
+        """The names the functions around the visited node bind (worked out where first needed: most never are)."""
+        for function in self.enclosing:
             if id(function) not in self.bound:
                 self.bound[id(function)] = local_names(function)
-        return literal(node, self.constants, set().union(*(self.bound[id(f)] for f in self.enclosing)))
+        return set().union(*(self.bound[id(f)] for f in self.enclosing))

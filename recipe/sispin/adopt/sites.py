@@ -11,6 +11,8 @@ __all__ = [
     "CallSite",
     "Helper",
     "Reached",
+    "Shared",
+    "add_overwrite",
     "overwrite_risk",
     "order_overwrites",
     "commit_risks",
@@ -19,7 +21,7 @@ __all__ = [
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, NamedTuple, Optional, Set
+from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
 from sispin.lock.lockfile import is_full_sha
 from sispin.lock.urls import check_url
@@ -137,6 +139,26 @@ class Reached(NamedTuple):
     site: CallSite
     kind: Optional[str]
     new: bool
+
+
+class Shared(NamedTuple):
+    """
+    An object another module binds at its top level, named here through an import (``from a import ROOT``,
+    ``a.ROOT``): which clone it holds is known once that module is scanned.
+
+    :param name: the dotted name as written where it is used
+    :param steps: what was taken of it since, in order: "out_repository" (of a job), "copy" (of a path)
+    """
+
+    name: str
+    steps: Tuple[str, ...] = ()
+
+
+def add_overwrite(site: CallSite, overwrite: Overwrite) -> None:
+    """Record an overwrite on a site's output, once, with its risk."""
+    if overwrite not in site.overwrites:
+        site.overwrites.append(overwrite)
+        site.risks.append(overwrite_risk(site, overwrite))
 
 
 def overwrite_risk(site: CallSite, overwrite: Overwrite) -> str:
