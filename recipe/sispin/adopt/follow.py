@@ -72,10 +72,15 @@ def _second_passes(modules: Modules, files: List[Module]) -> None:
     new = modules.helper_names()
     while new:
         for module in files:
-            if module.second is None and any(name in module.data for name in new):
+            if module.second is None and any(_calls(module.data, name) for name in new):
                 _second_pass(modules, module)
         names |= new
         new = modules.helper_names() - names
+
+
+def _calls(data: bytes, name: bytes) -> bool:
+    """Whether a file may call name, read as text: it names it other than where it defines it (``def name``)."""
+    return name in data and data.count(name) > data.count(b"def " + name)
 
 
 def _second_pass(modules: Modules, module: Module) -> None:
@@ -91,7 +96,10 @@ def _shared_overwrites(modules: Modules, files: List[Module]) -> None:
     on those modules' clones. Only a file that mentions ``hash_overwrite`` and imports a name some scanned file binds
     to a clone can set one: those not scanned yet are scanned now.
     """
-    exported = {name.encode() for module in files if module.scan for name in module.scan.exports}
+    exported: Dict[bytes, Set[bytes]] = {}
+    for module in files:
+        for name in module.scan.exports if module.scan else ():
+            exported.setdefault(name.encode(), set()).add(module.name.encode())
     for module in files:
         if module.scan is None and _OVERWRITE in module.data and may_import(module, exported):
             _second_pass(modules, module)

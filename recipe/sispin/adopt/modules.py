@@ -82,6 +82,12 @@ class Module:
         """Its fullest scan so far: the one that followed helper calls, else the one alone."""
         return self.second or self.first
 
+    @property
+    def name(self) -> str:
+        """The last part of its module name: the file's stem, its package's for an __init__.py."""
+        stem = os.path.splitext(os.path.basename(self.path))[0]
+        return os.path.basename(os.path.dirname(self.key)) if stem == "__init__" else stem
+
     def defines(self, name: str) -> bool:
         """Whether the module binds name by a ``def`` at its top level."""
         if self._functions is None:
@@ -266,18 +272,23 @@ class Modules:
         return self.by_key[key]
 
 
-def may_import(module: Module, names: Set[bytes]) -> bool:
+def may_import(module: Module, names: Dict[bytes, Set[bytes]]) -> bool:
     """
-    :return: whether the module may use one of names from another module, read as text: an import statement names
-        it, or it follows a dot (``m.NAME``)
+    :param names: top-level names of modules -> the names of the modules that bind them (``default_tools``)
+    :return: whether the module may use one of those objects, read as text: an import statement names it, or it
+        follows a dot (``m.NAME``) where an import statement names one of the modules that bind it
     """
     present = [name for name in names if name in module.data]
     if not present:
         return False
-    if any(b"." + name in module.data for name in present):
-        return True
-    clauses = b"\n".join(match.group(2) for match in _IMPORTED.finditer(module.data))
-    return any(re.search(rb"\b%s\b" % re.escape(name), clauses) for name in present)
+    imported = b"\n".join(match.group(1) or b"" for match in _IMPORTED.finditer(module.data))
+    imported += b"\n" + b"\n".join(match.group(2) for match in _IMPORTED.finditer(module.data))
+    for name in present:
+        if re.search(rb"\b%s\b" % re.escape(name), imported):
+            return True
+        if b"." + name in module.data and any(re.search(rb"\b%s\b" % re.escape(m), imported) for m in names[name]):
+            return True
+    return False
 
 
 def _reexports(module: Module, name: str) -> bool:
