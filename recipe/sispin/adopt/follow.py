@@ -23,6 +23,7 @@ from sispin.clonejob import CLASS_NAME
 
 #: what every overwrite the scan can see is set through
 _OVERWRITE = b"hash_overwrite"
+_CLASS = CLASS_NAME.encode()
 
 
 def scan_paths(paths: Sequence[Path]) -> Tuple[List[CallSite], List[str]]:
@@ -43,15 +44,15 @@ def scan_paths(paths: Sequence[Path]) -> Tuple[List[CallSite], List[str]]:
             continue
         if module is not None:
             files.append(module)
-    # most files never mention the class: skip them before paying for a parse
     for module in files:
-        if CLASS_NAME.encode() in module.data:
+        # most files never mention the class: skip them before paying for a parse
+        clones = _CLASS in module.data
+        if clones:
             modules.first_pass(module)
             if module.error is not None:
                 warnings.append(f"{module.path}:{module.error.lineno}: not valid Python, skipped: {module.error.msg}")
-    # helpers of modules outside the paths, imported where a clone or an overwrite may be: their names too
-    for module in files:
-        if CLASS_NAME.encode() in module.data or _OVERWRITE in module.data:
+        # helpers of modules outside the paths, imported where a clone or an overwrite may be: their names too
+        if clones or _OVERWRITE in module.data:
             modules.imported_helpers(module)
     _second_passes(modules, files)
     _shared_overwrites(modules, files)

@@ -37,13 +37,14 @@ class Module:
     :param path: the file as given (scanned) or as found (imported from a scanned file)
     :param data: its bytes
     :param scanned: whether it is one of the scanned files (its call sites are reported)
+    :param key: its absolute path, which identifies it
     """
 
-    def __init__(self, path: str, data: bytes, scanned: bool):
+    def __init__(self, path: str, data: bytes, scanned: bool, key: str):
         self.path = path
         self.data = data
         self.scanned = scanned
-        self.key = os.path.abspath(path)
+        self.key = key
         self.tree: Optional[ast.Module] = None
         self.error: Optional[SyntaxError] = None
         self.first: Optional[FileScan] = None
@@ -101,6 +102,7 @@ class Modules:
 
     def __init__(self) -> None:
         self.by_key: Dict[str, Optional[Module]] = {}
+        self.cwd = os.getcwd()  # once: os.path.abspath asks for it again for every file
         self.names: Set[bytes] = set()
         self._roots: Dict[Tuple[str, str], Optional[str]] = {}
         self._found: Dict[Tuple[str, str], Optional[Module]] = {}
@@ -112,7 +114,7 @@ class Modules:
         :param data: its bytes
         :return: its module, None when the same file was given already (under another path)
         """
-        module = Module(path, data, scanned=True)
+        module = Module(path, data, True, os.path.normpath(os.path.join(self.cwd, path)))
         if module.key in self.by_key:
             return None
         self.by_key[module.key] = module
@@ -263,10 +265,10 @@ class Modules:
 
     def _load(self, path: str) -> Optional[Module]:
         """The module of a file found by an import: a scanned one as it is, another read now (None if unreadable)."""
-        key = os.path.abspath(path)
+        key = os.path.normpath(path)
         if key not in self.by_key:
             try:
-                self.by_key[key] = Module(_shown(path), read_regular(path), scanned=False)
+                self.by_key[key] = Module(_shown(path), read_regular(path), False, key)
             except (NotRegular, OSError):
                 self.by_key[key] = None
         return self.by_key[key]

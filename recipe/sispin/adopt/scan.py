@@ -125,8 +125,8 @@ def scan_tree(
     scanner.resolver = resolver or Resolver()
     scanner.known = known or {}
     sites = sorted(scanner.scan(tree), key=lambda site: site.line)
-    exports = {name: held for name, held in scanner.scopes[0].items() if isinstance(held[0], CallSite)}
-    return FileScan(sites, scanner.helpers, scanner.clone_calls, exports, scanner.shared)  # type: ignore[arg-type]
+    exports = {name: (held, kind) for name, (held, kind) in scanner.scopes[0].items() if isinstance(held, CallSite)}
+    return FileScan(sites, scanner.helpers, scanner.clone_calls, exports, scanner.shared)
 
 
 def clone_arguments(node: ast.Call) -> Dict[str, ast.expr]:
