@@ -6,12 +6,13 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import RECIPE_DIR
 from sispin.adopt.follow import scan_paths
-from sispin.adopt.scan import scan_source
+from sispin.adopt.scan import Overwrite, scan_source
 from sispin.cli.main import main
 from sispin.lock.lockfile import load_lockfile
 
@@ -101,6 +102,8 @@ def test_each_risk_is_reported():
     assert risks[13] == ["hash_overwrite assigned on its output (line 14)"]
     assert risks[18] == ["hash_overwrite assigned on its output (line 19)"]
     assert risks[23] == ["hash_overwrite assigned on its output (line 23)"]
+    overwrites = {site.line: site.overwrites for site in scan_source(RISKS, "risks.py")}
+    assert overwrites[13] == [Overwrite("risks.py", 14, "RETURNN_COMMON_ROOT")] and overwrites[5] == []
     assert risks[32] == [
         "url is not a literal (f'https://github.com/rwth-i6/{name}')",
         "commit is not a literal (COMMIT_OF[name])",
@@ -110,6 +113,94 @@ def test_each_risk_is_reported():
         "uses **kwargs: not all arguments can be read",
         "no commit: follows the default branch (unpinned)",
     ]
+
+
+CONSTANTS = f"""\
+from i6_core.tools.git import CloneGitRepositoryJob
+
+URL = "{RC}"
+COMMIT = "{SHA}"
+PATCH = "diff --git a/x b/x"
+GROWN = "{RC}"
+GROWN += ".git"
+CHANGED = "{RC}"
+if CHANGED:
+    CHANGED = "https://github.com/someone/else"
+LOOPED = "{RC}"
+for LOOPED in ("a", "b"):
+    pass
+DECLARED = "{RC}"
+
+
+def set_declared():
+    global DECLARED
+    DECLARED = "https://github.com/someone/else"
+
+
+listed = CloneGitRepositoryJob(URL, commit=COMMIT, patches=[PATCH], files_to_checkout=[PATCH, "nn"])
+grown = CloneGitRepositoryJob(GROWN, commit=COMMIT)
+changed = CloneGitRepositoryJob(CHANGED, commit=COMMIT)
+looped = CloneGitRepositoryJob(LOOPED, commit=COMMIT)
+declared = CloneGitRepositoryJob(DECLARED, commit=COMMIT)
+
+
+def shadowed(URL, COMMIT="{SHA2}"):
+    PATCH = "local"
+    return CloneGitRepositoryJob(URL, commit=COMMIT, patches=[PATCH])
+"""
+
+
+def test_module_constants_resolve_inside_lists_and_a_rebound_name_is_no_constant():
+    sites = {site.line: site for site in scan_source(CONSTANTS, "constants.py")}
+    assert sites[22].arguments == {
+        "url": RC,
+        "commit": SHA,
+        "patches": ["diff --git a/x b/x"],
+        "files_to_checkout": ["diff --git a/x b/x", "nn"],
+    }
+    assert sites[22].risks == []
+    # += and a second binding (in an if, a loop, a function's global statement) make the value unknown here
+    assert [sites[line].expressions for line in (23, 24, 25, 26)] == [
+        {"url": "GROWN"},
+        {"url": "CHANGED"},
+        {"url": "LOOPED"},
+        {"url": "DECLARED"},
+    ]
+    # a function's own names hide the module's constants of the same name
+    assert sites[31].expressions == {"url": "URL", "commit": "COMMIT", "patches": "[PATCH]"}
+
+
+OVERWRITES = f"""\
+from i6_core.tools.git import CloneGitRepositoryJob
+
+NAME = "RC_ROOT"
+job = CloneGitRepositoryJob("{RC}", commit="{SHA}")
+job.out_repository.hash_overwrite = NAME
+root = job.out_repository.copy()
+root.hash_overwrite = ("creator", "path")
+copied = root.join_right("sub")
+copied.hash_overwrite = compute_name()
+job.out_repository.hash_overwrite = None  # no overwrite: the path hashes its job again
+
+
+class Tools:
+    def use(self):
+        self.root.hash_overwrite = "LATER"
+
+    def __init__(self):
+        self.root = CloneGitRepositoryJob("{RC}", commit="{SHA2}").out_repository
+"""
+
+
+def test_each_overwrite_is_recorded_with_its_line_and_literal_value():
+    first, second = scan_source(OVERWRITES, "o.py")
+    assert first.overwrites == [
+        Overwrite("o.py", 5, "RC_ROOT"),
+        Overwrite("o.py", 7, ("creator", "path")),
+        Overwrite("o.py", 9, None),  # not a literal
+    ]
+    assert first.risks == [f"hash_overwrite assigned on its output (line {line})" for line in (5, 7, 9)]
+    assert second.overwrites == [Overwrite("o.py", 15, "LATER")]  # set in one method, bound in another
 
 
 def test_scan_of_a_tree_skips_unrelated_files_and_reports_broken_ones(tmp_path):
@@ -341,6 +432,7 @@ def test_only_notes_exit_0_and_the_reason_is_the_blocking_one(tmp_path, monkeypa
         IMPORT + f"j = CloneGitRepositoryJob('{RC}', commit='{SHA}')\nj.out_repository.hash_overwrite = 'X'\n",
     )
     assert code == 0 and sites[2]["status"] == "note" and result["problems"] == []
+    assert sites[2]["overwrites"] == [{"file": "c.py", "line": 3, "value": "X"}]
     short = IMPORT + f"j = CloneGitRepositoryJob('{RC}', commit='d1fc1c7')\nj.out_repository.hash_overwrite = 'X'\n"
     code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, short)
     assert code == 1 and sites[2]["status"] == "blocked"
@@ -481,21 +573,272 @@ def test_a_directory_needing_several_commits_shows_the_entries_per_file(tmp_path
     assert "entries each file uses" not in capsys.readouterr().out, "one entry per repository: nothing to split"
 
 
-def test_ambiguous_and_nested_helpers_are_not_followed(tmp_path):
-    helper = IMPORT + f"def dup(commit):\n    return CloneGitRepositoryJob('{RETURNN}', commit=commit)\n"
-    (tmp_path / "one.py").write_text(helper)
-    (tmp_path / "two.py").write_text(helper)
+def test_a_name_defined_as_a_helper_in_two_files_is_followed_to_the_one_each_call_imports(tmp_path):
+    helper = IMPORT + "def dup(commit):\n    return CloneGitRepositoryJob('{}', commit=commit)\n"
+    (tmp_path / "one.py").write_text(helper.format(RETURNN))
+    (tmp_path / "two.py").write_text(helper.format(RC))
     (tmp_path / "nested.py").write_text(
         IMPORT
         + f"def outer():\n    def inner(commit):\n        return CloneGitRepositoryJob('{RETURNN}', commit=commit)\n"
     )
-    (tmp_path / "calls.py").write_text(f"dup('{SHA}')\ninner('{SHA}')\n")
+    (tmp_path / "calls.py").write_text(f"from one import dup\n\ndup('{SHA}')\n")
+    (tmp_path / "module.py").write_text(f"import two as helpers\n\nhelpers.dup('{SHA}')\n")
+    (tmp_path / "bare.py").write_text(f"dup('{SHA}')\ninner('{SHA}')\n")  # imports neither: not followed
     sites, _ = scan_paths([tmp_path])
-    assert [(site.file.rsplit("/", 1)[-1], site.helper, site.followed) for site in sites] == [
-        ("nested.py", None, False),
-        ("one.py", None, False),
-        ("two.py", None, False),
+    assert [(site.file.rsplit("/", 1)[-1], site.line, site.url, site.helper, site.followed) for site in sites] == [
+        ("calls.py", 3, RETURNN, f"dup(commit=...), whose clone is at {tmp_path}/one.py:3", False),
+        ("module.py", 3, RC, f"dup(commit=...), whose clone is at {tmp_path}/two.py:3", False),
+        ("nested.py", 4, RETURNN, None, False),  # a nested function's parameters come from elsewhere
+        ("one.py", 3, RETURNN, None, True),
+        ("two.py", 3, RC, None, True),
     ]
+
+
+SCTK = "https://github.com/usnistgov/SCTK.git"
+#: a recipe package in miniature, after i6_experiments: helpers that return a clone's output (or job), take its commit
+#: as a parameter with literal defaults, are defined twice under one name, and are imported in every way
+PACKAGE = {
+    "exps/__init__.py": "",
+    "exps/tools.py": f"""\
+from i6_core.tools.git import CloneGitRepositoryJob
+from i6_core.tools.compile import MakeJob
+
+RC = "{RC}"
+SCTK = "{SCTK}"
+
+
+def get_tool():
+    return CloneGitRepositoryJob(RC, commit="{SHA}").out_repository  # [clone-tool]
+
+
+def get_job():
+    job = CloneGitRepositoryJob(RC, commit="{SHA2}", checkout_folder_name="rc")  # [clone-job]
+    return job
+
+
+def get_rc(commit, folder="returnn_common"):
+    return CloneGitRepositoryJob(RC, commit=commit, checkout_folder_name=folder).out_repository.copy()  # [clone-rc]
+
+
+def compile_sctk(url=SCTK, branch=None, commit=None):
+    repo = CloneGitRepositoryJob(url=url, branch=branch, commit=commit).out_repository  # [clone-sctk]
+    return MakeJob(folder=repo).out_links["bin"]
+
+
+def get_fixed(commit=None):
+    commit = commit or "{SHA}"  # reassigned: what a call gives is not what the clone gets
+    return CloneGitRepositoryJob(RC, commit=commit).out_repository  # [clone-fixed]
+
+
+DEFAULT_RC = get_rc("{SHA2}")  # [local-call]
+SHARED_ROOT = CloneGitRepositoryJob(RC, commit="{SHA}", checkout_folder_name="shared").out_repository.copy()  # [shared]
+SHARED_JOB = CloneGitRepositoryJob(RC, commit="{SHA2}", checkout_folder_name="shared")  # [shared-job]
+JOB = get_job()
+""",
+    "exps/other/__init__.py": "",
+    "exps/other/tools.py": f"""\
+from i6_core.tools.git import CloneGitRepositoryJob
+
+
+def get_rc(commit):
+    return CloneGitRepositoryJob("{RETURNN}", commit=commit).out_repository  # [other-rc]
+""",
+    "exps/pkg/__init__.py": "from ..tools import get_rc, SHARED_ROOT  # re-exported\n",
+    # set overwrites in place on objects the module tools binds (they mention no clone and no helper): by name
+    "exps/shares.py": """\
+from exps.tools import DEFAULT_RC, JOB, SHARED_ROOT as ROOT
+from exps.pkg import SHARED_ROOT as VIA_PACKAGE
+
+DEFAULT_RC.hash_overwrite = "RC_SHARED"  # [ow-shared-rc]
+ROOT.hash_overwrite = "ROOT_SHARED"  # [ow-shared-root]
+VIA_PACKAGE.hash_overwrite = "PACKAGE_SHARED"  # [ow-shared-package]
+JOB.out_repository.hash_overwrite = "JOB_VIA_HELPER"  # [ow-shared-helper]
+
+
+def not_shared(ROOT):
+    ROOT.hash_overwrite = "PARAMETER"  # a parameter of the same name: not the import
+""",
+    # ... and as attributes of the module
+    "exps/shares_by_module.py": """\
+from . import tools
+import exps.tools
+
+tools.SHARED_JOB.out_repository.hash_overwrite = "JOB_SHARED"  # [ow-shared-job]
+copied = exps.tools.SHARED_ROOT.copy()
+copied.hash_overwrite = "COPY_SHARED"  # [ow-shared-copy]
+tools.SHARED_JOB.hash_overwrite = "A_JOB"  # a job has no hash_overwrite of its own: no path's hash changes
+""",
+    "exps/users_abs.py": f"""\
+from exps.tools import compile_sctk, get_fixed, get_rc, get_tool
+from exps import tools
+
+COMMIT = "{SHA}"
+
+root = get_tool()
+root.hash_overwrite = "TOOL_ROOT"  # [ow-tool]
+rc = get_rc(COMMIT).copy()  # [call-rc]
+rc.hash_overwrite = "RC_V2"  # [ow-rc]
+named = tools.get_rc(commit="{SHA2}", folder="rc2")  # [call-named]
+named.join_right("sub").hash_overwrite = "SUB"  # [ow-named]
+sctk = compile_sctk(branch="v2.4.12").copy()  # [call-sctk]
+sctk.hash_overwrite = "SCTK_BINARY"  # the MakeJob's output: no clone's
+pinned = compile_sctk(commit="{SHA}")  # [call-pinned]
+computed = compile_sctk(commit=COMMIT, branch=pick())  # [call-computed]
+unpinned = get_rc(choose())  # no literal commit: no clone made here, but the helper's clone is what it returns
+unpinned.hash_overwrite = "UNPINNED"  # [ow-unpinned]
+fixed = get_fixed("{SHA2}")
+fixed.hash_overwrite = "FIXED"  # [ow-fixed]
+""",
+    "exps/users_rel.py": f"""\
+from .tools import get_rc as rc, get_job
+from .other import tools as other_tools
+from . import tools
+
+
+def build():
+    a = rc("{SHA}")  # [rel-alias]
+    b = other_tools.get_rc("{SHA}")  # [rel-other]
+    c = tools.get_job().out_repository
+    c.hash_overwrite = "JOB"  # [ow-job]
+    d = get_job().out_repository.copy_append("x")
+    d.hash_overwrite = "JOB2"  # [ow-job2]
+""",
+    "exps/users_star.py": f"from exps.other.tools import *\n\nget_rc('{SHA2}')  # [star]\n",
+    "exps/users_reexport.py": f"from exps.pkg import get_rc\n\nget_rc('{SHA2}', 'x')  # [reexport]\n",
+    "exps/calls.py": f"get_rc('{SHA}')  # imports no get_rc: not followed\n",
+    "exps/shadowing.py": f"""\
+from exps.tools import get_rc
+
+
+def get_rc(commit):  # its own get_rc, which the call below names
+    return commit
+
+
+get_rc("{SHA}")
+""",
+}
+
+
+def write_package(root) -> None:
+    for name, text in PACKAGE.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def at(marker: str) -> str:
+    """file:line of the line a marker comment is on, in PACKAGE (below recipe/)"""
+    for name, text in PACKAGE.items():
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.endswith(f"# [{marker}]"):
+                return f"recipe/{name}:{number}"
+    raise KeyError(marker)
+
+
+def shown(site) -> tuple:
+    extra = {k: v for k, v in site.arguments.items() if k not in ("url", "commit")}
+    return (site.where, site.url, site.commit, extra, site.expressions, [f"{o.file}:{o.line}" for o in site.overwrites])
+
+
+def test_helpers_are_followed_through_each_files_imports_with_their_defaults_and_what_they_return(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    write_package(tmp_path / "recipe")
+    sites, warnings = scan_paths([Path("recipe/exps")])
+    assert warnings == []
+    folder, shared = {"checkout_folder_name": "returnn_common"}, {"checkout_folder_name": "shared"}
+    assert [shown(site) for site in sites] == [
+        (at("clone-tool"), RC, SHA, {}, {}, [at("ow-tool")]),
+        # overwrites in a stable order: by file (in scan order), then line; whichever was found first
+        (
+            at("clone-job"),
+            RC,
+            SHA2,
+            {"checkout_folder_name": "rc"},
+            {},
+            [at(m) for m in ("ow-shared-helper", "ow-job", "ow-job2")],
+        ),
+        (at("clone-rc"), RC, None, {}, {"commit": "commit", "checkout_folder_name": "folder"}, [at("ow-unpinned")]),
+        (at("clone-sctk"), None, None, {}, {"url": "url", "branch": "branch", "commit": "commit"}, []),
+        (at("clone-fixed"), RC, None, {}, {"commit": "commit"}, [at("ow-fixed")]),
+        (at("local-call"), RC, SHA2, folder, {}, [at("ow-shared-rc")]),  # a helper called in its own module
+        (at("shared"), RC, SHA, shared, {}, [at(m) for m in ("ow-shared-root", "ow-shared-package", "ow-shared-copy")]),
+        (at("shared-job"), RC, SHA2, shared, {}, [at("ow-shared-job")]),
+        (at("call-rc"), RC, SHA, folder, {}, [at("ow-rc")]),
+        (at("call-named"), RC, SHA2, {"checkout_folder_name": "rc2"}, {}, [at("ow-named")]),
+        # the helper's literal defaults where the call gives nothing: the URL (a module constant), no commit
+        (at("call-sctk"), SCTK, None, {"branch": "v2.4.12"}, {}, []),
+        (at("call-pinned"), SCTK, SHA, {"branch": None}, {}, []),
+        (at("call-computed"), SCTK, SHA, {}, {"branch": "pick()"}, []),
+        (at("reexport"), RC, SHA2, {"checkout_folder_name": "x"}, {}, []),
+        (at("rel-alias"), RC, SHA, folder, {}, []),
+        (at("rel-other"), RETURNN, SHA, {}, {}, []),  # the other get_rc: the one this file imports
+        (at("star"), RETURNN, SHA2, {}, {}, []),
+        (at("other-rc"), RETURNN, None, {}, {"commit": "commit"}, []),
+    ]
+    by_place = {site.where: site for site in sites}
+    assert by_place[at("call-rc")].helper == f"get_rc(commit=...), whose clone is at {at('clone-rc')}"
+    assert by_place[at("call-rc")].overwrites == [Overwrite(at("ow-rc").split(":")[0], int(at("ow-rc")[-1:]), "RC_V2")]
+    assert by_place[at("clone-tool")].risks == [f"hash_overwrite assigned on its output ({at('ow-tool')})"]
+    job_shared = at("ow-shared-job").split(":")
+    assert by_place[at("shared-job")].overwrites == [Overwrite(job_shared[0], int(job_shared[1]), "JOB_SHARED")]
+    assert by_place[at("shared-job")].risks == [f"hash_overwrite assigned on its output ({at('ow-shared-job')})"]
+    assert by_place[at("call-sctk")].risks == ["no commit: follows branch 'v2.4.12' (unpinned)"]
+    assert [by_place[at(m)].followed for m in ("clone-rc", "clone-sctk", "other-rc", "clone-tool", "clone-fixed")] == [
+        True,
+        True,
+        True,
+        False,
+        False,  # its commit parameter is reassigned: calls of it are not followed
+    ]
+
+    # the helpers outside the scanned paths are found through the imports all the same (their own calls are not listed)
+    outside, _ = scan_paths([Path("recipe/exps/users_abs.py")])
+    assert [site.where for site in outside] == [
+        at(m) for m in ("call-rc", "call-named", "call-sctk", "call-pinned", "call-computed")
+    ]
+    assert outside[0].helper == f"get_rc(commit=...), whose clone is at {at('clone-rc')}"
+
+
+def test_a_helper_call_with_literal_defaults_is_adopted_with_the_same_job_id(
+    tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    write_package(tmp_path / "recipe")
+    sisyphus_on_pythonpath(tmp_path)
+    code, result = report(capsys, "recipe/exps/users_abs.py", "--set", "exp")
+    sites = {f"{r['file']}:{r['line']}": r for r in result["call_sites"]}
+    pinned, rc, sctk = sites[at("call-pinned")], sites[at("call-rc")], sites[at("call-sctk")]
+    assert pinned["status"] == "adopt" and pinned["replacement"] == 'exp.commit("SCTK")'
+    assert pinned["url"] == SCTK and pinned["job_id"] and pinned["job_id"] == pinned["replacement_job_id"]
+    assert rc["status"] == "note" and rc["job_id"] == rc["replacement_job_id"]
+    assert rc["overwrites"] == [
+        {"file": "recipe/exps/users_abs.py", "line": int(at("ow-rc").split(":")[1]), "value": "RC_V2"}
+    ]
+    assert [reason["kind"] for reason in sctk["reasons"]] == ["no_commit"]
+    main(["import", "recipe/exps/users_abs.py", "--set", "exp"])
+    out = capsys.readouterr().out
+    assert f"    through helper compile_sctk(commit=...), whose clone is at {at('clone-sctk')}\n" in out
+
+
+def test_an_overwrite_on_an_object_of_another_module_is_reported_at_its_clone(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    write_package(tmp_path / "recipe")
+    code, result = report(capsys, "recipe/exps", "--set", "exp")  # exit 9 without Sisyphus: the report all the same
+    site = next(r for r in result["call_sites"] if f"{r['file']}:{r['line']}" == at("shared"))
+    assert site["status"] == "note"
+    assert [(o["file"], o["value"]) for o in site["overwrites"]] == [
+        ("recipe/exps/shares.py", "ROOT_SHARED"),
+        ("recipe/exps/shares.py", "PACKAGE_SHARED"),
+        ("recipe/exps/shares_by_module.py", "COPY_SHARED"),
+    ]
+    assert f"{at('shared')}: hash_overwrite assigned on its output ({at('ow-shared-root')}): jobs using" in "\n".join(
+        result["notes"]
+    )
+    main(["import", "recipe/exps", "--set", "exp"])
+    assert f"    risk: hash_overwrite assigned on its output ({at('ow-shared-copy')})\n" in capsys.readouterr().out
 
 
 def test_only_regular_files_are_read(tmp_path):

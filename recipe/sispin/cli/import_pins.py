@@ -164,6 +164,7 @@ def _site_record(site: CallSite, proposal: Proposal, index: int) -> Dict[str, An
         "not_literal": site.expressions,
         "helper": site.helper,
         "risks": site.risks,
+        "overwrites": [{"file": o.file, "line": o.line, "value": o.value} for o in site.overwrites],
     }
 
 
