@@ -594,6 +594,21 @@ def test_a_name_defined_as_a_helper_in_two_files_is_followed_to_the_one_each_cal
     ]
 
 
+def test_a_config_is_followed_into_the_setups_recipe_folder_as_sisyphus_imports_it(tmp_path):
+    (tmp_path / "recipe" / "helpers").mkdir(parents=True)
+    (tmp_path / "config").mkdir()
+    (tmp_path / "recipe" / "helpers" / "__init__.py").write_text("")
+    (tmp_path / "recipe" / "helpers" / "tools.py").write_text(
+        IMPORT + f"def get_rc(commit):\n    return CloneGitRepositoryJob('{RC}', commit=commit)\n"
+    )
+    (tmp_path / "config" / "exp.py").write_text(f"from helpers.tools import get_rc\n\nget_rc('{SHA}')\n")
+    sites, _ = scan_paths([tmp_path / "config", tmp_path / "recipe"])
+    assert [(site.line, site.commit, site.helper) for site in sites] == [
+        (3, SHA, f"get_rc(commit=...), whose clone is at {tmp_path}/recipe/helpers/tools.py:3"),
+        (3, None, None),
+    ]
+
+
 SCTK = "https://github.com/usnistgov/SCTK.git"
 #: a recipe package in miniature, after i6_experiments: helpers that return a clone's output (or job), take its commit
 #: as a parameter with literal defaults, are defined twice under one name, and are imported in every way

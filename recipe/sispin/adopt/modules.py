@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from sispin.adopt.scan import FileScan, Helper, scan_tree
 from sispin.adopt.sites import CallSite
-from sispin.adopt.source import import_aliases, star_modules
+from sispin.adopt.source import RECIPE_FOLDER, import_aliases, star_modules
 from sispin.clonejob import CLASS_NAME
 
 #: how many re-exports (``from .impl import get`` in a package's __init__) a name is followed through
@@ -252,13 +252,20 @@ class Modules:
     def _root(self, directory: str, top: str) -> Optional[str]:
         """
         :return: the nearest of directory and its parents that holds the package or module ``top`` (where the
-            import system would take it from), None when none does; remembered for every directory on the way
+            import system would take it from), or whose ``recipe/`` does (a setup's configs import from its recipe
+            folder, which Sisyphus puts on the path); None when none does; remembered for every directory on the way
         """
         key = (directory, top)
         if key not in self._roots:
             parent = os.path.dirname(directory)
-            if os.path.isdir(os.path.join(directory, top)) or os.path.isfile(os.path.join(directory, f"{top}.py")):
-                self._roots[key] = directory
+            holders = [directory, os.path.join(directory, RECIPE_FOLDER)]
+            found = [
+                d
+                for d in holders
+                if os.path.isdir(os.path.join(d, top)) or os.path.isfile(os.path.join(d, f"{top}.py"))
+            ]
+            if found:
+                self._roots[key] = found[0]
             else:
                 self._roots[key] = None if parent == directory else self._root(parent, top)
         return self._roots[key]

@@ -13,6 +13,7 @@ __all__ = [
     "Reason",
     "Proposal",
     "Adoption",
+    "Entries",
     "propose",
     "adopt",
     "add_to_document",
@@ -172,7 +173,7 @@ def propose(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: Optio
     :param set_name: the set to pin in
     """
     proposal = Proposal()
-    entries = _Entries(proposal, lockfile, set_name)
+    entries = Entries(proposal, lockfile, set_name)
     for index, site in enumerate(sites):
         if site.followed and "commit" in site.expressions and len(site.expressions) == 1:
             message = "in a helper that takes its commit as a parameter: its calls with a literal commit are listed"
@@ -198,14 +199,22 @@ def propose(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: Optio
     return proposal
 
 
-class _Entries:
-    """The repository entries of pin.toml as it is, and those a proposal adds, with the set's pins of them."""
+class Entries:
+    """
+    The repository entries of pin.toml as it is, and those a proposal adds, with the set's pins of them.
+
+    :param proposal: the proposal that new entries and pins are added to
+    :param lockfile: the existing pin.toml, if any
+    :param set_name: the set whose pins are meant
+    """
 
     def __init__(self, proposal: Proposal, lockfile: Optional[Lockfile], set_name: Optional[str]):
         self.proposal = proposal
         self.existing_repos = dict(lockfile.repos) if lockfile else {}
         self.existing_pins = lockfile.sets[set_name].pins if lockfile and set_name in lockfile.sets else {}
+        # entries the proposal has already (a static scan's, when a graph's clones are adopted beside them)
         self.urls = {name: spec.url for name, spec in self.existing_repos.items()}
+        self.urls.update({name: table["url"] for name, table in proposal.repos.items()})
 
     def checkout(self, name: str) -> Optional[str]:
         spec = self.existing_repos.get(name)
@@ -336,6 +345,10 @@ def adopt(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: str) ->
         if old != new:
             reason = Reason("id_differs", f"the replacement's job id {new} differs from the original's {old}", True)
             proposal.reasons.setdefault(index, []).insert(0, reason)
+    # an entry only blocked calls need is not proposed: --write must not pin what no adopted call uses
+    needed = {repo for index, repo in proposal.repo_of_site.items() if status_of(proposal, index) != BLOCKED}
+    proposal.pins = {repo: pin for repo, pin in proposal.pins.items() if repo in needed}
+    proposal.repos = {repo: table for repo, table in proposal.repos.items() if repo in needed}
     problems, notes = [], []
     for index, site in enumerate(sites):
         reasons = proposal.reasons.get(index, [])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "UNREADABLE",
+    "RECIPE_FOLDER",
     "statements",
     "module_constants",
     "import_aliases",
@@ -186,9 +187,13 @@ def dotted(node: ast.expr) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+#: the folder of a setup that Sisyphus puts on the import path (its default RECIPE_PATH)
+RECIPE_FOLDER = "recipe"
+
+
 def without_recipe(name: str) -> str:
     """The legacy ``recipe.i6_core`` spelling of a module, as ``i6_core``."""
-    return name[len("recipe.") :] if name.startswith("recipe.") else name
+    return name[len(RECIPE_FOLDER) + 1 :] if name.startswith(f"{RECIPE_FOLDER}.") else name
 
 
 def masked_source(expression: ast.expr) -> str:

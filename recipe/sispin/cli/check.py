@@ -25,7 +25,7 @@ from sispin.git.store import Store
 from sispin.graph.build import JobRecord, load_graph
 from sispin.graph.build import Output as RecordedOutput
 from sispin.graph.explain import SetChanges, compare_set
-from sispin.graph.guard import Problem, hidden_commit_problems, off_lock_problems, rebound_alias_problems
+from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.snapshot import read_aliases, read_records, read_snapshot, snapshot_path
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 
@@ -149,12 +149,11 @@ def _check_set(
         return
     result.checked += 1
     result.outputs += len(graph.outputs)
-    result.problems += off_lock_problems(lockfile, graph) + hidden_commit_problems(lockfile, graph)
+    result.problems += recording_problems(lockfile, graph, read_aliases(snapshot_path(lockfile.path)).get(name, {}))
     if name not in recorded:
         target = display_path(snapshot_path(lockfile.path))
         result.problems.append(f"sets.{name}: no snapshot in {target} (run `pin snapshot {name}`)")
         return
-    result.problems += rebound_alias_problems(graph, read_aliases(snapshot_path(lockfile.path)).get(name, {}))
     changes = compare_set(recorded[name], records.get(name, {}), graph, lockfile.root / "work")
     result.changes[name] = asdict(changes)
     if changes.changed:

@@ -21,10 +21,12 @@ import tomlkit
 from sispin.adopt.follow import scan_paths
 from sispin.adopt.propose import Adoption, Proposal, add_to_document, adopt, status_of
 from sispin.adopt.scan import CallSite
+from sispin.adopt.setup import SetupAdoption, add_adoption, adopt_setup
 from sispin.cli.options import add_command, json_output
 from sispin.cli.output import Output
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
-from sispin.errors import LockfileError, SisyphusError, UsageError
+from sispin.errors import ConcurrentChangeError, LockfileError, SisyphusError, UsageError
+from sispin.graph.snapshot import edit_lock_and_snapshot, set_inputs, snapshot_path
 from sispin.lock.editing import edit_lockfile
 from sispin.lock.files import check_writable, write_atomically
 from sispin.lock.lockfile import (
@@ -34,6 +36,7 @@ from sispin.lock.lockfile import (
     display_path,
     find_lockfile,
     load_lockfile,
+    parse_lockfile,
     valid_name,
 )
 from sispin.lock.urls import redact_text, same_repository
@@ -57,59 +60,162 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("paths", metavar="PATH", nargs="+", type=Path, help="Python files or directories")
     parser.add_argument("--set", dest="set_name", metavar="NAME", help="the set that pins the found commits")
     parser.add_argument("--write", action="store_true", help="add the proposal to pin.toml (needs --set)")
+    parser.add_argument(
+        "--config",
+        dest="configs",
+        metavar="CONFIG",
+        action="append",
+        default=[],
+        help="adopt the whole setup these configs build (repeatable; relative to the setup root, where pin.toml is "
+        "or will be): every clone in the graph becomes a pin of the set, its hash_overwrite an alias bound to its "
+        "commit; confirmed by building the graph again (every output keeps its job id); --write then records the "
+        "snapshot too. Needs --set",
+    )
+    parser.add_argument(
+        "--accept-unpinned",
+        action="store_true",
+        help="with --config: accept the clones that pin no full commit by their URL (allow_unpinned)",
+    )
     json_output(parser)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return import_pins(args.paths, out, set_name=args.set_name, write=args.write, as_json=args.json)
+    return import_pins(
+        args.paths,
+        out,
+        set_name=args.set_name,
+        write=args.write,
+        as_json=args.json,
+        configs=args.configs,
+        accept_unpinned=args.accept_unpinned,
+    )
 
 
-def import_pins(paths: Sequence[Path], out: Output, *, set_name: Optional[str], write: bool, as_json: bool) -> int:
+def _check_arguments(paths: Sequence[Path], set_name: Optional[str], write: bool, configs: Sequence[str]) -> None:
+    """:raises UsageError: naming the first argument that does not fit"""
+    if write and not set_name:
+        raise UsageError("--write needs --set NAME: the set that pins the found commits")
+    if configs and not set_name:
+        raise UsageError("--config needs --set NAME: the set the configs become")
+    if set_name is not None and not valid_name(set_name):
+        raise UsageError(f"--set {set_name!r}: names may use only letters, digits, '_', '.', '-'")
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+
+
+def import_pins(
+    paths: Sequence[Path],
+    out: Output,
+    *,
+    set_name: Optional[str],
+    write: bool,
+    as_json: bool,
+    configs: Sequence[str] = (),
+    accept_unpinned: bool = False,
+) -> int:
     """
     :param paths: files and directories to scan
     :param out: the report (or JSON)
     :param set_name: the set to propose (and write) pins for
     :param write: add the proposal to pin.toml
     :param as_json: print JSON instead of text
-    :return: exit code: 0 (also with notes), or 1 when some call is blocked
+    :param configs: adopt the whole graph these configs build (relative to the setup root)
+    :param accept_unpinned: with configs: accept clones that pin no full commit by URL
+    :return: exit code: 0 (also with notes), or 1 when some call (with configs: the setup) cannot be adopted
     :raises SisyphusError: when job ids could not be computed (after the report; nothing is written)
     """
-    if write and not set_name:
-        raise UsageError("--write needs --set NAME: the set that pins the found commits")
-    if set_name is not None and not valid_name(set_name):
-        raise UsageError(f"--set {set_name!r}: names may use only letters, digits, '_', '.', '-'")
-    for path in paths:
-        if not path.exists():
-            raise UsageError(f"{path}: no such file or directory")
+    _check_arguments(paths, set_name, write, configs)
+    if accept_unpinned and not configs:
+        raise UsageError("--accept-unpinned needs --config: it accepts the clones a setup's graph has")
     sites, warnings = scan_paths(paths)
     try:
         lock_path: Optional[Path] = find_lockfile()
     except LockfileError:
         lock_path = None  # no pin.toml yet: --write makes one
     lockfile = load_lockfile(lock_path) if lock_path else None
+    path = lockfile.path if lockfile else Path(os.environ.get(LOCK_ENV) or LOCKFILE_NAME).absolute()
     if write and lockfile is not None:
         check_writable(lockfile.path)  # say it before the costly part, not after
-    shown_set = set_name or "SET"
-    adoption = adopt(sites, lockfile, shown_set)
-    proposal = adoption.proposal
-
-    # what is shown never repeats a secret-looking string found in the code; what is written is checked by pin.toml's
-    # rules, which refuse a URL with credentials
-    if as_json:
-        out.json(_masked(_json_report(sites, warnings, adoption)))
-    else:
-        for line in _report_lines(sites, warnings, adoption, shown_set):
-            out.result(redact_text(line))
+    for config in configs:
+        if not os.path.lexists(path.parent / config):
+            raise UsageError(f"--config {config}: no such file (paths are relative to {display_path(path.parent)})")
+    adoption = adopt(sites, lockfile, set_name or "SET")
+    whole = (
+        adopt_setup(lockfile, path, str(set_name), configs, accept_unpinned=accept_unpinned, proposal=adoption.proposal)
+        if configs and not adoption.ids_note
+        else None
+    )
+    _report(out, sites, warnings, adoption, whole, set_name or "SET", as_json)
     if adoption.ids_note:
         # the promise is the same job id for every replacement: unconfirmed, nothing is adopted
         raise SisyphusError(redact_text(f"{adoption.ids_note}{' (nothing written)' if write else ''}"))
+    if whole is not None:
+        return _finish_setup(out, path, whole, str(set_name), write)
     if write:
-        path = lockfile.path if lockfile else Path(os.environ.get(LOCK_ENV) or LOCKFILE_NAME).absolute()
-        _write(path, proposal, str(set_name))
-        added = f"{len(proposal.repos)} repositories and {len(proposal.pins)} pins of set {set_name!r}"
+        _write(path, adoption.proposal, str(set_name))
+        added = (
+            f"{len(adoption.proposal.repos)} repositories and {len(adoption.proposal.pins)} pins of set {set_name!r}"
+        )
         out.info(f"{display_path(path)}: added {added}")
     return 1 if adoption.problems else 0
+
+
+def _report(
+    out: Output,
+    sites: List[CallSite],
+    warnings: List[str],
+    adoption: Adoption,
+    whole: Optional[SetupAdoption],
+    set_name: str,
+    as_json: bool,
+) -> None:
+    """Say what the scan found and proposes, and what the setup's adoption keeps."""
+    # what is shown never repeats a secret-looking string found in the code; what is written is checked by pin.toml's
+    # rules, which refuse a URL with credentials
+    if as_json:
+        report = _json_report(sites, warnings, adoption)
+        if whole is not None:
+            report["setup"] = _json_setup(whole)
+        out.json(_masked(report))
+        return
+    for line in _report_lines(sites, warnings, adoption, set_name, whole):
+        out.result(redact_text(line))
+    if whole is not None:
+        for line in _setup_lines(whole, set_name):
+            out.result(redact_text(line))
+        for problem in whole.problems:
+            out.result(redact_text(f"problem: {problem}"))
+            for detail in getattr(problem, "details", ()):
+                out.detail(redact_text(f"    {detail}"))
+
+
+def _finish_setup(out: Output, path: Path, whole: SetupAdoption, set_name: str, write: bool) -> int:
+    """Write the adopted setup (pin.toml and its snapshot, as one change) when it keeps every id; say what was done."""
+    if whole.problems:
+        out.info(f"{display_path(path)}: nothing written (the adoption would not keep every job id)")
+        return 1
+    if not write:
+        return 0
+    built_from = set_inputs(parse_lockfile(whole.text, path), set_name)
+
+    def check(updated: Lockfile) -> None:
+        if set_inputs(updated, set_name) != built_from:
+            raise ConcurrentChangeError(
+                f"{display_path(path)}: another process changed what sets.{set_name} is built from while this command "
+                "ran; nothing written"
+            )
+
+    assert whole.graph is not None  # built whenever there is no problem
+    edit_lock_and_snapshot(
+        path, lambda _, document: add_adoption(document, whole, set_name), [whole.graph], create=True, check=check
+    )
+    out.info(
+        f"{display_path(path)}: added sets.{set_name} ({len(whole.proposal.pins)} pins, {len(whole.aliases)} "
+        f"hash_overwrite aliases); {display_path(snapshot_path(path))}: {whole.outputs} outputs recorded"
+    )
+    return 0
 
 
 def _write(path: Path, proposal: Proposal, set_name: str) -> None:
@@ -220,7 +326,43 @@ def _masked(value: Any) -> Any:
     return value
 
 
-def _report_lines(sites: List[CallSite], warnings: List[str], adoption: Adoption, set_name: str) -> List[str]:
+def _setup_lines(whole: SetupAdoption, set_name: str) -> List[str]:
+    """:return: what adopting the setup's graph pins, accepts and keeps"""
+    lines = [
+        f"\nthe setup as sets.{set_name} ({', '.join(whole.configs)}): {_count(whole.jobs, 'job')}, "
+        f"{_count(whole.outputs, 'output')}, {_count(whole.clones, 'clone')}"
+    ]
+    for repo, commit in sorted(whole.pinned.items()):
+        alias = f"  hash_overwrite {whole.aliases[repo]!r} bound to it" if repo in whole.aliases else ""
+        lines.append(f"    {repo} {commit[:7]}{alias}")
+    for url in whole.unpinned:
+        accepted = "accepted by URL (allow_unpinned)" if whole.accepted else "not accepted (--accept-unpinned)"
+        lines.append(f"    {url}  no full commit: {accepted}")
+    if whole.graph is not None:
+        lines.append(f"{whole.kept} of {_count(whole.outputs, 'output')} keep their job id")
+    return lines
+
+
+def _json_setup(whole: SetupAdoption) -> Dict[str, Any]:
+    return {
+        "configs": whole.configs,
+        "jobs": whole.jobs,
+        "outputs": whole.outputs,
+        "kept": whole.kept,
+        "clones": whole.clones,
+        "pinned": whole.pinned,
+        "aliases": whole.aliases,
+        "unpinned": whole.unpinned,
+        "accepted": whole.accepted,
+        "problems": [
+            {"problem": str(problem), "details": list(getattr(problem, "details", ()))} for problem in whole.problems
+        ],
+    }
+
+
+def _report_lines(
+    sites: List[CallSite], warnings: List[str], adoption: Adoption, set_name: str, whole: Optional[SetupAdoption]
+) -> List[str]:
     proposal, ids = adoption.proposal, adoption.ids
     files = len({site.file for site in sites})
     lines = [f"found {_count(len(sites), 'CloneGitRepositoryJob call')} in {_count(files, 'file')}"]
@@ -246,20 +388,48 @@ def _report_lines(sites: List[CallSite], warnings: List[str], adoption: Adoption
             else:
                 replacement = f'replace with: experiment_set("{set_name}").repo("{repo}")'
             lines.append(f"    {replacement}{verdict}")
-    if proposal.repos or proposal.pins:
-        document = tomlkit.document()
-        add_to_document(document, proposal, set_name)
-        lines.append("\nproposed for pin.toml:\n")
-        lines.append(tomlkit.dumps(document).strip())
+    lines += _proposed_lines(proposal, set_name, whole)
     for warning in warnings:
         lines.append(f"warning: {warning}")
     by_file = _by_file(sites, proposal)
-    if _several_entries(proposal) and len(by_file) > 1:
+    if _several_entries(proposal) and len(by_file) > 1 and whole is None:
         # one set may pin several commits of a repository; splitting by file is the other way, and often clearer
         lines.append("\nentries each file uses (to make one set per file instead: pin import FILE --set NAME):")
         lines += [f"    {file}: {', '.join(repos)}" for file, repos in by_file.items()]
-    for note in adoption.notes:
-        lines.append(f"note: {note}")
-    for problem in adoption.problems:
-        lines.append(f"problem: {problem}")
+    return lines + _verdict_lines(sites, adoption, whole)
+
+
+def _proposed_lines(proposal: Proposal, set_name: str, whole: Optional[SetupAdoption]) -> List[str]:
+    """:return: what pin.toml would get: the scan's proposal, or the whole setup's adoption"""
+    if not (proposal.repos or proposal.pins or whole):
+        return []
+    document = tomlkit.document()
+    if whole is not None:
+        add_adoption(document, whole, set_name)
+    else:
+        add_to_document(document, proposal, set_name)
+    return ["\nproposed for pin.toml:\n", tomlkit.dumps(document).strip()]
+
+
+def _verdict_lines(sites: List[CallSite], adoption: Adoption, whole: Optional[SetupAdoption]) -> List[str]:
+    """
+    :return: the notes and problems of the calls found; when the whole setup is adopted, a call that cannot be
+        replaced yet is a note (it stays as written, and its clone is adopted from the graph), and an overwrite the
+        adoption binds is one ``exp.repo()`` applies
+    """
+    if whole is None:
+        return [f"note: {note}" for note in adoption.notes] + [f"problem: {problem}" for problem in adoption.problems]
+    lines = []
+    for index, site in enumerate(sites):
+        repo = adoption.proposal.repo_of_site.get(index)
+        for reason in adoption.proposal.reasons.get(index, []):
+            if reason.kind == "hash_overwrite" and repo in whole.aliases:
+                lines.append(f"note: {site.where}: pin.toml binds its hash_overwrite: exp.repo() applies it (same ids)")
+            elif reason.blocks:
+                lines.append(
+                    f"note: {site.where}: stays as written ({reason.message}); its clone is adopted from the graph"
+                )
+                break
+            else:
+                lines.append(f"note: {site.where}: {reason.message}")
     return lines

@@ -16,7 +16,7 @@ from sispin.cli.options import add_command, set_names
 from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, HashOverwriteError
 from sispin.graph.build import SetGraph, load_graph
-from sispin.graph.guard import hidden_commit_problems, off_lock_problems, rebound_alias_problems
+from sispin.graph.guard import recording_problems
 from sispin.graph.snapshot import Snapshot, compare_outputs, read_aliases, read_snapshot, record_graphs, snapshot_path
 from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile
 
@@ -62,10 +62,7 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
     graphs = [load_graph(lockfile, name) for name in names]
     # a snapshot of ids that do not depend on the commits would make `pin check` pass on exactly what it must catch
     aliases = read_aliases(target)
-    hidden = [
-        p for graph in graphs for p in off_lock_problems(lockfile, graph) + hidden_commit_problems(lockfile, graph)
-    ]
-    hidden += [p for graph in graphs for p in rebound_alias_problems(graph, aliases.get(graph.set_name, {}))]
+    hidden = [p for graph in graphs for p in recording_problems(lockfile, graph, aliases.get(graph.set_name, {}))]
     if hidden:
         for problem in hidden:
             out.result(f"problem: {problem}")

@@ -121,6 +121,8 @@ class Clone:
     :param folder: the folder of its output (``checkout_folder_name``)
     :param files: its ``files_to_checkout`` (None: the whole commit)
     :param patches: its ``patches`` (None: none)
+    :param branch: its ``branch`` argument (None: the default branch)
+    :param submodules: its ``clone_submodules``
     """
 
     job: str
@@ -131,6 +133,8 @@ class Clone:
     folder: str = "repository"
     files: Optional[Tuple[str, ...]] = None
     patches: Optional[Tuple[str, ...]] = None
+    branch: Optional[str] = None
+    submodules: bool = False
 
 
 @dataclass(frozen=True)
@@ -290,6 +294,8 @@ def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
                 c["folder"],
                 None if c["files_to_checkout"] is None else tuple(c["files_to_checkout"]),
                 None if c["patches"] is None else tuple(c["patches"]),
+                c["branch"],
+                bool(c["clone_submodules"]),
             )
             for c in report["clones"]
         ),

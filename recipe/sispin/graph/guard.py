@@ -18,6 +18,9 @@ __all__ = [
     "state_problems",
     "rebound_alias_problems",
     "hidden_commit_problems",
+    "recording_problems",
+    "listed",
+    "capped",
 ]
 
 from typing import Collection, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -103,7 +106,7 @@ def _overwrite_line(
         text += f" (pin.toml binds it to {other})"
     jobs = sorted({escape.job for escape in escapes})
     if not jobs:
-        return Problem(_capped(text + " hides the commit from the clone's own output"))
+        return Problem(capped(text + " hides the commit from the clone's own output"))
     first = min(escapes, key=lambda escape: (escape.job, escape.argument))
     outputs = sorted({name for escape in escapes for name in escape.outputs})
     details = [
@@ -112,9 +115,9 @@ def _overwrite_line(
         for escape in sorted(escapes, key=lambda escape: (escape.job, escape.argument))
     ]
     return Problem(
-        _capped(
+        capped(
             f"{text} hides the commit from {len(jobs)} job{'s' if len(jobs) != 1 else ''} (first: "
-            f"{short_id(first.job)} hashes {first.argument}; outputs: {_listed(outputs)})"
+            f"{short_id(first.job)} hashes {first.argument}; outputs: {listed(outputs)})"
         ),
         details,
     )
@@ -133,11 +136,12 @@ def _bound_elsewhere(lockfile: Lockfile, value: str, clone: Optional[Clone]) -> 
 _LINE_LIMIT = 300
 
 
-def _capped(line: str) -> str:
+def capped(line: str) -> str:
+    """line cut to the length a problem line may have"""
     return line if len(line) <= _LINE_LIMIT else line[: _LINE_LIMIT - 4] + " ..."
 
 
-def _listed(names: List[str], shown: int = 5) -> str:
+def listed(names: List[str], shown: int = 5) -> str:
     """The first few names, and how many more."""
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return (", ".join(names[:shown]) + more) or "none registered"
@@ -227,7 +231,7 @@ def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
 
 def _outputs_of(graph: SetGraph, job: str) -> str:
     """The registered outputs that depend on a job: the first few, and how many more."""
-    return _listed(
+    return listed(
         sorted(name for name, output in graph.outputs.items() if output.job and uses(graph.inputs, output.job, job))
     )
 
@@ -316,3 +320,20 @@ def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph, store: Optional[
         }
         problems += cannot if moved is None else state_problems(graph, moved, aliased)
     return problems
+
+
+def recording_problems(lockfile: Lockfile, graph: SetGraph, recorded: Mapping[str, Tuple[str, str]]) -> List[str]:
+    """
+    What keeps a set's ids from being trusted (``pin check``) or recorded (``pin snapshot``, an adoption): a record of
+    ids that do not depend on the commits would make ``pin check`` pass on exactly what it must catch.
+
+    :param lockfile: the lock the graph was built from
+    :param graph: the set's graph
+    :param recorded: the aliases the snapshot recorded for the set (see :func:`rebound_alias_problems`)
+    :return: one line per clone off the lock, place hiding a pinned commit, and alias bound to another commit
+    """
+    return (
+        off_lock_problems(lockfile, graph)
+        + hidden_commit_problems(lockfile, graph)
+        + rebound_alias_problems(graph, recorded)
+    )

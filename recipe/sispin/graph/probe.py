@@ -128,6 +128,7 @@ def _describe_job(job: Any, report: Dict[str, Any]) -> None:
                 "changed": _changed_after_creation(job),
                 "folder": os.path.basename(job.out_repository.path),
                 "files_to_checkout": job.files_to_checkout,
+                "clone_submodules": job.clone_submodules,
                 "patches": job.patches,
             }
         )

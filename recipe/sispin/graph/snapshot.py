@@ -277,7 +277,12 @@ def record_graphs(path: Path, graphs: List[SetGraph], built_from: Lockfile) -> T
 
 
 def edit_lock_and_snapshot(
-    path: Path, edit: Callable[[Lockfile, tomlkit.TOMLDocument], None], graphs: List[SetGraph]
+    path: Path,
+    edit: Callable[[Lockfile, tomlkit.TOMLDocument], None],
+    graphs: List[SetGraph],
+    *,
+    create: bool = False,
+    check: Optional[Callable[[Lockfile], None]] = None,
 ) -> Lockfile:
     """
     Change pin.toml (as :func:`sispin.lock.editing.edit_lockfile` does) and record the given sets in the snapshot, as
@@ -287,6 +292,8 @@ def edit_lock_and_snapshot(
     :param path: the pin.toml
     :param edit: the change of the lock (see edit_lockfile)
     :param graphs: the changed sets' graphs at the new pins
+    :param create: start from an empty lockfile when there is none
+    :param check: called with the lock's new content before anything is written; raises to write nothing
     :return: the lockfile as written
     :raises LockfileError: when the snapshot is malformed (nothing is written)
     """
@@ -294,6 +301,8 @@ def edit_lock_and_snapshot(
     entries = {graph.set_name: _entry(graph) for graph in graphs}
 
     def write(lock: Path, text: str, updated: Lockfile) -> None:
+        if check is not None:
+            check(updated)
         with file_lock(snapshot):
             _complete(lock)  # another change's journal first: there is one journal at a time
             check_writable(snapshot)
@@ -304,7 +313,7 @@ def edit_lock_and_snapshot(
             _write_sets(snapshot, entries, updated.sets)
             remove(journal_path(lock))
 
-    return edit_lockfile(path, edit, write=write)
+    return edit_lockfile(path, edit, create=create, write=write)
 
 
 def _pins(lockfile: Lockfile, set_name: str) -> Optional[Dict[str, Any]]:

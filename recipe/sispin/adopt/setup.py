@@ -1,0 +1,196 @@
+"""
+Adopting a whole existing setup in one command (``pin import --config``): nothing recomputed, the guarantee from then
+on.
+
+The set's graph is built by real Sisyphus from its configs as they are; every clone in it becomes pin.toml's: a
+clone at a full commit a pin of the set (its repository an entry, named as :mod:`sispin.adopt.propose` names them),
+a ``hash_overwrite`` the configs set on it an alias the pin binds to that commit, a clone that follows a branch (or
+pins no full commit) an ``allow_unpinned`` URL when the user accepts it. The adoption is confirmed by building the set
+again against the new lock: every output must keep its job id and nothing may hide a commit, else nothing is written.
+The configs stay as they are; they can move to ``exp.repo()`` later, one call at a time, with the same ids.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SetupAdoption", "adopt_setup", "add_adoption"]
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import tomlkit
+
+from sispin.adopt.propose import Entries, Proposal, add_to_document
+from sispin.adopt.sites import CallSite
+from sispin.clonejob import DEFAULTS
+from sispin.errors import LockfileError, SisyphusError
+from sispin.graph.build import Clone, SetGraph, load_graph
+from sispin.graph.guard import Problem, capped, listed, recording_problems
+from sispin.lock.editing import add_value
+from sispin.lock.lockfile import SUPPORTED_VERSION, Lockfile, is_full_sha, parse_lockfile
+
+
+@dataclass
+class SetupAdoption:
+    """
+    :param proposal: the repositories and pins to add (a static scan's, and those of the graph's clones)
+    :param configs: the set's configs
+    :param accepted: whether clones that pin no full commit are accepted by URL (``--accept-unpinned``)
+    :param pinned: repository entry -> the commit of each clone of the graph adopted as that entry's pin
+    :param aliases: repository entry -> the hash_overwrite its pin binds
+    :param unpinned: URLs of clones that pin no full commit
+    :param overwritten: those of them that carry a hash_overwrite
+    :param problems: why the adoption cannot keep every id, one line each (empty: it can)
+    :param outputs: how many outputs the set registers
+    :param kept: how many of them keep their job id against the new lock
+    :param jobs: how many jobs the set's graph has
+    :param clones: how many clone jobs it has
+    :param graph: the set built against the new lock (recorded in the snapshot when written)
+    :param text: pin.toml's text with the adoption added (what the graph was built from)
+    """
+
+    proposal: Proposal
+    configs: List[str]
+    accepted: bool
+    pinned: Dict[str, str] = field(default_factory=dict)
+    aliases: Dict[str, str] = field(default_factory=dict)
+    unpinned: List[str] = field(default_factory=list)
+    overwritten: List[str] = field(default_factory=list)
+    problems: List[str] = field(default_factory=list)
+    outputs: int = 0
+    kept: int = 0
+    jobs: int = 0
+    clones: int = 0
+    graph: Optional[SetGraph] = None
+    text: str = ""
+
+
+def _site_of(clone: Clone) -> CallSite:
+    """A clone of the graph as the call a person would have written (the arguments that differ from the defaults)."""
+    arguments: Dict[str, Any] = {"url": clone.url, "commit": clone.commit}
+    given = {
+        "branch": clone.branch,
+        "checkout_folder_name": clone.folder,
+        "clone_submodules": clone.submodules,
+        "files_to_checkout": None if clone.files is None else list(clone.files),
+        "patches": None if clone.patches is None else list(clone.patches),
+    }
+    arguments.update({name: value for name, value in given.items() if value != DEFAULTS[name]})
+    return CallSite(file="(graph)", line=0, arguments=arguments)
+
+
+def _text(lockfile: Optional[Lockfile], adoption: SetupAdoption, set_name: str) -> str:
+    """pin.toml's text with the adoption added."""
+    if lockfile is None:
+        document = tomlkit.document()
+        document.add("version", SUPPORTED_VERSION)
+    else:
+        document = tomlkit.parse(lockfile.path.read_text(encoding="utf-8"))
+    add_adoption(document, adoption, set_name)
+    return tomlkit.dumps(document)
+
+
+def add_adoption(document: tomlkit.TOMLDocument, adoption: SetupAdoption, set_name: str) -> None:
+    """
+    Add an adoption to pin.toml's document: its repositories, pins and aliases, the set's configs and accepted URLs;
+    existing entries are never changed.
+
+    :param document: pin.toml's document
+    :param adoption: what to add
+    :param set_name: the adopting set
+    """
+    pins = dict(adoption.proposal.pins)
+    for repo, alias in adoption.aliases.items():
+        if repo in pins:
+            value = pins[repo]
+            pins[repo] = {**({"commit": value} if isinstance(value, str) else value), "hash_overwrite": alias}
+    add_to_document(document, Proposal(adoption.proposal.repos, pins), set_name)
+    table = document["sets"][set_name]
+    lists = {
+        "configs": adoption.configs,
+        "allow_unpinned": adoption.unpinned if adoption.accepted else [],
+        "allow_hash_overwrite": adoption.overwritten if adoption.accepted else [],
+    }
+    for key, values in lists.items():
+        new = [value for value in values if value not in list(table.get(key, []))]
+        if new and key not in table:
+            add_value(table, key, tomlkit.array())
+        for value in new:
+            table[key].append(value)
+
+
+def adopt_setup(
+    lockfile: Optional[Lockfile],
+    path: Path,
+    set_name: str,
+    configs: Sequence[str],
+    *,
+    accept_unpinned: bool,
+    proposal: Proposal,
+) -> SetupAdoption:
+    """
+    :param lockfile: the setup's pin.toml (None: there is none yet)
+    :param path: where pin.toml is (or will be)
+    :param set_name: the set to adopt the configs as
+    :param configs: the configs, relative to the setup root
+    :param accept_unpinned: accept clones that pin no full commit by their URL
+    :param proposal: what a static scan proposes already (its entries' names are kept); the graph's clones are added
+    :raises SisyphusError: when the setup's graph cannot be built as it is (nothing is adopted)
+    """
+    adoption = SetupAdoption(Proposal(), configs=list(configs), accepted=accept_unpinned)
+    text = _text(lockfile, adoption, set_name)  # the set with its configs and no new pin: the setup as it is
+    before = load_graph(parse_lockfile(text, path), set_name, text)
+    adoption.proposal = proposal
+    entries = Entries(proposal, lockfile, set_name)
+    for clone in sorted(before.clones, key=lambda clone: clone.job):
+        assigned = [a for a in before.assignments if a.clone == clone.job]
+        values = sorted({a.value for a in assigned})
+        if not is_full_sha(clone.commit):
+            adoption.unpinned += [clone.url] if clone.url not in adoption.unpinned else []
+            adoption.overwritten += [clone.url] if values and clone.url not in adoption.overwritten else []
+            continue
+        repo = entries.entry_for(_site_of(clone))
+        adoption.pinned[repo] = clone.commit
+        if len(values) > 1:
+            adoption.problems.append(
+                f"{clone.url} {clone.commit[:7]} carries {len(values)} hash_overwrite values (set at "
+                f"{', '.join(sorted({a.where for a in assigned}))}): a pin binds one"
+            )
+        elif values:
+            adoption.aliases[repo] = values[0]
+    adoption.unpinned.sort()
+    adoption.overwritten.sort()
+    if adoption.unpinned and not accept_unpinned:
+        adoption.problems += [
+            f"{url} is cloned without a full commit: accept it with allow_unpinned = [{url!r}] in [sets.{set_name}] "
+            "(--accept-unpinned writes it), or pin a commit in the config"
+            for url in adoption.unpinned
+        ]
+    _confirm(adoption, before, lockfile, path, set_name)
+    return adoption
+
+
+def _confirm(
+    adoption: SetupAdoption, before: SetGraph, lockfile: Optional[Lockfile], path: Path, set_name: str
+) -> None:
+    """Build the set against the new lock: every output keeps its job id, nothing hides a commit."""
+    adoption.text = _text(lockfile, adoption, set_name)
+    adoption.outputs, adoption.jobs, adoption.clones = len(before.outputs), len(before.jobs), len(before.clones)
+    try:
+        adopted = parse_lockfile(adoption.text, path)
+        after = load_graph(adopted, set_name, adoption.text)
+    except LockfileError as exc:
+        adoption.problems.append(f"the adopted pins would not make a valid pin.toml: {exc}")
+        return
+    except SisyphusError as exc:
+        adoption.problems.append(f"the set does not build against the adopted pins: {exc}")
+        return
+    adoption.graph = after
+    adoption.kept = sum(after.outputs.get(name) == output for name, output in before.outputs.items())
+    changed = sorted(name for name, output in before.outputs.items() if after.outputs.get(name) != output)
+    if changed:
+        now = {name: after.outputs[name].job if name in after.outputs else "(none)" for name in changed}
+        details = [f"output {name}: {before.outputs[name].job} -> {now[name]}" for name in changed]
+        line = f"{len(changed)} of {adoption.outputs} outputs would get another job id: {listed(changed)}"
+        adoption.problems.append(Problem(capped(line), details))
+    adoption.problems += recording_problems(adopted, after, {})
