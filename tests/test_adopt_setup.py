@@ -254,3 +254,15 @@ def test_json_carries_the_adoption(existing, capsys):
     assert sorted(report["aliases"].values()) == ["TOOL_NEW", "TOOL_OLD"]
     assert report["unpinned"] == sorted([existing.urls["lm"], existing.urls["sctk"]]) and report["accepted"]
     assert not (existing.root / "pin.toml").exists(), "nothing written without --write"
+
+
+def test_a_call_no_config_builds_is_not_pinned(existing, capsys):
+    unused = existing.commits["rc"][2]
+    (existing.root / "recipe" / "helpers" / "unused.py").write_text(
+        "from i6_core.tools.git import CloneGitRepositoryJob\n\n"
+        f"OLD = CloneGitRepositoryJob({existing.urls['rc']!r}, commit={unused!r})\n"
+    )
+    assert adopt("--accept-unpinned", "--write") == 0
+    out = capsys.readouterr().out
+    assert "recipe/helpers/unused.py:3" in out and "not built by the configs of sets.exp: stays as written" in out
+    assert unused not in (existing.root / "pin.toml").read_text()

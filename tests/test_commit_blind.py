@@ -55,9 +55,28 @@ class DropsRepo(Job):
         yield Task("run")
 
 
+class TakesArguments(Job):
+    # as i6_core's ApplyBPEToTextJob: its hash() deletes from the arguments (and Sisyphus keeps them so)
+
+    def __init__(self, repo, mini_task=True, name="a"):
+        self.repo = repo
+        self.out = self.output_path("out")
+
+    @classmethod
+    def hash(cls, parsed_args):
+        del parsed_args["mini_task"]
+        if parsed_args["name"] == "drops the repo too":
+            del parsed_args["repo"]
+        return super().hash(parsed_args)
+
+    def tasks(self):
+        yield Task("run")
+
+
 def py():
     rc = experiment_set("s").repo("rc")
     tk.register_output("s/plain", Use(rc).out)
+    tk.register_output("s/takes_arguments", Use(TakesArguments(rc).out).out)
     if not HIDE:
         return
     unhashed = ReturnnConfig({{"x": 1}}, post_config={{"rc": rc}})
@@ -67,6 +86,7 @@ def py():
     middle.hash_overwrite = "FIXED"
     tk.register_output("s/intermediate", Use(middle).out)
     tk.register_output("s/own_hash", DropsRepo(rc, "a").out)
+    tk.register_output("s/takes_the_repo", TakesArguments(rc, name="drops the repo too").out)
     hidden = rc.copy()
     hidden.hash_overwrite = "LATER"
     later = Use(hidden)
@@ -106,9 +126,10 @@ def test_every_other_way_of_hiding_the_commit_is_caught(setup, capsys):
     lines = [line for line in captured.out.splitlines() if "keeps its id when the pinned commit moves" in line]
     # a path reset after the job got its id: the job no longer holds what its id is made of
     lines += [line for line in captured.out.splitlines() if "changed after it got its id" in line]
-    for output in ("s/post_config", "s/own_sis_hash", "s/intermediate", "s/own_hash", "s/reset_later"):
+    hidden = ("s/post_config", "s/own_sis_hash", "s/intermediate", "s/own_hash", "s/takes_the_repo", "s/reset_later")
+    for output in hidden:
         assert any(f"(outputs: {output})" in line for line in lines), (output, captured.out + captured.err)
-    assert "s/plain" not in "".join(lines)
+    assert "s/plain" not in "".join(lines) and "s/takes_arguments" not in "".join(lines)
     assert "hide a pinned commit from a job's hash (listed above)" in captured.err
     assert main(["check", "--offline"]) == 1
     assert "keeps its id when the pinned commit moves" in capsys.readouterr().out

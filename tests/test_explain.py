@@ -182,12 +182,14 @@ def test_advisor_tells_a_commit_only_move_from_a_content_change(setup, capsys):
     capsys.readouterr()
     assert main(["upgrade", "exp", "--to", setup.c[1][:10], "rc", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "  exp/config: only the pinned commit changes" in out, out
+    assert "  2 outputs (exp/config, exp/copy): only the pinned commit changes" in out, out
     assert main(["upgrade", "exp", "--to", setup.c[1], "rc"]) == 0
     capsys.readouterr()
     assert main(["upgrade", "exp", "rc", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "  exp/config: content changes too: returnn_config.config['network']['layers']: 1 -> 2" in out, out
+    assert "outputs (exp/config, exp/copy): content changes too\n      returnn_config.config['network']['layers']: 1 -> 2\n" in out, out
+    assert main(["upgrade", "exp", "rc", "--dry-run", "--verbose"]) == 0
+    assert "    exp/copy: returnn_config.config['network']['layers']: 1 -> 2\n" in capsys.readouterr().out
 
 
 def test_upgrade_refuses_to_absorb_an_unrecorded_change(setup, capsys):

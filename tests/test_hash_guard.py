@@ -207,7 +207,7 @@ def test_blast_radius_counts_match_a_hand_count(setup, capsys):
         "3 finished jobs would no longer be used." in out
     )
     assert "Outputs that change: exp/config, exp/copy, exp/later" in out
-    assert "  exp/config: only the pinned commit changes" in out
+    assert "  3 outputs (exp/config, exp/copy, exp/later): only the pinned commit changes" in out
 
     before = read_snapshot(setup.root / "pin.snapshot.toml")["exp"]
     assert setup.run("upgrade", "exp") == 0

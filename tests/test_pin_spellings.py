@@ -134,3 +134,28 @@ def test_every_spelling_is_a_pin_of_set_x(tmp_path: Path):
     for spelling in SPELLINGS:
         text = "version = 1\n" + (SPELLINGS[spelling] + REPOS).format(url="file:///r", c0="a" * 40, c2="b" * 40)
         assert parse_lockfile(text, tmp_path / "pin.toml").get_set("x").pin("rc").commit == "a" * 40, spelling
+
+
+#: pins that bind a legacy hash_overwrite, as `pin import --config` writes them and as people may
+ALIASED = {
+    "as pin import writes it": "rc = {{commit = '{c0}', hash_overwrite = 'LEGACY'}}  # pin\n",
+    "spaced": "rc = {{ commit = '{c0}', hash_overwrite = 'LEGACY' }}  # pin\n",
+    "alias first": "rc = {{ hash_overwrite = 'LEGACY', commit = '{c0}' }}  # pin\n",
+    "with extra arguments": "rc = {{ commit = '{c0}', hash_overwrite = 'LEGACY', clone_submodules = true }}  # pin\n",
+    "dotted keys": "rc.commit = '{c0}'  # pin\nrc.hash_overwrite = 'LEGACY'  # legacy id\n",
+}
+
+
+@pytest.mark.parametrize("spelling", list(ALIASED))
+def test_upgrade_drops_the_alias_in_every_spelling_and_moves_only_the_sha(history, spelling, capsys):
+    text = "version = 1\n\n[sets.x]\nconfigs = ['config/a.py']\n" + (ALIASED[spelling] + REPOS).format(
+        url=history.url, c0=history.c[0]
+    )
+    history.lock.write_text(text)
+    (history.lock.parent / "config").mkdir(exist_ok=True)
+    (history.lock.parent / "config" / "a.py").write_text("")
+    assert main(["upgrade", "x"]) == 0, capsys.readouterr()
+    after = history.text()
+    pin = load_lockfile(history.lock).get_set("x").pin("rc")
+    assert (pin.commit, pin.hash_overwrite) == (history.c[4], None)
+    assert "LEGACY" not in after and "# pin" in after and "# the repositories" in after

@@ -158,6 +158,9 @@ def adopt_setup(
             )
         elif values:
             adoption.aliases[repo] = values[0]
+    # the set pins what its configs build: a call the scan found that no config reaches stays as written, unpinned
+    proposal.pins = {repo: pin for repo, pin in proposal.pins.items() if repo in adoption.pinned}
+    proposal.repos = {repo: table for repo, table in proposal.repos.items() if repo in adoption.pinned}
     adoption.unpinned.sort()
     adoption.overwritten.sort()
     if adoption.unpinned and not accept_unpinned:

@@ -378,7 +378,9 @@ def _report_lines(
         for risk in site.risks:
             lines.append(f"    risk: {risk}")
         repo = proposal.repo_of_site.get(index)
-        if repo:
+        if repo and whole is not None and repo not in whole.pinned:
+            lines.append(f"    not built by the configs of sets.{set_name}: stays as written, not pinned")
+        elif repo:
             verdict = ""
             if index in ids:
                 old, new = ids[index]
@@ -414,21 +416,21 @@ def _proposed_lines(proposal: Proposal, set_name: str, whole: Optional[SetupAdop
 def _verdict_lines(sites: List[CallSite], adoption: Adoption, whole: Optional[SetupAdoption]) -> List[str]:
     """
     :return: the notes and problems of the calls found; when the whole setup is adopted, a call that cannot be
-        replaced yet is a note (it stays as written, and its clone is adopted from the graph), and an overwrite the
-        adoption binds is one ``exp.repo()`` applies
+        replaced yet is a note (it stays as written; what it clones in the graph is adopted from there), and an
+        overwrite the adoption binds is one ``exp.repo()`` applies
     """
     if whole is None:
         return [f"note: {note}" for note in adoption.notes] + [f"problem: {problem}" for problem in adoption.problems]
     lines = []
     for index, site in enumerate(sites):
         repo = adoption.proposal.repo_of_site.get(index)
+        if repo is not None and repo not in whole.pinned:
+            continue  # said at the call: no config builds it
         for reason in adoption.proposal.reasons.get(index, []):
             if reason.kind == "hash_overwrite" and repo in whole.aliases:
                 lines.append(f"note: {site.where}: pin.toml binds its hash_overwrite: exp.repo() applies it (same ids)")
             elif reason.blocks:
-                lines.append(
-                    f"note: {site.where}: stays as written ({reason.message}); its clone is adopted from the graph"
-                )
+                lines.append(f"note: {site.where}: stays as written ({reason.message})")
                 break
             else:
                 lines.append(f"note: {site.where}: {reason.message}")

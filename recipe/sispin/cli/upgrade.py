@@ -13,7 +13,7 @@ __all__ = ["add_parser", "run", "upgrade", "Allowed"]
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import tomlkit
 
@@ -33,7 +33,7 @@ from sispin.git.moves import Move, format_move, plan_move
 from sispin.git.store import Store
 from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
-from sispin.graph.guard import state_problems
+from sispin.graph.guard import capped, listed, state_problems
 from sispin.graph.snapshot import edit_lock_and_snapshot, read_records, read_snapshot, snapshot_path
 from sispin.lock.editing import drop_pin_alias, edit_lockfile, set_pin_commit
 from sispin.lock.files import check_writable
@@ -278,9 +278,21 @@ def _show_blast_radius(out: Output, set_name: str, before: SetGraph, after: SetG
     )
     outputs = sorted(set(before.outputs) | set(after.outputs))
     changed = [name for name in outputs if before.outputs.get(name) != after.outputs.get(name)]
-    out.result(f"Outputs that change: {', '.join(changed) or 'none'}")
+    out.result(f"Outputs that change: {listed(changed) if changed else 'none'}")
+    # one line per cause (the first differences), not per output: a move renews hundreds of outputs for one reason
+    causes: Dict[Tuple[str, Tuple[str, ...]], List[Tuple[str, List[str]]]] = {}
     for name in changed:
-        out.result(f"  {name}: {_advice(name, before, after)}")
+        cause, differences = _advice(name, before, after)
+        causes.setdefault((cause, tuple(differences[:5])), []).append((name, differences))
+    for (cause, first), names in causes.items():
+        which = names[0][0] if len(names) == 1 else f"{len(names)} outputs ({listed([name for name, _ in names])})"
+        out.result(f"  {which}: {cause}")
+        for difference in first:
+            out.result(capped(f"      {difference}"))
+        if any(len(differences) > len(first) for _, differences in names):
+            out.result("      ... (every difference of every output: --verbose)")
+        for name, differences in names:
+            out.detail(f"    {name}: {'; '.join(differences) or cause}")
 
 
 def _say_dropped_aliases(out: Output, spec: SetSpec, moving: List[Move]) -> None:
@@ -329,18 +341,20 @@ def _refuse_kept_ids_with_other_content(out: Output, before: SetGraph, after: Se
         )
 
 
-def _advice(name: str, before: SetGraph, after: SetGraph) -> str:
-    """Whether an output changes only because a pinned commit moved, or because content built from it changed."""
+def _advice(name: str, before: SetGraph, after: SetGraph) -> Tuple[str, List[str]]:
+    """
+    :return: whether an output changes only because a pinned commit moved, or because content built from it changed
+        too, and what differs (each difference's path, old -> new)
+    """
     old, new = before.outputs.get(name), after.outputs.get(name)
     if old is None or new is None:
-        return "new output" if old is None else "no longer registered"
+        return ("new output" if old is None else "no longer registered"), []
     causes = explain_output(name, old.job, new.job, before.records, after.records).causes
     content = [cause for cause in causes if not is_commit_only(cause)]
     if not content:
-        return "only the pinned commit changes"
+        return "only the pinned commit changes", []
     paths = [f"{d.path}: {shown(d.old)} -> {shown(d.new)}" for cause in content for d in cause.differences]
-    listed = "; ".join(paths[:5]) + (f" (+{len(paths) - 5} more)" if len(paths) > 5 else "")
-    return f"content changes too: {listed or content[0].reason}"
+    return "content changes too" + ("" if paths else f": {content[0].reason}"), paths
 
 
 def _refuse_drift(lockfile: Lockfile, current: SetGraph, out: Output) -> None:

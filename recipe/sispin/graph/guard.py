@@ -243,13 +243,17 @@ def rebound_alias_problems(graph: SetGraph, recorded: Mapping[str, Tuple[str, st
     :return: one line per value the lock now binds to another commit than it stood for: the old ids would pass for
         other code (an alias dies with its commit: remove it from the pin, and the ids move as they must)
     """
-    was = {value: (repo, commit) for repo, (commit, value) in recorded.items()}
+    # a value may stand for several commits of a set (one overwrite on several clones, their jobs kept apart)
+    was: Dict[str, Dict[str, str]] = {}
+    for repo, (commit, value) in sorted(recorded.items()):
+        was.setdefault(value, {})[commit] = repo
     return [
-        f"sets.{graph.set_name}.{repo}: hash_overwrite {value!r} stood for {was[value][0]} {was[value][1][:7]} when "
-        f"the set was recorded; pin.toml binds it to {commit[:7]} now: the old ids would pass for other code (remove "
-        "it from the pin: the ids move, as they must; or restore the commit)"
+        f"sets.{graph.set_name}.{repo}: hash_overwrite {value!r} stood for "
+        f"{', '.join(f'{name} {old[:7]}' for old, name in was[value].items())} when the set was recorded; pin.toml "
+        f"binds it to {commit[:7]} now: the old ids would pass for other code (remove it from the pin: the ids move, "
+        "as they must; or restore the commit)"
         for repo, (commit, value) in sorted(graph.aliases.items())
-        if value in was and was[value][1] != commit
+        if value in was and commit not in was[value]
     ]
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "set_pins",
     "pinned_clones",
     "blind_jobs",
+    "CreationArguments",
     "Awaits",
     "waiting_configs",
     "move_hand_written_clones",
@@ -97,32 +98,70 @@ def _topological(jobs: Sequence[Any]) -> List[Any]:
     return order
 
 
-def _recomputed(job: Any) -> str:
-    """The job's id computed now from its arguments, as Sisyphus computes it when the job is created."""
-    prefix = job._sis_id_cache.rsplit(".", 1)[0]
-    return f"{prefix}.{type(job)._sis_hash_static(job._sis_kwargs)}"
+#: stands for an argument that a job's hash() took out of the arguments it was given
+_TAKEN = object()
 
 
-def blind_jobs(jobs: Sequence[Any], pinned: Sequence[Any]) -> Dict[str, str]:
+class CreationArguments:
+    """
+    What a job's own ``hash()`` took out of (or replaced in) the arguments it was given, as i6_core's
+    ``del parsed_args["mini_task"]`` does: Sisyphus keeps the arguments as ``hash()`` left them, so an id computed
+    again from them needs those back (and a fresh dict each time, for hash() changes it again).
+    """
+
+    def __init__(self) -> None:
+        self.taken: Dict[Tuple[type, str], Dict[str, Any]] = {}
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        """Record, while configs load, what each job class's hash() takes from the arguments of each id it makes."""
+        from sisyphus.job import Job
+
+        original = Job.__dict__["_sis_hash_static"]
+        taken = self.taken
+
+        def hash_static(cls: Any, parsed_args: Dict[str, Any]) -> str:
+            given = dict(parsed_args)
+            result = original.__func__(cls, parsed_args)
+            changed = {key: value for key, value in given.items() if parsed_args.get(key, _TAKEN) is not value}
+            if changed:
+                taken.setdefault((cls, result), changed)
+            return result
+
+        Job._sis_hash_static = classmethod(hash_static)
+        try:
+            yield
+        finally:
+            Job._sis_hash_static = original
+
+    def recomputed(self, job: Any) -> str:
+        """The job's id computed now from its arguments, as Sisyphus computes it when the job is created."""
+        prefix, digest = job._sis_id_cache.rsplit(".", 1)
+        arguments = {**job._sis_kwargs, **self.taken.get((type(job), digest), {})}
+        return f"{prefix}.{type(job)._sis_hash_static(arguments)}"
+
+
+def blind_jobs(jobs: Sequence[Any], pinned: Sequence[Any], creation: CreationArguments) -> Dict[str, str]:
     """
     A job that hashes a path with a hash_overwrite is blind too (the guard names it by its overwrite, bound to the
     commit as an alias or not).
 
     :param jobs: every job of the graph
     :param pinned: the clones of the set's pins
+    :param creation: what the jobs' own hash() took from their arguments while the configs loaded
     :return: job id -> ``blind`` for each job that uses a pinned clone (directly or through other jobs, through any
         path among its arguments, hashed or not) and keeps its id when the clones' ids move; ``changed`` for one
         whose arguments no longer give its id (changed after it was created), which cannot be checked this way
     """
     users = _users(jobs, pinned)
     saved = {id(job): job._sis_id_cache for job in [*pinned, *users]}
-    baseline = {id(job): _recomputed(job) for job in users}
+    baseline = {id(job): creation.recomputed(job) for job in users}
     moved: Dict[int, str] = {}
     try:
         for clone in pinned:
             clone._sis_id_cache = f"{clone._sis_id_cache}-moved"
         for job in users:  # inputs first: each user hashes the moved ids of the jobs before it
-            moved[id(job)] = job._sis_id_cache = _recomputed(job)
+            moved[id(job)] = job._sis_id_cache = creation.recomputed(job)
     finally:
         for job in [*pinned, *users]:
             job._sis_id_cache = saved[id(job)]

@@ -54,6 +54,7 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
     from sispin.graph.aliases import Assignments, Collisions, bound_aliases
     from sispin.graph.moving import (
         Awaits,
+        CreationArguments,
         blind_jobs,
         move_hand_written_clones,
         pinned_clones,
@@ -66,7 +67,7 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
     moved = request.get("moved")
     uses, awaits = ValueUses(set_pins(request["set"])), Awaits(moved["awaits"] if moved else None)
     aliases = bound_aliases(request["set"])
-    assignments, collisions = Assignments(), Collisions([] if moved else aliases)
+    assignments, collisions, creation = Assignments(), Collisions([] if moved else aliases), CreationArguments()
     if moved:
         move_hand_written_clones(moved["remap"])
     with contextlib.ExitStack() as recording:
@@ -74,6 +75,7 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
             recording.enter_context(context)
         if not moved:
             recording.enter_context(uses.recording())
+            recording.enter_context(creation.recording())
         config_manager.load_configs(request["configs"])
     report: Dict[str, Any] = {"outputs": _outputs(), "jobs": {}, "clones": [], "escapes": [], "records": {}}
     report["inputs"] = {}
@@ -84,7 +86,7 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
         _describe_job(job, report)
     pinned = pinned_clones(jobs, request["set"])
     report["pinned"] = sorted(job.job_id() for job in pinned)
-    report["blind"] = {} if moved else blind_jobs(jobs, pinned)
+    report["blind"] = {} if moved else blind_jobs(jobs, pinned, creation)
     report["value_uses"], report["assignments"], report["collisions"] = uses.found, assignments.found, collisions.found
     report["aliases"] = aliases
     report["awaits"], report["waiting"] = awaits.passed, waiting_configs()

@@ -124,10 +124,13 @@ def _check_only_additions_and_shas(old: str, new: str, where: str, rewritable_ke
 
 
 #: a pin's alias as the text holds it: inside an inline table after a comma, or first (with the comma after it), or
-#: on a line of its own (with its comment)
+#: on a line of its own (with its comment, and the dotted key that leads to it)
 _STRING = r"""("(?:[^"\\]|\\.)*"|'[^']*')"""
-_ALIAS_RE = re.compile(rf",\s*hash_overwrite\s*=\s*{_STRING}|\bhash_overwrite\s*=\s*{_STRING}(\s*#[^\n]*)?(\s*,)?")
+_ALIAS_RE = re.compile(
+    rf",\s*hash_overwrite\s*=\s*{_STRING}|(?:{_KEY_PART}\s*\.\s*)*\bhash_overwrite\s*=\s*{_STRING}(\s*#[^\n]*)?(\s*,)?"
+)
 _SHA_RUN_RE = re.compile(r"\b[0-9a-f]{40}\b")
+_PUNCTUATION_SPACE_RE = re.compile(r"\s*([{},=])\s*")
 
 
 def _only_alias_dropped(before: str, after: str) -> bool:
@@ -136,7 +139,8 @@ def _only_alias_dropped(before: str, after: str) -> bool:
         return False
 
     def plain(text: str) -> str:
-        return " ".join(_SHA_RUN_RE.sub("<sha>", text).split())
+        # tomlkit leaves the space that stood before the dropped pair: spacing around TOML's punctuation is no change
+        return " ".join(_PUNCTUATION_SPACE_RE.sub(r"\1", _SHA_RUN_RE.sub("<sha>", text)).split())
 
     return plain(_ALIAS_RE.sub("", before)) == plain(after)
 
