@@ -147,6 +147,7 @@ def test_adoption_keeps_every_id_and_the_set_passes_check_and_snapshot(existing,
     assert {pin.commit for pin in pins.values()} == {*existing.commits["tool"][:2], existing.commits["rc"][0]}
     assert sorted(pin.hash_overwrite for pin in pins.values() if pin.hash_overwrite) == ["TOOL_NEW", "TOOL_OLD"]
     assert lock.get_set("exp").allow_unpinned == (existing.urls["lm"], existing.urls["sctk"])
+    assert lock.get_set("exp").allow_hash_overwrite == (existing.urls["lm"],), "the one carrying an overwrite"
     assert existing.snapshot_ids() == plain, "the recorded ids are the ones plain Sisyphus computes"
     assert main(["check", "--offline"]) == 0, capsys.readouterr().out
     assert main(["snapshot"]) == 0

@@ -187,7 +187,10 @@ def test_advisor_tells_a_commit_only_move_from_a_content_change(setup, capsys):
     capsys.readouterr()
     assert main(["upgrade", "exp", "rc", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "outputs (exp/config, exp/copy): content changes too\n      returnn_config.config['network']['layers']: 1 -> 2\n" in out, out
+    assert (
+        "outputs (exp/config, exp/copy): content changes too\n"
+        "      returnn_config.config['network']['layers']: 1 -> 2\n" in out
+    ), out
     assert main(["upgrade", "exp", "rc", "--dry-run", "--verbose"]) == 0
     assert "    exp/copy: returnn_config.config['network']['layers']: 1 -> 2\n" in capsys.readouterr().out
 
