@@ -17,6 +17,7 @@ __all__ = [
     "propose",
     "adopt",
     "add_to_document",
+    "lock_document",
     "status_of",
     "ADOPT",
     "NOTE",
@@ -286,6 +287,18 @@ def add_to_document(document: tomlkit.TOMLDocument, proposal: Proposal, set_name
         append_table(document, "sets", set_name, table)
 
 
+def lock_document(lockfile: Optional[Lockfile]) -> tomlkit.TOMLDocument:
+    """
+    :param lockfile: the setup's pin.toml, if there is one
+    :return: its document as it is, or that of a new, empty pin.toml
+    """
+    if lockfile is None:
+        document = tomlkit.document()
+        document.add("version", SUPPORTED_VERSION)
+        return document
+    return tomlkit.parse(lockfile.path.read_text(encoding="utf-8"))
+
+
 def _check_ids(
     sites: List[CallSite], proposal: Proposal, lockfile: Optional[Lockfile], set_name: str
 ) -> Tuple[Dict[int, Tuple[str, str]], Optional[str]]:
@@ -295,11 +308,7 @@ def _check_ids(
     """
     if not proposal.repo_of_site:
         return {}, None
-    if lockfile is None:
-        document = tomlkit.document()
-        document.add("version", SUPPORTED_VERSION)
-    else:
-        document = tomlkit.parse(lockfile.path.read_text(encoding="utf-8"))
+    document = lock_document(lockfile)
     add_to_document(document, proposal, set_name)
     text = tomlkit.dumps(document)
     target = lockfile or parse_lockfile(text, Path.cwd() / LOCKFILE_NAME)

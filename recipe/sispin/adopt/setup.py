@@ -20,14 +20,14 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import tomlkit
 
-from sispin.adopt.propose import Entries, Proposal, add_to_document
+from sispin.adopt.propose import Entries, Proposal, add_to_document, lock_document
 from sispin.adopt.sites import CallSite
 from sispin.clonejob import DEFAULTS
 from sispin.errors import LockfileError, SisyphusError
 from sispin.graph.build import Clone, SetGraph, load_graph
 from sispin.graph.guard import Problem, capped, listed, recording_problems
 from sispin.lock.editing import add_value
-from sispin.lock.lockfile import SUPPORTED_VERSION, Lockfile, is_full_sha, parse_lockfile
+from sispin.lock.lockfile import Lockfile, is_full_sha, parse_lockfile
 
 
 @dataclass
@@ -81,11 +81,7 @@ def _site_of(clone: Clone) -> CallSite:
 
 def _text(lockfile: Optional[Lockfile], adoption: SetupAdoption, set_name: str) -> str:
     """pin.toml's text with the adoption added."""
-    if lockfile is None:
-        document = tomlkit.document()
-        document.add("version", SUPPORTED_VERSION)
-    else:
-        document = tomlkit.parse(lockfile.path.read_text(encoding="utf-8"))
+    document = lock_document(lockfile)
     add_adoption(document, adoption, set_name)
     return tomlkit.dumps(document)
 
