@@ -65,6 +65,10 @@ def _check(root) -> subprocess.CompletedProcess:
 def test_a_change_moving_300_outputs_is_a_short_deterministic_report(big, capsys):
     assert main(["snapshot"]) == 0
     assert "big: 751 outputs, 1053 jobs" in capsys.readouterr().out
+    # the committed file holds what a reviewer reads; what each id is made of stays beside it, outside git
+    snapshot = (big / "pin.snapshot.toml").read_bytes()
+    assert len(snapshot) / 751 <= 200 and b"[sets.big.jobs" not in snapshot, len(snapshot) / 751
+    assert (big / ".sispin-cache" / "records" / "big.json").is_file()
     config = big / "config" / "big.py"
     config.write_text(config.read_text().replace("FEATURE_OPTION = 80", "FEATURE_OPTION = 40"))
     first, second = _check(big), _check(big)

@@ -123,7 +123,7 @@ def test_every_other_way_of_hiding_the_commit_is_caught(setup, capsys):
     setup(True)
     assert main(["snapshot"]) == 7
     captured = capsys.readouterr()
-    lines = [line for line in captured.out.splitlines() if "keeps its id when the pinned commit moves" in line]
+    lines = [line for line in captured.out.splitlines() if "keeps its id when the pinned commit of" in line]
     # a path reset after the job got its id: the job no longer holds what its id is made of
     lines += [line for line in captured.out.splitlines() if "changed after it got its id" in line]
     hidden = ("s/post_config", "s/own_sis_hash", "s/intermediate", "s/own_hash", "s/takes_the_repo", "s/reset_later")
@@ -132,7 +132,7 @@ def test_every_other_way_of_hiding_the_commit_is_caught(setup, capsys):
     assert "s/plain" not in "".join(lines) and "s/takes_arguments" not in "".join(lines)
     assert "hide a pinned commit from a job's hash (listed above)" in captured.err
     assert main(["check", "--offline"]) == 1
-    assert "keeps its id when the pinned commit moves" in capsys.readouterr().out
+    assert "keeps its id when the pinned commit of" in capsys.readouterr().out
 
 
 KEYED = """\
@@ -168,3 +168,42 @@ def test_objects_named_by_their_address_are_explained_the_same_in_every_process(
     assert main(["explain"]) == 1
     because = [line for line in capsys.readouterr().out.splitlines() if "because" in line]
     assert len(because) == 1 and because[0].endswith(": 'b' -> 'c'") and "thing[<Key " in because[0], because
+
+
+TWO_PINS = """\
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
+from sisyphus import tk
+
+from sispin import experiment_set
+
+
+def py():
+    exp = experiment_set("s")
+    # the config hashes rc: its id moves with rc, which must not hide that lib sits where no hash sees it
+    config = ReturnnConfig({{"rc": exp.repo("rc"), "x": 1}}, post_config={{"lib": exp.repo("lib"){more}}})
+    tk.register_output("s/config", WriteReturnnConfigJob(config).out_returnn_config_file)
+"""
+
+
+@pytest.mark.parametrize("more", ["", ', "other": exp.repo("rc")'], ids=["lib alone", "rc in both"])
+def test_a_job_hashing_one_pin_is_still_checked_for_each_other_pin(
+    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys, more
+):
+    pins = {}
+    for name in ("rc", "lib"):
+        remote = make_repo(name)
+        pins[name] = (remote, git_commit(remote, {"__init__.py": "X = 1\n"}))
+    lock = "version = 1\n\n" + "".join(f'[repos.{n}]\nurl = "file://{r}"\n\n' for n, (r, _) in pins.items())
+    lock += '[sets.s]\nconfigs = ["config/s.py"]\n' + "".join(f'{n} = "{c}"\n' for n, (_, c) in pins.items())
+    root = make_setup(
+        tmp_path / "setup",
+        lock + "\n" + sisyphus_entry(real_sisyphus),
+        real_sisyphus,
+        {"s.py": TWO_PINS.format(more=more)},
+    )
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    assert main(["snapshot"]) == 7
+    out = capsys.readouterr().out
+    problems = [line for line in out.splitlines() if "keeps its id when the pinned commit of" in line]
+    assert len(problems) == 1 and "of lib moves" in problems[0] and "(outputs: s/config)" in problems[0], out

@@ -89,7 +89,7 @@ class Setup:
         self.config.write_text(self.config.read_text().replace(old, new))
 
     def graph(self):
-        return load_graph(load_lockfile(self.root / "pin.toml"), "exp")
+        return load_graph(load_lockfile(self.root / "pin.toml"), "exp", records="all")
 
     def pin(self, commit: str) -> None:
         lock = self.root / "pin.toml"

@@ -324,7 +324,7 @@ class Checkout:
 def test_a_pinned_path_held_where_no_hash_sees_it_is_refused(setup, capsys, body):
     setup.config(f"{MORE}\ndef py():\n    exp = experiment_set('s')\n{body}")
     out = refused(capsys, "s/held")
-    assert "keeps its id when the pinned commit moves" in out
+    assert "keeps its id when the pinned commit of" in out
 
 
 def test_a_subclass_of_the_clone_job_is_a_clone(setup, capsys):

@@ -177,7 +177,7 @@ def _confirm(
     adoption.outputs, adoption.jobs, adoption.clones = len(before.outputs), len(before.jobs), len(before.clones)
     try:
         adopted = parse_lockfile(adoption.text, path)
-        after = load_graph(adopted, set_name, adoption.text)
+        after = load_graph(adopted, set_name, adoption.text, records="all")
     except LockfileError as exc:
         adoption.problems.append(f"the adopted pins would not make a valid pin.toml: {exc}")
         return

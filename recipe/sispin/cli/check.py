@@ -22,11 +22,12 @@ from sispin.errors import LockfileError, PinError
 from sispin.git.env import missing_commits
 from sispin.git.history import on_a_ref
 from sispin.git.store import Store
-from sispin.graph.build import JobRecord, load_graph
 from sispin.graph.build import Output as RecordedOutput
+from sispin.graph.build import load_graph
 from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
-from sispin.graph.snapshot import read_aliases, read_records, read_snapshot, snapshot_path
+from sispin.graph.recordcache import read_records
+from sispin.graph.snapshot import read_aliases, read_snapshot, snapshot_path
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 
 
@@ -120,7 +121,7 @@ def check(lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store:
     if not offline:
         result.problems += _missing_commits(lockfile, [spec.name for spec in specs], store)
     target = snapshot_path(lockfile.path)
-    recorded, records = read_snapshot(target), read_records(target)
+    recorded, aliases = read_snapshot(target), read_aliases(target)
     result.problems += [
         f"{display_path(target)}: sets.{name}: no such set in {display_path(lockfile.path)} (stale: `pin snapshot` "
         "drops it)"
@@ -129,7 +130,7 @@ def check(lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store:
     ]
     for spec in specs:
         if spec.configs:  # a set without configs has no graph to check (its pins were verified above)
-            _check_set(lockfile, spec.name, recorded, records, result, verbose)
+            _check_set(lockfile, spec.name, recorded, aliases.get(spec.name, {}), result, verbose)
     return result
 
 
@@ -137,30 +138,37 @@ def _check_set(
     lockfile: Lockfile,
     name: str,
     recorded: Mapping[str, Mapping[str, RecordedOutput]],
-    records: Mapping[str, Mapping[str, JobRecord]],
+    aliases: Mapping[str, Tuple[str, str]],
     result: CheckResult,
     verbose: bool,
 ) -> None:
     """Build one set's graph and add what is wrong with it to result."""
+    before = recorded.get(name)
     try:
-        graph = load_graph(lockfile, name)
+        # what an id is made of only below the outputs whose id differs: a set that holds costs one build
+        graph = load_graph(lockfile, name, records={o: output.job for o, output in (before or {}).items()} or None)
     except PinError as exc:
         result.problems.append(f"sets.{name}: {exc}")
         return
     result.checked += 1
     result.outputs += len(graph.outputs)
-    result.problems += recording_problems(lockfile, graph, read_aliases(snapshot_path(lockfile.path)).get(name, {}))
+    result.problems += recording_problems(lockfile, graph, aliases)
     if name not in recorded:
         target = display_path(snapshot_path(lockfile.path))
         result.problems.append(f"sets.{name}: no snapshot in {target} (run `pin snapshot {name}`)")
         return
-    changes = compare_set(recorded[name], records.get(name, {}), graph, lockfile.root / "work")
+    differs = any(graph.outputs.get(output) != job for output, job in recorded[name].items())
+    # the records of the recorded jobs only to explain a difference: reading them costs as much as the snapshot
+    records = read_records(lockfile.path, name, recorded[name]) if differs else {}
+    changes = compare_set(recorded[name], records, graph, lockfile.root / "work")
     result.changes[name] = asdict(changes)
     if changes.changed:
-        result.summaries.append(
-            f"sets.{name}: {_count(len(changes.changed), 'output')} changed, {_count(changes.renewed, 'job')} "
-            f"renewed ({changes.finished} finished in work/)"
+        renewed = (
+            "the recorded jobs are not known here"
+            if changes.renewed is None
+            else f"{_count(changes.renewed, 'job')} renewed ({changes.finished} finished in work/)"
         )
+        result.summaries.append(f"sets.{name}: {_count(len(changes.changed), 'output')} changed, {renewed}")
     result.problems += [Problem(f"sets.{name}: {line}", line.details) for line in _change_lines(changes, verbose)]
 
 

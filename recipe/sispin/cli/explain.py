@@ -20,7 +20,8 @@ from sispin.cli.output import Output
 from sispin.errors import UnknownNameError
 from sispin.graph.build import JobRecord, load_graph
 from sispin.graph.explain import Explanation, explain_output, pin_moved, short_id, shown
-from sispin.graph.snapshot import read_records, read_snapshot, snapshot_path
+from sispin.graph.recordcache import read_records
+from sispin.graph.snapshot import read_snapshot, snapshot_path
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 
 
@@ -58,13 +59,13 @@ def explain(path: Path, set_names: Sequence[str], out: Output, *, output: Option
     lockfile = load_lockfile(path)
     names = [spec.name for spec in lockfile.select_sets(set_names)]
     recorded = read_snapshot(snapshot_path(lockfile.path))
-    records = read_records(snapshot_path(lockfile.path))
     found = output is None
     report: List[Dict[str, Any]] = []
     lines: List[str] = []
     for name in names:
-        graph = load_graph(lockfile, name)
         old_outputs = recorded.get(name, {})
+        graph = load_graph(lockfile, name, records={o: output.job for o, output in old_outputs.items()} or None)
+        records = read_records(lockfile.path, name, old_outputs) or {}
         for output_name in sorted(set(old_outputs) | set(graph.outputs)):
             if output is not None and output_name != output:
                 continue
@@ -73,7 +74,7 @@ def explain(path: Path, set_names: Sequence[str], out: Output, *, output: Option
             new = graph.outputs[output_name].job if output_name in graph.outputs else None
             if old == new:
                 continue
-            explanation = explain_output(output_name, old, new, records.get(name, {}), graph.records)
+            explanation = explain_output(output_name, old, new, records, graph.records)
             report.append({"set": name, **_as_json(explanation, lockfile, name, graph.records)})
             lines += explanation_lines(explanation, lockfile, name, graph.records, snapshot_name(lockfile))
     if not found:

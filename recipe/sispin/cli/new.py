@@ -201,7 +201,8 @@ def _new_graph(lockfile: Lockfile, text: str, name: str, add: Edit) -> Tuple[Opt
     """
     candidate_text = _with_set(text, lockfile, add)
     try:
-        return load_graph(parse_lockfile(candidate_text, lockfile.path), name, lock_text=candidate_text), ""
+        graph = load_graph(parse_lockfile(candidate_text, lockfile.path), name, lock_text=candidate_text, records="all")
+        return graph, ""
     except SisyphusError as exc:
         return None, str(exc)
 

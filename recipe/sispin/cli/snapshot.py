@@ -59,7 +59,7 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
     names = [spec.name for spec in specs if spec.configs]
     target = snapshot_path(lockfile.path)
     before = read_snapshot(target)
-    graphs = [load_graph(lockfile, name) for name in names]
+    graphs = [load_graph(lockfile, name, records="all") for name in names]
     # a snapshot of ids that do not depend on the commits would make `pin check` pass on exactly what it must catch
     aliases = read_aliases(target)
     hidden = [p for graph in graphs for p in recording_problems(lockfile, graph, aliases.get(graph.set_name, {}))]

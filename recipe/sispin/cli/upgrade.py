@@ -34,7 +34,8 @@ from sispin.git.store import Store
 from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
 from sispin.graph.guard import capped, listed, state_problems
-from sispin.graph.snapshot import edit_lock_and_snapshot, read_records, read_snapshot, snapshot_path
+from sispin.graph.recordcache import read_records
+from sispin.graph.snapshot import edit_lock_and_snapshot, read_snapshot, snapshot_path
 from sispin.lock.editing import drop_pin_alias, edit_lockfile, set_pin_commit
 from sispin.lock.files import check_writable
 from sispin.lock.lockfile import Lockfile, SetSpec, display_path, find_lockfile, parse_lockfile, read_lockfile_text
@@ -245,7 +246,7 @@ def _graphs(
     document = tomlkit.parse(text)
     _apply(lockfile, document, set_name, moving)
     try:
-        before = load_graph(lockfile, set_name, lock_text=text, states=True)
+        before = load_graph(lockfile, set_name, lock_text=text, states=True, records="all")
     except SisyphusError as exc:
         # what can be said without the graph: the blast radius would count them
         out.result(
@@ -255,7 +256,7 @@ def _graphs(
         return None
     moved = ", ".join(f"{move.repo} {move.new[:7]}" for move in moving)
     try:
-        after = load_graph(lockfile, set_name, lock_text=tomlkit.dumps(document), states=True)
+        after = load_graph(lockfile, set_name, lock_text=tomlkit.dumps(document), states=True, records="all")
     except SisyphusError as exc:
         # the set builds now: a move after which it does not would leave it unbuildable, and its snapshot behind
         raise SisyphusError(f"set {set_name!r} does not build at {moved}: {exc}; nothing written") from None
@@ -363,7 +364,7 @@ def _refuse_drift(lockfile: Lockfile, current: SetGraph, out: Output) -> None:
     recorded = read_snapshot(target).get(current.set_name)
     if recorded is None:
         return  # nothing recorded yet: nothing to drift from
-    records = read_records(target).get(current.set_name, {})
+    records = read_records(lockfile.path, current.set_name, recorded) or {}
     drifted = [
         name
         for name in sorted(set(recorded) | set(current.outputs))

@@ -107,66 +107,60 @@ class Collisions:
     Two constructions that Sisyphus merged into one job although they differ but for an alias: a value the set binds
     to two commits (allowed within one set, as adoption needs it) must never make one job stand for both.
 
+    Sisyphus hashes each construction's arguments before it looks for the job: every path it hashes that carries a
+    value bound to several commits is noted with the clone behind it. Two constructions of one id that hid other
+    clones (or other paths of them) behind such values are two jobs merged; the same clones, the same job. Only those
+    paths are looked at: the check costs no hash of its own.
+
     :param aliases: (url, commit, value) of the set's bound aliases
     """
 
     def __init__(self, aliases: Sequence[Sequence[str]]):
         self.aliases = aliases
         self.found: List[Dict[str, str]] = []
-
-    def needed(self) -> bool:
-        """Whether some value is bound to several commits (only then can an alias merge two constructions)."""
-        values = [value for _, _, value, *_ in self.aliases]
-        return len(values) != len(set(values))
-
-    def _full_hash(self, cls: Any, parsed_args: Dict[str, Any]) -> str:
-        owner = _path_class()
-        original = owner._sis_hash
-        aliases = self.aliases
-
-        def unaliased(path: Any) -> bytes:
-            creator = path.__dict__.get("creator")
-            if path.hash_overwrite is not None and is_clone(creator) and alias_of(creator, aliases):
-                saved, path._hash_overwrite = path._hash_overwrite, None
-                try:
-                    return original(path)
-                finally:
-                    path._hash_overwrite = saved
-            return original(path)
-
-        owner._sis_hash = unaliased
-        try:
-            return cls._sis_hash_static(parsed_args)
-        finally:
-            owner._sis_hash = original
+        values = [value for _, _, value, *_ in aliases]
+        #: the values bound to several commits: only they can merge two constructions
+        self.shared = {value for value in values if values.count(value) > 1}
 
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
-        """Watch every job construction while configs load (does nothing unless :meth:`needed`)."""
-        if not self.needed():
+        """Watch every job construction while configs load (does nothing unless some value is shared)."""
+        if not self.shared:
             yield
             return
-        from sisyphus.job import JobSingleton, get_args
+        from sisyphus.job import JobSingleton
 
         from sispin.graph.values import taken_at
+        from sispin.sets import shown_overwrite
 
-        create = JobSingleton.__call__
-        seen: Dict[int, str] = {}
+        create, owner = JobSingleton.__call__, _path_class()
+        original = owner._sis_hash
+        hidden: List[List[Tuple[str, str]]] = []  # per construction under way: the clones behind shared values
+        seen: Dict[int, Tuple[Tuple[str, str], ...]] = {}
         collisions = self
 
+        def noting(path: Any) -> bytes:
+            overwrite = path.__dict__.get("_hash_overwrite")
+            if overwrite is not None and hidden and str(shown_overwrite(overwrite)) in collisions.shared:
+                creator = path.__dict__.get("creator")
+                if is_clone(creator) and alias_of(creator, collisions.aliases):
+                    hidden[-1].append((creator._sis_id_cache, path.path))
+            return original(path)
+
         def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
-            job = create(cls, *args, **kwargs)
-            plain = {key: value for key, value in kwargs.items() if key != "sis_tags"}
-            full = collisions._full_hash(cls, get_args(cls.__init__, args, plain))
-            first = seen.setdefault(id(job), full)
-            if first != full:
+            hidden.append([])
+            try:
+                job = create(cls, *args, **kwargs)
+            finally:
+                behind = tuple(hidden.pop())
+            if seen.setdefault(id(job), behind) != behind:
                 entry = {"job": job._sis_id_cache, "where": taken_at(sys._getframe(1))}
                 if entry not in collisions.found:
                     collisions.found.append(entry)
             return job
 
-        JobSingleton.__call__ = call
+        JobSingleton.__call__, owner._sis_hash = call, noting
         try:
             yield
         finally:
-            JobSingleton.__call__ = create
+            JobSingleton.__call__, owner._sis_hash = create, original

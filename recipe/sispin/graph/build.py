@@ -32,7 +32,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from sispin.errors import SisyphusError
 from sispin.lock.lockfile import LOCK_ENV, PROBE_TEXT_ENV, Lockfile, inside_setup
@@ -197,9 +197,10 @@ class SetGraph:
     :param escapes: every clone path with a hash_overwrite that a job hashes
     :param records: job id -> what its id is made of (for explaining a change)
     :param inputs: job id -> the ids of the jobs whose outputs it uses
-    :param pinned: the ids of the clones of the set's pins (however built)
-    :param blind: job id -> ``blind`` (uses a pinned clone, keeps its id when the commit moves) or ``changed`` (its
-        arguments no longer give its id)
+    :param pinned: id of each clone of one of the set's pins (however built) -> that pin (its repository entry)
+    :param blind: job id -> the pins it uses but keeps its id for when that pin's commit moves
+    :param changed_jobs: jobs that use a pin and whose arguments changed after they got their id (the id cannot
+        follow the commit; not checked for blindness)
     :param value_uses: where config code took a pinned value out of the graph (then only a build with the pins moved
         can tell what depends on it)
     :param awaits: per async config, how many ``await tk.async_run(...)`` it got past
@@ -218,8 +219,9 @@ class SetGraph:
     escapes: Tuple[Escape, ...] = ()
     records: Dict[str, JobRecord] = field(default_factory=dict)
     inputs: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
-    pinned: Tuple[str, ...] = ()
-    blind: Dict[str, str] = field(default_factory=dict)
+    pinned: Dict[str, str] = field(default_factory=dict)
+    blind: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    changed_jobs: Tuple[str, ...] = ()
     value_uses: Tuple[ValueUse, ...] = ()
     awaits: Dict[str, int] = field(default_factory=dict)
     waiting: Tuple[str, ...] = ()
@@ -253,6 +255,7 @@ def load_graph(
     *,
     states: bool = False,
     moved: Optional[Dict[str, Any]] = None,
+    records: Union[str, Mapping[str, str], None] = None,
 ) -> SetGraph:
     """
     Build the set's job graph with real Sisyphus, in a subprocess.
@@ -263,6 +266,8 @@ def load_graph(
     :param states: report the whole state of every job (to compare with another build)
     :param moved: build the set with its pins moved (``lock_text`` holds the moved pins): {"remap": [[url, pinned
         commit, moved commit]], "awaits": {config: awaits the real build passed}}
+    :param records: whose argument records to take (walking them costs as much as hashing): "all" (to record the
+        set), or the outputs' recorded job ids (the jobs below each output whose id differs, to explain it), or None
     :raises SisyphusError: when Sisyphus is missing, the set has no configs, or loading them fails
     """
     spec = lockfile.get_set(set_name)
@@ -273,7 +278,7 @@ def load_graph(
             raise SisyphusError(f"sets.{set_name}.configs: {config} does not exist")
         if not inside_setup(lockfile.root, config):
             raise SisyphusError(f"sets.{set_name}.configs: {config} leads out of the setup through a symlink")
-    request = {"set": set_name, "configs": list(spec.configs), "states": states, "moved": moved}
+    request = {"set": set_name, "configs": list(spec.configs), "states": states, "moved": moved, "records": records}
     what = f"loading the configs of set {set_name!r}" + (" with its pins moved" if moved else "")
     return _set_graph(set_name, run_probe(lockfile, ["graph"], what, lock_text, request=request))
 
@@ -312,8 +317,9 @@ def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
             for job, record in report["records"].items()
         },
         inputs={job: tuple(ids) for job, ids in report["inputs"].items()},
-        pinned=tuple(report["pinned"]),
-        blind=dict(report["blind"]),
+        pinned=dict(report["pinned"]),
+        blind={job: tuple(repos) for job, repos in report["blind"].items()},
+        changed_jobs=tuple(report["changed_jobs"]),
         value_uses=tuple(ValueUse(u["what"], u["where"], u.get("repo")) for u in report["value_uses"]),
         awaits=dict(report["awaits"]),
         waiting=tuple(report["waiting"]),

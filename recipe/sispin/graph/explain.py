@@ -205,7 +205,7 @@ def summary(explanation: Explanation) -> str:
 
 
 #: the cause of a change that the snapshot holds no job records for (written before they were kept)
-_NO_RECORDS = "(the snapshot holds no arguments to compare: review with pin explain, record with pin snapshot)"
+_NO_RECORDS = "(no records of the recorded jobs here: `pin explain --against REV` builds them from git)"
 
 
 @dataclass
@@ -229,7 +229,8 @@ class SetChanges:
     :param new: outputs the snapshot does not have
     :param gone: outputs the snapshot has and the graph no longer registers
     :param moved_paths: (name, old file, new file) of outputs whose job stayed but whose file changed
-    :param renewed: recorded jobs the graph no longer has (their work is orphaned)
+    :param renewed: how many recorded jobs the graph no longer has (their work is orphaned); None when the jobs of
+        the recorded graph are not known here (no records kept)
     :param finished: how many of those are finished in work/
     """
 
@@ -238,16 +239,16 @@ class SetChanges:
     new: List[str]
     gone: List[str]
     moved_paths: List[Tuple[str, str, str]]
-    renewed: int
-    finished: int
+    renewed: Optional[int]
+    finished: Optional[int]
 
 
 def compare_set(
-    recorded: Mapping[str, Output], records: Mapping[str, JobRecord], graph: SetGraph, work: Path
+    recorded: Mapping[str, Output], records: Optional[Mapping[str, JobRecord]], graph: SetGraph, work: Path
 ) -> SetChanges:
     """
     :param recorded: the snapshot's outputs of the set
-    :param records: the snapshot's job records of the set
+    :param records: the records of the jobs the snapshot stands for (None: none are kept here)
     :param graph: the set's graph now
     :param work: the setup's work directory (to count renewed jobs that had finished)
     """
@@ -257,17 +258,17 @@ def compare_set(
         old, new = recorded[name], graph.outputs[name]
         if old.job != new.job:
             changed.append(name)
-            cause = summary(explain_output(name, old.job, new.job, records, graph.records)) or _NO_RECORDS
+            cause = summary(explain_output(name, old.job, new.job, records or {}, graph.records)) or _NO_RECORDS
             by_cause.setdefault(cause, []).append((name, old.job, new.job))
         elif old.path != new.path:
             moved.append((name, old.path, new.path))
-    renewed = [job for job in records if job not in graph.jobs]
+    renewed = None if records is None else [job for job in records if job not in graph.jobs]
     return SetChanges(
         changed=changed,
         groups=[ChangeGroup(cause, outputs) for cause, outputs in sorted(by_cause.items())],
         new=sorted(set(graph.outputs) - set(recorded)),
         gone=sorted(set(recorded) - set(graph.outputs)),
         moved_paths=moved,
-        renewed=len(renewed),
-        finished=sum((work / job / "finished").exists() for job in renewed),
+        renewed=None if renewed is None else len(renewed),
+        finished=None if renewed is None else sum((work / job / "finished").exists() for job in renewed),
     )

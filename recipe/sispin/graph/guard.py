@@ -203,30 +203,35 @@ def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
         it), naming the outputs that depend on it, and per job whose arguments changed after it got its id; jobs
         already named as hashing an overwritten clone path are left to that message
     """
-    blind = {job for job, verdict in graph.blind.items() if verdict == "blind"}
-    named = {escape.job for escape in graph.escapes}
-    # the first blind job on each path: none of its inputs is blind (those above it keep their ids through it)
-    first = sorted(
-        job for job in blind if job not in named and not any(used in blind for used in graph.inputs.get(job, ()))
-    )
     clones = {clone.job: clone for clone in graph.clones}
     problems = []
-    for job in first:
-        through = sorted(used for used in graph.inputs.get(job, ()) if used in graph.blind or used in graph.pinned)
-        via = ", ".join(_describe(lockfile, clones.get(used), used) for used in through)
-        problems.append(
-            f"sets.{graph.set_name}: {job} (outputs: {_outputs_of(graph, job)}) uses {via} but keeps its id when the "
-            "pinned commit moves: something between hides the commit from its hash (a hash_overwrite, an object "
-            "with its own _sis_hash, a job's own hash(), an argument it does not hash)"
-        )
+    for repo in sorted({repo for repos in graph.blind.values() for repo in repos}):
+        blind = {job for job, repos in graph.blind.items() if repo in repos}
+        # a job hashing an overwritten path of this pin's clone is named by the overwrite (or accepted as its alias)
+        named = {escape.job for escape in graph.escapes if graph.pinned.get(escape.clone) == repo}
+        # the first blind job on each path: none of its inputs is blind (those above it keep their ids through it)
+        for job in sorted(j for j in blind - named if not any(used in blind for used in graph.inputs.get(j, ()))):
+            through = [used for used in graph.inputs.get(job, ()) if graph.pinned.get(used) == repo or used in blind]
+            via = ", ".join(_describe(lockfile, clones.get(used), used) for used in sorted(through))
+            via = via or _pin(lockfile, graph, repo)
+            problems.append(
+                f"sets.{graph.set_name}: {job} (outputs: {_outputs_of(graph, job)}) uses {via}"
+                f" but keeps its id when the pinned commit of {repo} moves: something between hides the commit from "
+                "its hash (a hash_overwrite, an object with its own _sis_hash, a job's own hash(), an argument it does "
+                "not hash)"
+            )
     problems += [
         f"sets.{graph.set_name}: {job} (outputs: {_outputs_of(graph, job)}) uses a pinned clone, and its arguments "
         "changed after it got its id: its id is not made of what it holds, so the id cannot follow the commit (pass "
         "what it should hold when the job is created)"
-        for job, verdict in sorted(graph.blind.items())
-        if verdict == "changed"
+        for job in sorted(graph.changed_jobs)
     ]
     return problems
+
+
+def _pin(lockfile: Lockfile, graph: SetGraph, repo: str) -> str:
+    """A pin as a problem names it when the job holds it where Sisyphus sees no input: entry and commit."""
+    return f"{repo} {lockfile.sets[graph.set_name].pins[repo].commit[:7]} (in what it holds)"
 
 
 def _outputs_of(graph: SetGraph, job: str) -> str:

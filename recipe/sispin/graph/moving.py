@@ -28,12 +28,15 @@ __all__ = [
 ]
 
 import contextlib
+import hashlib
 import inspect
+import io
 import os
+import pickle
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from sispin.clonejob import PARAMETERS, is_clone, job_class
-from sispin.graph.state import referenced_jobs
+from sispin.graph.state import References
 from sispin.lock.urls import same_repository
 
 #: sispin's own code: its reads of a pinned value are its own business
@@ -48,25 +51,38 @@ def set_pins(set_name: str) -> List[Tuple[str, str]]:
     return [(exp.lockfile.repos[repo].url, pin.commit) for repo, pin in exp.spec.pins.items()]
 
 
-def pinned_clones(jobs: Sequence[Any], set_name: str) -> List[Any]:
-    """:return: the jobs that clone one of the set's pins (a locked repository, up to spelling, at its pinned commit)"""
-    pins = set_pins(set_name)
-    return [
-        job
-        for job in jobs
-        if is_clone(job)
-        and any(job._sis_kwargs.get("commit") == commit and same_repository(job.url, url) for url, commit in pins)
-    ]
+def pinned_clones(jobs: Sequence[Any], set_name: str) -> Dict[str, List[Any]]:
+    """
+    :return: per pin of the set (its repository entry; entries of one URL at one commit count as one, the first
+        named), the jobs that clone it: the locked repository, up to spelling, at the pinned commit
+    """
+    from sispin.sets import experiment_set
+
+    exp = experiment_set(set_name)
+    found: Dict[str, List[Any]] = {}
+    for repo, pin in exp.spec.pins.items():
+        url = exp.lockfile.repos[repo].url
+        if any(
+            same_repository(url, exp.lockfile.repos[other].url) and exp.spec.pins[other].commit == pin.commit
+            for other in found
+        ):
+            continue
+        found[repo] = [
+            job
+            for job in jobs
+            if is_clone(job) and job._sis_kwargs.get("commit") == pin.commit and same_repository(job.url, url)
+        ]
+    return {repo: clones for repo, clones in found.items() if clones}
 
 
-def _users(jobs: Sequence[Any], roots: Sequence[Any]) -> List[Any]:
+def _users(jobs: Sequence[Any], roots: Sequence[Any], references: References) -> List[Any]:
     """The jobs that use the roots' outputs (through any path among their arguments), directly or not, in an order
     where every job comes after the jobs whose outputs it uses."""
     users_of: Dict[int, List[Any]] = {}
     for job in jobs:
         # everything the job holds, not only what Sisyphus extracts as inputs: an object may hide a path from
         # extract_paths (its __sis_state__), a path may be set on the job after it was created
-        for used in referenced_jobs(job):
+        for used in references.of(job):
             users_of.setdefault(id(used), []).append(job)
     found: Dict[int, Any] = {}
     stack = list(roots)
@@ -104,21 +120,26 @@ _TAKEN = object()
 
 class CreationArguments:
     """
-    What a job's own ``hash()`` took out of (or replaced in) the arguments it was given, as i6_core's
-    ``del parsed_args["mini_task"]`` does: Sisyphus keeps the arguments as ``hash()`` left them, so an id computed
-    again from them needs those back (and a fresh dict each time, for hash() changes it again).
+    What each job was created with, recorded while the configs load:
+
+    - what a job's own ``hash()`` took out of (or replaced in) the arguments it was given, as i6_core's
+      ``del parsed_args["mini_task"]`` does: Sisyphus keeps the arguments as ``hash()`` left them, so an id computed
+      again from them needs those back (and a fresh dict each time, for hash() changes it again);
+    - a fingerprint of the arguments the job keeps (Sisyphus's copy, before the job's ``__init__`` sees them): while
+      they pickle to the same bytes, they still give the job its id, and computing it again is not needed to know.
     """
 
     def __init__(self) -> None:
         self.taken: Dict[Tuple[type, str], Dict[str, Any]] = {}
+        self.prints: Dict[int, Optional[bytes]] = {}
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
-        """Record, while configs load, what each job class's hash() takes from the arguments of each id it makes."""
+        """Record, while configs load, what each job class's hash() takes, and each new job's arguments."""
         from sisyphus.job import Job
 
-        original = Job.__dict__["_sis_hash_static"]
-        taken = self.taken
+        original, init = Job.__dict__["_sis_hash_static"], Job._sis_init
+        taken, prints = self.taken, self.prints
 
         def hash_static(cls: Any, parsed_args: Dict[str, Any]) -> str:
             given = dict(parsed_args)
@@ -128,11 +149,20 @@ class CreationArguments:
                 taken.setdefault((cls, result), changed)
             return result
 
-        Job._sis_hash_static = classmethod(hash_static)
+        def sis_init(job: Any, args: Any, kwargs: Any, parsed_args: Dict[str, Any]) -> None:
+            prints[id(job)] = _fingerprint(parsed_args)
+            init(job, args, kwargs, parsed_args)
+
+        Job._sis_hash_static, Job._sis_init = classmethod(hash_static), sis_init
         try:
             yield
         finally:
-            Job._sis_hash_static = original
+            Job._sis_hash_static, Job._sis_init = original, init
+
+    def unchanged(self, job: Any) -> bool:
+        """Whether the job still holds the arguments it was created with (then they give its id)."""
+        created = self.prints.get(id(job))
+        return created is not None and _fingerprint(job._sis_kwargs) == created
 
     def recomputed(self, job: Any) -> str:
         """The job's id computed now from its arguments, as Sisyphus computes it when the job is created."""
@@ -141,37 +171,112 @@ class CreationArguments:
         return f"{prefix}.{type(job)._sis_hash_static(arguments)}"
 
 
-def blind_jobs(jobs: Sequence[Any], pinned: Sequence[Any], creation: CreationArguments) -> Dict[str, str]:
+class _Pickler(pickle.Pickler):
+    """Pickles arguments with every job as its id: what a job holds is its own."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if hasattr(obj, "_sis_id_cache") and not isinstance(obj, type):
+            return str, (obj._sis_id_cache,)
+        return NotImplemented
+
+
+def _fingerprint(arguments: Dict[str, Any]) -> Optional[bytes]:
+    """:return: a digest of the arguments' whole state; None when they do not pickle (then ids are computed again)"""
+    buffer = io.BytesIO()
+    try:
+        _Pickler(buffer, protocol=4).dump(arguments)
+    except Exception:  # anything may refuse to pickle (a lambda, a lock, an object's own __reduce__)
+        return None
+    return hashlib.sha256(buffer.getvalue()).digest()
+
+
+def blind_jobs(
+    jobs: Sequence[Any], pinned: Mapping[str, Sequence[Any]], creation: CreationArguments, references: References
+) -> Tuple[Dict[str, List[str]], List[str]]:
     """
-    A job that hashes a path with a hash_overwrite is blind too (the guard names it by its overwrite, bound to the
-    commit as an alias or not).
+    Every job that uses a pin's clones must get another id when that pin's commit moves, each pin on its own: a job
+    that hashes one pin could otherwise hide that it uses another where no hash sees it. A job that hashes a path
+    with a hash_overwrite is blind too (the guard names it by its overwrite, bound to the commit as an alias or not).
 
     :param jobs: every job of the graph
-    :param pinned: the clones of the set's pins
+    :param pinned: per pin, the clones of it (:func:`pinned_clones`)
     :param creation: what the jobs' own hash() took from their arguments while the configs loaded
-    :return: job id -> ``blind`` for each job that uses a pinned clone (directly or through other jobs, through any
-        path among its arguments, hashed or not) and keeps its id when the clones' ids move; ``changed`` for one
-        whose arguments no longer give its id (changed after it was created), which cannot be checked this way
+    :param references: the jobs each job holds
+    :return: job id -> the pins it keeps its id for although it uses them (directly or through other jobs, through
+        any path among its arguments, hashed or not); and the jobs using a pin whose arguments no longer give their
+        id (changed after they were created), which cannot be checked this way
     """
-    users = _users(jobs, pinned)
-    saved = {id(job): job._sis_id_cache for job in [*pinned, *users]}
-    baseline = {id(job): creation.recomputed(job) for job in users}
-    moved: Dict[int, str] = {}
+    blind: Dict[str, List[str]] = {}
+    users = {repo: _users(jobs, clones, references) for repo, clones in pinned.items()}
+    # several pins: what holds no id is walked once for all of their passes
+    with _memoized_hashing() if len(pinned) > 1 else contextlib.nullcontext():
+        # a job whose arguments changed since it got its id: the id is not made of them, moving shows nothing
+        changed = {
+            id(job): job
+            for job in {id(job): job for group in users.values() for job in group}.values()
+            if not creation.unchanged(job) and creation.recomputed(job) != job._sis_id_cache
+        }
+        for repo, clones in pinned.items():
+            saved = {id(job): job._sis_id_cache for job in [*clones, *users[repo]]}
+            moved: Dict[int, str] = {}
+            try:
+                for clone in clones:
+                    clone._sis_id_cache = f"{clone._sis_id_cache}-moved"
+                for job in users[repo]:  # inputs first: each user hashes the moved ids of the jobs before it
+                    moved[id(job)] = job._sis_id_cache = creation.recomputed(job)
+            finally:
+                for job in [*clones, *users[repo]]:
+                    job._sis_id_cache = saved[id(job)]
+            for job in users[repo]:
+                if id(job) not in changed and moved[id(job)] == saved[id(job)]:
+                    blind.setdefault(saved[id(job)], []).append(repo)
+    return blind, sorted(job._sis_id_cache for job in changed.values())
+
+
+@contextlib.contextmanager
+def _memoized_hashing() -> Iterator[None]:
+    """
+    While ids are computed again (after the configs loaded: nothing changes any more but the ids set aside), keep
+    what Sisyphus's hash walk makes of every container that holds no path, job or object hashing itself: those bytes
+    cannot depend on an id. A network dict is then walked once for all pins, not once per pin and pass. The objects
+    are kept alive meanwhile, so that no other object can take the address of one remembered.
+    """
+    from sisyphus import hash as sisyphus_hash
+
+    original = sisyphus_hash.sis_hash_helper
+    remembered: Dict[int, Tuple[Any, bytes]] = {}
+    holds_ids = [False]  # per container under way: whether something in it hashes an id
+
+    def helper(obj: Any) -> bytes:
+        kind = type(obj)
+        if kind in _LEAVES:
+            return original(obj)
+        if hasattr(obj, "_sis_hash"):
+            holds_ids[-1] = True
+            return original(obj)
+        known = remembered.get(id(obj))
+        if known is not None:
+            return known[1]
+        holds_ids.append(False)
+        try:
+            result = original(obj)
+        finally:
+            holds = holds_ids.pop()
+        if holds:
+            holds_ids[-1] = True
+        elif kind is not tuple:  # tuples are mostly a dict's items, made anew for each walk
+            remembered[id(obj)] = (obj, result)
+        return result
+
+    sisyphus_hash.sis_hash_helper = helper
     try:
-        for clone in pinned:
-            clone._sis_id_cache = f"{clone._sis_id_cache}-moved"
-        for job in users:  # inputs first: each user hashes the moved ids of the jobs before it
-            moved[id(job)] = job._sis_id_cache = creation.recomputed(job)
+        yield
     finally:
-        for job in [*pinned, *users]:
-            job._sis_id_cache = saved[id(job)]
-    verdicts = {}
-    for job in users:
-        if baseline[id(job)] != saved[id(job)]:
-            verdicts[saved[id(job)]] = "changed"
-        elif moved[id(job)] == baseline[id(job)]:
-            verdicts[saved[id(job)]] = "blind"
-    return verdicts
+        sisyphus_hash.sis_hash_helper = original
+
+
+#: values Sisyphus hashes by their repr: nothing to remember
+_LEAVES = frozenset((str, int, float, bool, bytes, type(None), complex))
 
 
 class Awaits:

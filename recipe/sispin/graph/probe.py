@@ -24,7 +24,7 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Set
 
 from sispin.graph.records import hashed_paths, record
 
@@ -39,60 +39,74 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
     :param request: {"set": the set's name, "configs": its config files (relative to the setup root, the working
         directory), "states": whether to report every job's whole state, "moved": None for the set at its pins, or
         {"remap": [[url, pinned commit, moved commit]], "awaits": {config: awaits passed}} for the set built once
-        more with its pins moved (pin.toml's text then holds the moved pins, see :mod:`sispin.graph.build`)}
+        more with its pins moved (pin.toml's text then holds the moved pins, see :mod:`sispin.graph.build`),
+        "records": which jobs to record what their ids are made of: "all", or {output name: job id} recorded
+        before (the jobs of the outputs whose id differs, and all they use), or None (none)}
     :return: {"outputs": {name: {"job", "path"}}, "jobs": {job id: finished}, "clones": [{"job", "url", "commit",
         "branch", "hash_overwrite", "changed"}], "escapes": [{"job", "argument", "clone", "hash_overwrite"}],
         "records": {job id: {"args": {argument path: [digest, value or None, input job id or None]},
-        "custom_hash": bool}}, "inputs": {job id: [ids of the jobs whose outputs it uses]}, "pinned": [ids of the
-        clones of the set's pins], "blind": {job id: "blind" or "changed"}, "value_uses": [{"what", "where"}],
+        "custom_hash": bool}}, "inputs": {job id: [ids of the jobs whose outputs it uses]}, "pinned": {id of a clone of
+        one of the set's pins: the pin}, "blind": {job id: [pins it keeps its id for]}, "changed_jobs": [jobs whose
+        arguments changed after they got their id], "value_uses": [{"what", "where"}],
         "awaits": {config: awaits passed}, "waiting": [configs waiting for unfinished jobs], "states": {job id:
         {attribute: digest}} (when asked for, or when a value left the graph)}
     """
     from sisyphus import toolkit as tk
     from sisyphus.loader import config_manager
 
+    from sispin.graph import moving
     from sispin.graph.aliases import Assignments, Collisions, bound_aliases
-    from sispin.graph.moving import (
-        Awaits,
-        CreationArguments,
-        blind_jobs,
-        move_hand_written_clones,
-        pinned_clones,
-        set_pins,
-        waiting_configs,
-    )
-    from sispin.graph.state import held_jobs, job_states
+    from sispin.graph.state import References, held_jobs, job_states
     from sispin.graph.values import ValueUses
 
     moved = request.get("moved")
-    uses, awaits = ValueUses(set_pins(request["set"])), Awaits(moved["awaits"] if moved else None)
+    uses, awaits = ValueUses(moving.set_pins(request["set"])), moving.Awaits(moved["awaits"] if moved else None)
     aliases = bound_aliases(request["set"])
-    assignments, collisions, creation = Assignments(), Collisions([] if moved else aliases), CreationArguments()
+    assignments, collisions, creation = Assignments(), Collisions([] if moved else aliases), moving.CreationArguments()
     if moved:
-        move_hand_written_clones(moved["remap"])
+        moving.move_hand_written_clones(moved["remap"])
+    watching = [awaits.counting(), assignments.recording(), collisions.watching()]
     with contextlib.ExitStack() as recording:
-        for context in (awaits.counting(), assignments.recording(), collisions.watching()):
+        for context in watching if moved else watching + [uses.recording(), creation.recording()]:
             recording.enter_context(context)
-        if not moved:
-            recording.enter_context(uses.recording())
-            recording.enter_context(creation.recording())
         config_manager.load_configs(request["configs"])
-    report: Dict[str, Any] = {"outputs": _outputs(), "jobs": {}, "clones": [], "escapes": [], "records": {}}
-    report["inputs"] = {}
+    report: Dict[str, Any] = {"outputs": _outputs(), "aliases": aliases, "waiting": moving.waiting_configs()}
+    report.update(jobs={}, clones=[], escapes=[], records={}, inputs={})
     # update_graph=False: walk the graph as built, without the runnable checks that would touch work/; then every job
     # those jobs hold, also where Sisyphus does not look (an object's __sis_state__, a path set after creation)
-    jobs = held_jobs(tk.sis_graph.jobs(update_graph=False))
+    references = References()
+    jobs = held_jobs(tk.sis_graph.jobs(update_graph=False), references)
     for job in jobs:
         _describe_job(job, report)
-    pinned = pinned_clones(jobs, request["set"])
-    report["pinned"] = sorted(job.job_id() for job in pinned)
-    report["blind"] = {} if moved else blind_jobs(jobs, pinned, creation)
-    report["value_uses"], report["assignments"], report["collisions"] = uses.found, assignments.found, collisions.found
-    report["aliases"] = aliases
-    report["awaits"], report["waiting"] = awaits.passed, waiting_configs()
+    # what an id is made of is walked only where it is needed: for the snapshot, or below an id that differs
+    for job in _to_record(jobs, report, request.get("records")):
+        report["records"][job.job_id()] = record(job)
+    pinned = moving.pinned_clones(jobs, request["set"])
+    report["pinned"] = {clone.job_id(): repo for repo, clones in pinned.items() for clone in clones}
+    report["blind"], report["changed_jobs"] = (
+        ({}, []) if moved else moving.blind_jobs(jobs, pinned, creation, references)
+    )
+    report.update(value_uses=uses.found, assignments=assignments.found, collisions=collisions.found)
+    report["awaits"] = awaits.passed
     if request.get("states") or uses.found:
         report["states"] = job_states(jobs)
     return report
+
+
+def _to_record(jobs: List[Any], report: Dict[str, Any], wanted: Any) -> List[Any]:
+    """:return: the jobs whose records were asked for (see :func:`describe`)"""
+    if wanted == "all":
+        return jobs
+    if not wanted:
+        return []
+    differing = [o["job"] for name, o in report["outputs"].items() if o["job"] and wanted.get(name) != o["job"]]
+    cone: Set[str] = set()
+    while differing:
+        job = differing.pop()
+        if job not in cone:
+            cone.add(job)
+            differing.extend(report["inputs"].get(job, ()))
+    return [job for job in jobs if job.job_id() in cone]
 
 
 def _outputs() -> Dict[str, Dict[str, Any]]:
@@ -109,7 +123,7 @@ def _outputs() -> Dict[str, Dict[str, Any]]:
 
 
 def _describe_job(job: Any, report: Dict[str, Any]) -> None:
-    """Add a job to the report: whether it finished, its inputs, its record, and its clone or escapes."""
+    """Add a job to the report: whether it finished, its inputs, and its clone or escapes."""
     from sisyphus.job import job_finished
 
     from sispin.clonejob import is_clone
@@ -118,7 +132,6 @@ def _describe_job(job: Any, report: Dict[str, Any]) -> None:
     job_id = job.job_id()
     report["jobs"][job_id] = job_finished(job._sis_path())
     report["inputs"][job_id] = sorted({path.creator.job_id() for path in job._sis_inputs if path.creator is not None})
-    report["records"][job_id] = record(job)
     if is_clone(job):
         report["clones"].append(
             {

@@ -1,13 +1,11 @@
 """
-pin.snapshot.toml: per experiment set, the id of the job behind every registered output, and what each job's id
-is made of.
+pin.snapshot.toml: per experiment set, the id of the job behind every registered output.
 
 It lives beside pin.toml and is reviewed like code: a changed line is work that will be recomputed. ``pin
 snapshot`` writes it, ``pin check`` compares against it, and ``pin upgrade`` and ``pin new`` change it together with
 the lock: a journal (``.pin.journal.json``) written before either file records what the snapshot must become once
-the lock has changed, so that a run killed between the two writes is completed by the next ``pin`` command. Each
-job's hashed arguments are kept one line per leaf (a digest, the value when short, the input job of a path), so
-that ``pin check`` and ``pin explain`` can name the argument that moved an id from this file alone.
+the lock has changed, so that a run killed between the two writes is completed by the next ``pin`` command. What each
+job's id is made of (to name the argument that moved an id) is kept outside git, by :mod:`sispin.graph.recordcache`.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ __all__ = [
     "snapshot_path",
     "journal_path",
     "read_snapshot",
-    "read_records",
     "read_aliases",
     "set_inputs",
     "record_graphs",
@@ -37,7 +34,8 @@ from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Tup
 import tomlkit
 
 from sispin.errors import LockfileError
-from sispin.graph.build import Arg, JobRecord, Output, SetGraph
+from sispin.graph.build import Output, SetGraph
+from sispin.graph.recordcache import write_records
 from sispin.lock.editing import edit_lockfile
 from sispin.lock.files import check_writable, file_lock, leftovers, remove, remove_leftovers, write_atomically
 from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text, shown_key
@@ -50,15 +48,13 @@ else:  # pragma: no cover - exercised by the Python 3.9 CI run
 SNAPSHOT_NAME = "pin.snapshot.toml"
 JOURNAL_NAME = ".pin.journal.json"
 _HEADER = (
-    "Written by `pin snapshot` (and `pin upgrade`, `pin new`): the job id behind every registered output of each set,\n"
-    "and per job its hashed arguments (digest, short value, input job). `pin check` fails when a config change gives\n"
-    "an output another id; `pin explain` names the argument. Review changes like code."
+    "Written by `pin snapshot` (and `pin upgrade`, `pin new`): the job id behind every registered output of each set.\n"
+    "`pin check` fails when a config change gives an output another id; `pin explain` names the argument that\n"
+    "changed. Review changes like code."
 )
-#: a recorded value longer than this is kept as its digest only, so that the file stays reviewable
-MAX_STORED_VALUE = 80
 
 Snapshot = Dict[str, Dict[str, Output]]
-#: one set's part of the snapshot, as plain data: {"outputs": {name: {"job", "path"}}, "jobs": {id: {arg: leaf}}}
+#: one set's part of the snapshot, as plain data: {"outputs": {name: {"job", "path"}}, "aliases": {repo: {...}}}
 Entry = Dict[str, Any]
 
 
@@ -117,11 +113,7 @@ def _check_entry(where: str, set_name: str, entry: Any) -> None:
         raise LockfileError(
             f"{where}: sets.{shown_key(set_name)}.aliases: each must be a table of 'commit' and 'hash_overwrite'"
         )
-    jobs = entry.get("jobs", {})
-    if not isinstance(jobs, dict) or not all(
-        isinstance(args, dict) and all(isinstance(leaf, str) for leaf in args.values()) for args in jobs.values()
-    ):
-        raise LockfileError(f"{where}: sets.{shown_key(set_name)}.jobs: each job must be a table of argument strings")
+    # "jobs" tables of snapshots written before the records left the file are read past, and dropped on a write
 
 
 def read_snapshot(path: Path) -> Snapshot:
@@ -148,36 +140,12 @@ def read_aliases(path: Path) -> Dict[str, Dict[str, Tuple[str, str]]]:
     }
 
 
-def read_records(path: Path) -> Dict[str, Dict[str, JobRecord]]:
-    """
-    :param path: the snapshot file
-    :return: set name -> job id -> the job's recorded arguments (empty for a set recorded without them)
-    :raises LockfileError: when it is malformed
-    """
-    return {
-        set_name: {
-            job: JobRecord({arg: Arg.decode(leaf) for arg, leaf in args.items()})
-            for job, args in entry.get("jobs", {}).items()
-        }
-        for set_name, entry in _load(path).items()
-    }
-
-
 def _entry(graph: SetGraph) -> Entry:
-    """A set's snapshot entry from its graph: outputs, and each job's argument leaves (long values as digests)."""
+    """A set's snapshot entry from its graph: its outputs, and the aliases its pins bind."""
     return {
         "outputs": {name: {"job": o.job, "path": o.path} for name, o in graph.outputs.items()},
         "aliases": {
             repo: {"commit": commit, "hash_overwrite": value} for repo, (commit, value) in graph.aliases.items()
-        },
-        "jobs": {
-            job: {
-                arg: Arg(
-                    leaf.digest, leaf.value if len(leaf.value or "") <= MAX_STORED_VALUE else None, leaf.job
-                ).encode()
-                for arg, leaf in record.args.items()
-            }
-            for job, record in graph.records.items()
         },
     }
 
@@ -194,12 +162,6 @@ def _render(sets: Mapping[str, Entry]) -> str:
             inline = tomlkit.inline_table()
             inline.update({"job": output["job"], "path": output.get("path", "")})
             outputs[name] = inline
-        jobs = tomlkit.table(is_super_table=True)
-        for job, args in sorted(sets[set_name].get("jobs", {}).items()):
-            table = tomlkit.table()
-            for arg, leaf in sorted(args.items()):
-                table[arg] = leaf
-            jobs[job] = table
         entry = tomlkit.table(is_super_table=True)
         entry["outputs"] = outputs
         aliases = sets[set_name].get("aliases") or {}
@@ -210,7 +172,6 @@ def _render(sets: Mapping[str, Entry]) -> str:
                 inline.update(alias)
                 bound[repo] = inline
             entry["aliases"] = bound
-        entry["jobs"] = jobs
         tables[set_name] = entry
     document["sets"] = tables
     return tomlkit.dumps(document)
@@ -273,6 +234,9 @@ def record_graphs(path: Path, graphs: List[SetGraph], built_from: Lockfile) -> T
         }
         changed = [graph.set_name for graph in graphs if graph.set_name not in kept]
         written = _write_sets(snapshot, kept, current.sets)
+        for graph in graphs:
+            if graph.set_name in kept:
+                write_records(path, graph)
     return written, changed
 
 
@@ -312,6 +276,8 @@ def edit_lock_and_snapshot(
             write_atomically(lock, text)  # the change happens here; the snapshot follows it
             _write_sets(snapshot, entries, updated.sets)
             remove(journal_path(lock))
+            for graph in graphs:
+                write_records(lock, graph)
 
     return edit_lockfile(path, edit, create=create, write=write)
 

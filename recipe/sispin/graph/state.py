@@ -8,7 +8,7 @@ must agree on all of it (:func:`job_states`), and every job a job holds in any o
 
 from __future__ import annotations
 
-__all__ = ["job_states", "referenced_jobs", "held_jobs"]
+__all__ = ["job_states", "referenced_jobs", "held_jobs", "References"]
 
 import enum
 import hashlib
@@ -100,17 +100,32 @@ def referenced_jobs(job: Any) -> List[Any]:
             if value is not job:
                 found[id(value)] = value
             continue
-        stack.extend(item for _, item in _members(value))
-        stack.extend(key for key, _ in _members(value) if key is not None and not _leaf(key))
+        for key, item in _members(value):
+            stack.append(item)
+            if key is not None and not _leaf(key):
+                stack.append(key)
     return list(found.values())
 
 
-def held_jobs(jobs: Sequence[Any]) -> List[Any]:
+class References:
+    """The jobs each job holds (:func:`referenced_jobs`), walked once per job: only once the configs have loaded."""
+
+    def __init__(self) -> None:
+        self._held: Dict[int, List[Any]] = {}
+
+    def of(self, job: Any) -> List[Any]:
+        """:return: every other job whose object or path the job holds anywhere in its state"""
+        if id(job) not in self._held:
+            self._held[id(job)] = referenced_jobs(job)
+        return self._held[id(job)]
+
+
+def held_jobs(jobs: Sequence[Any], references: References) -> List[Any]:
     """:return: the jobs, and every job they hold anywhere in their state, directly or through each other"""
     found = {id(job): job for job in jobs}
     stack = list(jobs)
     while stack:
-        for held in referenced_jobs(stack.pop()):
+        for held in references.of(stack.pop()):
             if id(held) not in found:
                 found[id(held)] = held
                 stack.append(held)

@@ -15,7 +15,7 @@ source), the lockfile is validated as if there were none.
 
 from __future__ import annotations
 
-__all__ = ["CACHE_DIR", "validating_modules", "load_cached"]
+__all__ = ["CACHE_DIR", "cache_directory", "validating_modules", "load_cached"]
 
 import ast
 import hashlib
@@ -154,14 +154,25 @@ def _read(cache: Path, key: bytes) -> Optional[Tuple[Any, Any, Any]]:
     return repos, sets, setup
 
 
+def cache_directory(root: Path) -> Path:
+    """
+    :param root: the setup root (pin.toml's directory)
+    :return: its cache directory, made (with the .gitignore that keeps it out of git) when missing
+    :raises OSError: when it cannot be made
+    """
+    directory = Path(root) / CACHE_DIR
+    directory.mkdir(exist_ok=True)
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# sispin's caches (validated lockfiles, job records); safe to delete\n*\n")
+    return directory
+
+
 def _write(cache: Path, key: bytes, code: List[Tuple[str, bytes]], value: Tuple[Any, Any, Any], mode: int) -> None:
     from sispin.lock.files import replace_file  # only a miss writes: not imported on every manager start
 
     try:
-        cache.parent.mkdir(exist_ok=True)
-        ignore = cache.parent / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# sispin's cache of validated lockfiles; safe to delete\n*\n")
+        cache_directory(cache.parent.parent)  # the setup root's
         # a manager reading it at the same time sees the old file or the new one
         replace_file(cache, key + pickle.dumps((code, value), protocol=4), mode)
     except OSError:

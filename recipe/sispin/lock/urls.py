@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = ["ALLOWED_SCHEMES", "check_url", "credential_spans", "redact_text", "same_repository", "name_from_url"]
 
+import functools
 import os
 import re
 from typing import List, Optional, Tuple
@@ -132,13 +133,14 @@ def same_repository(url_a: str, url_b: str) -> bool:
     :param url_b: another
     :return: whether both name the same repository
     """
-    return _identity(url_a) == _identity(url_b)
+    return url_a == url_b or _identity(url_a) == _identity(url_b)
 
 
 #: forges whose owner and repository names are case-insensitive (and reachable with ``www.`` in front)
 _CASE_INSENSITIVE_FORGES = ("github.com", "gitlab.com")
 
 
+@functools.lru_cache(maxsize=4096)  # a graph compares its clones' few URLs thousands of times
 def _identity(url: str) -> Tuple[str, str]:
     """:return: (host, path) of a URL as :func:`same_repository` compares them"""
     text = url.strip()

@@ -1,0 +1,92 @@
+"""
+What each recorded job's id is made of, for ``pin explain`` and ``pin check``: kept beside pin.toml in
+``.sispin-cache/records/SET.json``, outside git, so that the committed snapshot stays what a reviewer reads (each
+output's job id). Written whenever a set's ids are recorded (``pin snapshot``, ``pin upgrade``, ``pin new``, an
+adoption); a clone of the setup has none, and ``pin explain --against REV`` builds them again from the setup's git
+history. Only a cache: what cannot be read or written is as if it were not there.
+"""
+
+from __future__ import annotations
+
+__all__ = ["write_records", "read_records"]
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional
+
+from sispin.graph.build import Arg, JobRecord, Output, SetGraph
+from sispin.lock.cache import CACHE_DIR, cache_directory
+from sispin.lock.files import replace_file
+
+#: the format of a records file; another one is not read
+_VERSION = 1
+
+
+def _file(directory: Path, set_name: str) -> Path:
+    # a set name is a valid file name (letters, digits, '_', '.', '-'), never '.' or '..' (pin.toml's rule)
+    return directory / "records" / f"{set_name}.json"
+
+
+def write_records(lockfile_path: Path, graph: SetGraph) -> None:
+    """
+    Keep the records of a set's graph as the ones its snapshot entry stands for (replacing the set's earlier ones).
+
+    :param lockfile_path: the pin.toml
+    :param graph: the set's graph, as recorded in the snapshot
+    """
+    data = {
+        "version": _VERSION,
+        "outputs": _fingerprint(graph.outputs),
+        "jobs": {job: _encoded(record) for job, record in sorted(graph.records.items())},
+    }
+    try:
+        target = _file(cache_directory(Path(lockfile_path).parent), graph.set_name)
+        target.parent.mkdir(exist_ok=True)
+        mode = stat.S_IMODE(os.stat(lockfile_path).st_mode) & 0o666
+        replace_file(target, json.dumps(data, separators=(",", ":")).encode(), mode)
+    except OSError:
+        pass  # a setup that cannot hold the cache explains through `pin explain --against REV`
+
+
+def read_records(lockfile_path: Path, set_name: str, recorded: Mapping[str, Output]) -> Optional[Dict[str, JobRecord]]:
+    """
+    :param lockfile_path: the pin.toml
+    :param set_name: a set
+    :param recorded: the set's outputs in the snapshot
+    :return: job id -> what its id was made of, for every job of the set as the snapshot records it; None when
+        nothing is kept for those outputs (another clone of the setup, a snapshot written elsewhere, a deleted or
+        damaged cache)
+    """
+    try:
+        data = json.loads(_file(Path(lockfile_path).parent / CACHE_DIR, set_name).read_bytes())
+        if data.get("version") != _VERSION or data.get("outputs") != _fingerprint(recorded):
+            return None
+        return {job: _decoded(record) for job, record in data["jobs"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _fingerprint(outputs: Mapping[str, Output]) -> str:
+    """What identifies a set's snapshot entry: its outputs and their jobs and files."""
+    listed = sorted((name, output.job, output.path) for name, output in outputs.items())
+    return hashlib.sha256(json.dumps(listed).encode()).hexdigest()
+
+
+def _encoded(record: JobRecord) -> Dict[str, Any]:
+    return {
+        "args": {path: [a.digest, a.value, a.job] for path, a in record.args.items()},
+        "custom_hash": record.custom_hash,
+        "detail": None if record.detail is None else {p: [a.digest, a.value, a.job] for p, a in record.detail.items()},
+    }
+
+
+def _decoded(data: Mapping[str, Any]) -> JobRecord:
+    detail = data.get("detail")
+    return JobRecord(
+        {path: Arg(*leaf) for path, leaf in data["args"].items()},
+        bool(data["custom_hash"]),
+        None if detail is None else {path: Arg(*leaf) for path, leaf in detail.items()},
+    )
