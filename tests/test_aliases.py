@@ -12,7 +12,9 @@ import pytest
 
 from conftest import git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
+from sispin.errors import LockfileError
 from sispin.graph.snapshot import read_snapshot
+from sispin.lock.lockfile import parse_lockfile
 
 #: what existing setups do: a clone at a literal commit, its output's commit hidden behind a name
 HAND_WRITTEN = """\
@@ -260,3 +262,66 @@ def test_a_hundred_overwrite_sites_give_a_line_each_the_same_in_every_run(setup,
     problems = [line for line in runs[0].splitlines() if "hash_overwrite 'SITE_" in line]
     assert len(problems) == 120 and all(len(line) <= 300 + len("problem: ") for line in problems)
     assert all("hides the commit from 3 jobs" in line for line in problems)
+
+
+def _lock(*sets: str) -> str:
+    repos = '[repos.rc]\nurl = "https://github.com/rwth-i6/returnn_common"\n\n'
+    repos += '[repos.rc2]\nurl = "https://github.com/rwth-i6/returnn_common"\n\n'
+    return "version = 1\n\n" + repos + "\n".join(sets)
+
+
+C0, C1 = "0" * 40, "1" * 40
+
+
+@pytest.mark.parametrize(
+    "sets, refused",
+    [
+        # a set whose name extends another's by a dot is another set
+        (
+            [
+                f'[sets."exp.v2"]\nrc = {{ commit = "{C1}", hash_overwrite = "V" }}\n',
+                f'[sets.exp]\nrc = {{ commit = "{C0}", hash_overwrite = "V" }}\n',
+            ],
+            True,
+        ),
+        (
+            [
+                f'[sets.exp]\nrc = {{ commit = "{C0}", hash_overwrite = "V" }}\n',
+                f'[sets."exp.v2"]\nrc = {{ commit = "{C1}", hash_overwrite = "V" }}\n',
+            ],
+            True,
+        ),
+        # the same commit cloned otherwise (patched) is another clone
+        (
+            [
+                f'[sets.a]\nrc = {{ commit = "{C0}", hash_overwrite = "V" }}\n',
+                f'[sets.b]\nrc = {{ commit = "{C0}", hash_overwrite = "V", patches = ["x"] }}\n',
+            ],
+            True,
+        ),
+        # a set binding the value to some of the clones another set binds it to: that set keeps their jobs apart
+        (
+            [
+                f'[sets.a]\nrc = {{ commit = "{C0}", hash_overwrite = "V" }}\n'
+                f'rc2 = {{ commit = "{C1}", hash_overwrite = "V" }}\n',
+                f'[sets.b]\nrc2 = {{ commit = "{C1}", hash_overwrite = "V" }}\n',
+            ],
+            False,
+        ),
+        (
+            [
+                f'[sets.a]\nrc = {{ commit = "{C0}", hash_overwrite = "V" }}\n',
+                f'[sets.b]\nrc2 = {{ commit = "{C0}", hash_overwrite = "V" }}\n',
+            ],
+            False,
+        ),
+    ],
+    ids=["dotted name after", "dotted name before", "patched", "subset", "same clone, two entries"],
+)
+def test_one_value_stands_for_the_same_clones_in_every_set(tmp_path, sets, refused):
+    text = _lock(*sets)
+    if refused:
+        with pytest.raises(LockfileError, match="no set binds it to both"):
+            parse_lockfile(text, tmp_path / "pin.toml")
+    else:
+        parse_lockfile(text, tmp_path / "pin.toml")

@@ -153,24 +153,31 @@ class _Validator:
 
     def aliases_apart(self, repos: Mapping[str, RepoSpec], sets: Mapping[str, SetSpec]) -> None:
         """
-        One hash_overwrite value stands for one commit of one repository across the sets: sets share work/, and a job
-        of one set would pass for the other's. (Within a set, the probe refuses the jobs it would merge.)
+        One hash_overwrite value stands for the same clones in every set: sets share work/, and a job of one set
+        would pass for the other's. A value may stand for several clones (a fork at three commits under one name)
+        only where one set binds all of them: that set's builds refuse any two jobs the value would merge. A clone
+        is its repository (any spelling), commit, folder and every argument the pin gives the job.
         """
-        bound: Dict[str, Tuple[str, str, str]] = {}
+        by_value: Dict[str, List[Tuple[str, str, Tuple[Any, ...]]]] = {}
         for name, spec in sets.items():
             for repo, pin in spec.pins.items():
-                if pin.hash_overwrite is None:
-                    continue
-                first = bound.setdefault(pin.hash_overwrite, (f"sets.{name}.{repo}", repos[repo].url, pin.commit))
-                key, url, commit = first
-                if not key.startswith(f"sets.{name}.") and (
-                    commit != pin.commit or not same_repository(url, repos[repo].url)
-                ):
-                    raise self.fail(
-                        f"sets.{shown_key(name)}.{shown_key(repo)}.{ALIAS_KEY}",
-                        f"{shown_value(pin.hash_overwrite)} is bound to {commit[:7]} of {url} by {key} already: jobs "
-                        "of the two sets would share ids across the two commits (one value, one commit)",
-                    )
+                if pin.hash_overwrite is not None:
+                    clone = (repos[repo].url, pin.commit, repos[repo].checkout, sorted(pin.job_kwargs.items()))
+                    key = f"sets.{shown_key(name)}.{shown_key(repo)}"
+                    by_value.setdefault(pin.hash_overwrite, []).append((name, key, clone))
+        for value, bindings in by_value.items():
+            every = _distinct([clone for _, _, clone in bindings])
+            owners = {name for name, _, _ in bindings}
+            if any(len(_distinct([c for n, _, c in bindings if n == owner])) == len(every) for owner in owners):
+                continue  # one set binds every clone the value stands for: its builds keep their jobs apart
+            _, first_key, first = bindings[0]
+            key = next(k for _, k, c in bindings if not _same_clone(c, first))
+            raise self.fail(
+                f"{key}.{ALIAS_KEY}",
+                f"{shown_value(value)} is bound to {first[1][:7]} of {first[0]} by {first_key} already, and no set "
+                "binds it to both: jobs of the two sets would share ids across the two clones (one value stands for "
+                "the same clones everywhere)",
+            )
 
     def fields(self, key: str, table: Dict[str, Any], keys: Optional[Mapping[str, _Key]] = None) -> Dict[str, Any]:
         """:return: the value object's fields from a table whose keys are all in ``keys`` (the setup's by default)"""
@@ -323,3 +330,17 @@ class _Validator:
             # a patch is text with lines (and tabs, and a CRLF file's CRs); nothing else of a pin may hold them
             self.printable(key, text, _PATCH_CONTROLS if kwarg == "patches" else "")
         return self.branch(key, value) if kwarg == "branch" else value
+
+
+def _same_clone(a: Tuple[Any, ...], b: Tuple[Any, ...]) -> bool:
+    """Whether two pins bound to one value clone the same: repository (any spelling), commit, folder, arguments."""
+    return same_repository(a[0], b[0]) and a[1:] == b[1:]
+
+
+def _distinct(clones: List[Tuple[Any, ...]]) -> List[Tuple[Any, ...]]:
+    """:return: the clones, each once (up to the spelling of its URL)"""
+    found: List[Tuple[Any, ...]] = []
+    for clone in clones:
+        if not any(_same_clone(clone, other) for other in found):
+            found.append(clone)
+    return found
