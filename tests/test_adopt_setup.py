@@ -267,3 +267,106 @@ def test_a_call_no_config_builds_is_not_pinned(existing, capsys):
     out = capsys.readouterr().out
     assert "recipe/helpers/unused.py:3" in out and "not built by the configs of sets.exp: stays as written" in out
     assert unused not in (existing.root / "pin.toml").read_text()
+
+
+def test_running_it_again_adds_nothing_and_never_records_a_changed_id(existing, capsys):
+    assert adopt("--accept-unpinned", "--write") == 0
+    lock, snapshot = existing.root / "pin.toml", existing.root / "pin.snapshot.toml"
+    written = lock.read_text(), snapshot.read_text()
+    capsys.readouterr()
+    assert adopt("--accept-unpinned", "--write") == 0
+    assert "pin.toml: sets.exp pins what its configs build already; nothing to add" in capsys.readouterr().out
+    assert (lock.read_text(), snapshot.read_text()) == written
+    # a change of the configs since the set was recorded is the user's to review, never the adoption's to record
+    config = existing.root / "config" / "exp.py"
+    config.write_text(config.read_text().replace("Use(thing, number)", "Use(thing, number + 1)"))
+    assert adopt("--accept-unpinned", "--write") == 1
+    out = capsys.readouterr().out
+    assert "problem: sets.exp already differs from pin.snapshot.toml in 8 outputs (exp/0, " in out
+    assert "pin.toml: nothing written (1 problem above)" in out
+    assert (lock.read_text(), snapshot.read_text()) == written
+
+
+MOVING = """\
+from i6_core.tools.git import CloneGitRepositoryJob
+from sisyphus import Job, Task, tk
+
+
+class Use(Job):
+    def __init__(self, thing):
+        self.thing = thing
+        self.out = self.output_path("out")
+
+    def tasks(self):
+        yield Task("run")
+
+
+def py():
+    own = CloneGitRepositoryJob({lm!r}, commit={lm0!r}).out_repository
+    own.hash_overwrite = "OWN"
+    tk.register_output("m/own", Use(own).out)
+    rc = CloneGitRepositoryJob({rc!r}, commit={rc0!r}).out_repository
+    legacy = rc.copy()
+    legacy.hash_overwrite = "ON_A_COPY"
+    tk.register_output("m/legacy", Use(legacy).out)
+    tk.register_output("m/plain", Use(rc).out)
+"""
+
+
+def test_moving_a_call_to_exp_repo_is_advised_only_where_it_keeps_the_ids(existing, capsys):
+    (existing.root / "config" / "exp.py").write_text(
+        MOVING.format(
+            lm=existing.urls["lm"], lm0=existing.commits["lm"][0], rc=existing.urls["rc"], rc0=existing.commits["rc"][0]
+        )
+    )
+    assert main(["import", "config", "--set", "exp", "--config", "config/exp.py"]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if "pin.toml binds its hash_overwrite" in line]
+    assert len(notes) == 2, notes
+    assert notes[0].startswith("note: config/exp.py:15: ") and "exp.repo() applies the same (same ids" in notes[0]
+    assert notes[1].startswith("note: config/exp.py:18: ") and "keep this call as written" in notes[1]
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        ("CloneGitRepositoryJob({rc!r}, commit={upper!r})", "a full SHA in uppercase"),
+        ("CloneGitRepositoryJob({rc!r}, branch='main')", "is cloned both at a pinned commit and without one"),
+    ],
+    ids=["uppercase SHA", "pinned and unpinned"],
+)
+def test_a_clone_that_cannot_be_adopted_is_said_and_not_accepted_unpinned(existing, capsys, call, expected):
+    config = existing.root / "config" / "exp.py"
+    more = call.format(rc=existing.urls["rc"], upper=existing.commits["rc"][0].upper())
+    config.write_text(config.read_text().replace("uses = [", f"other = {more}.out_repository\n    uses = [other, "))
+    assert adopt("--accept-unpinned", "--write") == 1
+    assert expected in capsys.readouterr().out
+    assert not (existing.root / "pin.toml").exists()
+
+
+def test_an_existing_pin_without_the_alias_is_named_with_the_edit_it_needs(existing, capsys):
+    # the calls adopted first without --config: their pins bind no overwrite
+    assert main(["import", "config", "recipe", "--set", "exp", "--write"]) == 1  # the unpinned calls are blocked
+    capsys.readouterr()
+    assert adopt("--accept-unpinned", "--write") == 1
+    out = capsys.readouterr().out
+    tool0 = existing.commits["tool"][0]
+    assert "without binding hash_overwrite 'TOOL_OLD' (set at recipe/helpers/tools.py:10): write it as " in out
+    assert f'= {{ commit = "{tool0}", hash_overwrite = "TOOL_OLD" }}' in out
+
+
+def test_json_with_write_is_one_document_that_says_what_was_written(existing, capsys):
+    assert adopt("--accept-unpinned", "--write", "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["written"].startswith("pin.toml: sets.exp adopted (")
+    assert sorted(pin["hash_overwrite"] for pin in report["pins"].values() if isinstance(pin, dict)) == [
+        "TOOL_NEW",
+        "TOOL_OLD",
+    ]
+    assert not any("refuses" in note for note in report["notes"])
+
+
+def test_configs_are_given_relative_to_the_setup_root(existing, capsys):
+    assert main(["import", "config", "--set", "exp", "--config", str(existing.root / "config/exp.py")]) == 2
+    assert "give it relative to the setup root" in capsys.readouterr().err
+    assert adopt("--config", "./config/exp.py", "--accept-unpinned", "--write") == 0
+    assert load_lockfile(existing.root / "pin.toml").get_set("exp").configs == ("config/exp.py",)

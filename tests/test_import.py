@@ -283,7 +283,7 @@ def test_write_round_trips_and_never_overwrites(tree, write_lock, sisyphus_on_py
     )
     # the set pins another commit already: a second entry of the repository keeps both, the old pin is not touched
     assert main(["import", str(only), "--set", "exp", "--write"]) == 0
-    assert "pin.toml: added 1 repositories and 1 pins of set 'exp'" in capsys.readouterr().out
+    assert "pin.toml: added 1 repository and 1 pin of set 'exp'" in capsys.readouterr().out
     text = lock.read_text()
     kept = iter(text.splitlines())
     assert all(line in kept for line in before.splitlines()), "existing lines and comments are kept, in order"
@@ -292,7 +292,7 @@ def test_write_round_trips_and_never_overwrites(tree, write_lock, sisyphus_on_py
     assert lockfile.get_set("exp").pin("returnn_common_f7ad63a").commit == SHA
 
     assert main(["import", str(only), "--set", "fresh", "--write"]) == 0
-    assert "pin.toml: added 0 repositories and 1 pins of set 'fresh'" in capsys.readouterr().out
+    assert "pin.toml: added 0 repositories and 1 pin of set 'fresh'" in capsys.readouterr().out
     text = lock.read_text()
     assert load_lockfile(lock).get_set("fresh").pin("returnn_common").commit == SHA
 

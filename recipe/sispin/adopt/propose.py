@@ -222,7 +222,10 @@ class Entries:
         return spec.checkout if spec is not None else self.proposal.repos[name].get("checkout")
 
     def pin(self, name: str) -> Any:
-        return self.existing_pins[name].value if name in self.existing_pins else self.proposal.pins.get(name)
+        """The entry's pin in the set, as a call would need it: an alias it binds is no argument of the call."""
+        if name in self.existing_pins:
+            return self.existing_pins[name]._replace(hash_overwrite=None).value
+        return self.proposal.pins.get(name)
 
     def entry_for(self, site: CallSite) -> str:
         """:return: the entry a call is adopted as: an existing one that fits, else a new one (added, with its pin)"""

@@ -12,11 +12,11 @@ The configs stay as they are; they can move to ``exp.repo()`` later, one call at
 
 from __future__ import annotations
 
-__all__ = ["SetupAdoption", "adopt_setup", "add_adoption"]
+__all__ = ["SetupAdoption", "adopt_setup", "add_adoption", "adopted_pins"]
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import tomlkit
 
@@ -24,10 +24,12 @@ from sispin.adopt.propose import Entries, Proposal, add_to_document, lock_docume
 from sispin.adopt.sites import CallSite
 from sispin.clonejob import DEFAULTS
 from sispin.errors import LockfileError, SisyphusError
-from sispin.graph.build import Clone, SetGraph, load_graph
+from sispin.graph.build import Assignment, Clone, SetGraph, load_graph
 from sispin.graph.guard import Problem, capped, listed, recording_problems
+from sispin.graph.snapshot import read_snapshot, snapshot_path
 from sispin.lock.editing import add_value
-from sispin.lock.lockfile import Lockfile, is_full_sha, parse_lockfile
+from sispin.lock.lockfile import Lockfile, Pin, display_path, is_full_sha, parse_lockfile
+from sispin.lock.urls import same_repository
 
 
 @dataclass
@@ -38,6 +40,8 @@ class SetupAdoption:
     :param accepted: whether clones that pin no full commit are accepted by URL (``--accept-unpinned``)
     :param pinned: repository entry -> the commit of each clone of the graph adopted as that entry's pin
     :param aliases: repository entry -> the hash_overwrite its pin binds
+    :param movable: file:line of the overwrites set as ``exp.repo()`` sets an alias (on the clone's own output,
+        before any job used it): a call whose overwrites are all such moves to ``exp.repo()`` with the same ids
     :param unpinned: URLs of clones that pin no full commit
     :param overwritten: those of them that carry a hash_overwrite
     :param problems: why the adoption cannot keep every id, one line each (empty: it can)
@@ -45,6 +49,7 @@ class SetupAdoption:
     :param kept: how many of them keep their job id against the new lock
     :param jobs: how many jobs the set's graph has
     :param clones: how many clone jobs it has
+    :param waiting: configs that wait for unfinished jobs (what they build after that is not adopted yet)
     :param graph: the set built against the new lock (recorded in the snapshot when written)
     :param text: pin.toml's text with the adoption added (what the graph was built from)
     """
@@ -54,6 +59,7 @@ class SetupAdoption:
     accepted: bool
     pinned: Dict[str, str] = field(default_factory=dict)
     aliases: Dict[str, str] = field(default_factory=dict)
+    movable: List[str] = field(default_factory=list)
     unpinned: List[str] = field(default_factory=list)
     overwritten: List[str] = field(default_factory=list)
     problems: List[str] = field(default_factory=list)
@@ -61,6 +67,7 @@ class SetupAdoption:
     kept: int = 0
     jobs: int = 0
     clones: int = 0
+    waiting: List[str] = field(default_factory=list)
     graph: Optional[SetGraph] = None
     text: str = ""
 
@@ -86,6 +93,16 @@ def _text(lockfile: Optional[Lockfile], adoption: SetupAdoption, set_name: str) 
     return tomlkit.dumps(document)
 
 
+def adopted_pins(adoption: SetupAdoption) -> Dict[str, Any]:
+    """:return: the pins the adoption adds, as pin.toml writes them: each with the alias it binds"""
+    pins = dict(adoption.proposal.pins)
+    for repo, alias in adoption.aliases.items():
+        if repo in pins:
+            value = pins[repo]
+            pins[repo] = {**({"commit": value} if isinstance(value, str) else value), "hash_overwrite": alias}
+    return pins
+
+
 def add_adoption(document: tomlkit.TOMLDocument, adoption: SetupAdoption, set_name: str) -> None:
     """
     Add an adoption to pin.toml's document: its repositories, pins and aliases, the set's configs and accepted URLs;
@@ -95,12 +112,7 @@ def add_adoption(document: tomlkit.TOMLDocument, adoption: SetupAdoption, set_na
     :param adoption: what to add
     :param set_name: the adopting set
     """
-    pins = dict(adoption.proposal.pins)
-    for repo, alias in adoption.aliases.items():
-        if repo in pins:
-            value = pins[repo]
-            pins[repo] = {**({"commit": value} if isinstance(value, str) else value), "hash_overwrite": alias}
-    add_to_document(document, Proposal(adoption.proposal.repos, pins), set_name)
+    add_to_document(document, Proposal(adoption.proposal.repos, adopted_pins(adoption)), set_name)
     table = document["sets"][set_name]
     lists = {
         "configs": adoption.configs,
@@ -133,40 +145,101 @@ def adopt_setup(
     :param proposal: what a static scan proposes already (its entries' names are kept); the graph's clones are added
     :raises SisyphusError: when the setup's graph cannot be built as it is (nothing is adopted)
     """
-    adoption = SetupAdoption(Proposal(), configs=list(configs), accepted=accept_unpinned)
+    adoption = SetupAdoption(Proposal(), configs=list(dict.fromkeys(configs)), accepted=accept_unpinned)
     text = _text(lockfile, adoption, set_name)  # the set with its configs and no new pin: the setup as it is
     before = load_graph(parse_lockfile(text, path), set_name, text)
+    adoption.waiting = list(before.waiting)
     adoption.proposal = proposal
     entries = Entries(proposal, lockfile, set_name)
+    existing = lockfile.sets[set_name].pins if lockfile and set_name in lockfile.sets else {}
     for clone in sorted(before.clones, key=lambda clone: clone.job):
         assigned = [a for a in before.assignments if a.clone == clone.job]
-        values = sorted({a.value for a in assigned})
-        if not is_full_sha(clone.commit):
-            adoption.unpinned += [clone.url] if clone.url not in adoption.unpinned else []
-            adoption.overwritten += [clone.url] if values and clone.url not in adoption.overwritten else []
-            continue
-        repo = entries.entry_for(_site_of(clone))
-        adoption.pinned[repo] = clone.commit
-        if len(values) > 1:
+        if is_full_sha(clone.commit):
+            _adopt_pinned(adoption, entries.entry_for(_site_of(clone)), clone, assigned, existing)
+        elif clone.commit and is_full_sha(clone.commit.lower()):
             adoption.problems.append(
-                f"{clone.url} {clone.commit[:7]} carries {len(values)} hash_overwrite values (set at "
-                f"{', '.join(sorted({a.where for a in assigned}))}): a pin binds one"
+                f"{clone.url} is cloned at {clone.commit!r}, a full SHA in uppercase: pin.toml holds commits in "
+                "lowercase, and the lowercase commit gives the clone another id; nor can the URL be accepted "
+                "unpinned, for its commit would then move unseen (lower it in the config: its jobs rerun)"
             )
-        elif values:
-            adoption.aliases[repo] = values[0]
+        else:
+            adoption.unpinned += [clone.url] if clone.url not in adoption.unpinned else []
+            adoption.overwritten += [clone.url] if assigned and clone.url not in adoption.overwritten else []
     # the set pins what its configs build: a call the scan found that no config reaches stays as written, unpinned
     proposal.pins = {repo: pin for repo, pin in proposal.pins.items() if repo in adoption.pinned}
     proposal.repos = {repo: table for repo, table in proposal.repos.items() if repo in adoption.pinned}
+    _check_unpinned(adoption, lockfile, set_name)
+    _check_recorded(adoption, before, path, set_name)
+    _confirm(adoption, before, lockfile, path, set_name)
+    return adoption
+
+
+def _adopt_pinned(
+    adoption: SetupAdoption, repo: str, clone: Clone, assigned: List[Assignment], existing: Mapping[str, Pin]
+) -> None:
+    """A clone at a full commit becomes the pin of repo; the one overwrite it carries becomes the pin's alias."""
+    adoption.pinned[repo] = clone.commit or ""
+    values = sorted({a.value for a in assigned})
+    places = ", ".join(sorted({a.where for a in assigned}))
+    if len(values) > 1:
+        adoption.problems.append(
+            f"{clone.url} {clone.commit[:7] if clone.commit else ''} carries {len(values)} hash_overwrite values (set "
+            f"at {places}): a pin binds one"
+        )
+    elif values and repo in existing and existing[repo].hash_overwrite != values[0]:
+        # an existing pin is never rewritten: the user adds the alias (or the code stops setting the value)
+        adoption.problems.append(
+            f"pin.toml pins {repo} at {clone.commit[:7] if clone.commit else ''} already, without binding "
+            f'hash_overwrite {values[0]!r} (set at {places}): write it as {repo} = {{ commit = "{clone.commit}", '
+            f'hash_overwrite = "{values[0]}" }}'
+        )
+    elif values:
+        adoption.aliases[repo] = values[0]
+        adoption.movable += sorted({a.where for a in assigned if a.own} - {a.where for a in assigned if not a.own})
+
+
+def _check_unpinned(adoption: SetupAdoption, lockfile: Optional[Lockfile], set_name: str) -> None:
+    """Clones without a full commit: accepted by URL when asked, never one of a repository the set pins."""
     adoption.unpinned.sort()
     adoption.overwritten.sort()
-    if adoption.unpinned and not accept_unpinned:
+    urls = [table["url"] for table in adoption.proposal.repos.values()]
+    urls += [lockfile.repos[repo].url for repo in adoption.pinned if lockfile and repo in lockfile.repos]
+    locked = [url for url in adoption.unpinned if any(same_repository(url, other) for other in urls)]
+    for url in locked:
+        adoption.problems.append(
+            f"{url} is cloned both at a pinned commit and without one: a pinned repository's clones must all be its "
+            "pin, so the other cannot be accepted unpinned (pin it in the config: its jobs rerun; or leave the "
+            "setup as it is)"
+        )
+    adoption.unpinned = [url for url in adoption.unpinned if url not in locked]
+    adoption.overwritten = [url for url in adoption.overwritten if url not in locked]
+    if adoption.unpinned and not adoption.accepted:
         adoption.problems += [
             f"{url} is cloned without a full commit: accept it with allow_unpinned = [{url!r}] in [sets.{set_name}] "
             "(--accept-unpinned writes it), or pin a commit in the config"
             for url in adoption.unpinned
         ]
-    _confirm(adoption, before, lockfile, path, set_name)
-    return adoption
+
+
+def _check_recorded(adoption: SetupAdoption, before: SetGraph, path: Path, set_name: str) -> None:
+    """A set recorded before must build what was recorded: the adoption never records a change of its ids."""
+    recorded = read_snapshot(snapshot_path(path)).get(set_name)
+    if recorded is None:
+        return
+    drifted = sorted(
+        name for name in set(recorded) | set(before.outputs) if recorded.get(name) != before.outputs.get(name)
+    )
+    if drifted:
+        details = [
+            f"output {name}: {recorded[name].job if name in recorded else '(none)'} -> "
+            f"{before.outputs[name].job if name in before.outputs else '(none)'}"
+            for name in drifted
+        ]
+        line = (
+            f"sets.{set_name} already differs from {display_path(snapshot_path(path))} in {len(drifted)} outputs "
+            f"({listed(drifted)}): review it with `pin explain {set_name}`, record it with `pin snapshot {set_name}`"
+        )
+        adoption.problems.append(Problem(capped(line), details))
 
 
 def _confirm(

@@ -21,12 +21,21 @@ import tomlkit
 from sispin.adopt.follow import scan_paths
 from sispin.adopt.propose import Adoption, Proposal, add_to_document, adopt, status_of
 from sispin.adopt.scan import CallSite
-from sispin.adopt.setup import SetupAdoption, add_adoption, adopt_setup
+from sispin.adopt.setup import SetupAdoption, adopt_setup, adopted_pins
+from sispin.cli.import_setup import (
+    call_notes,
+    count,
+    moving_advice,
+    proposed_document,
+    setup_json,
+    setup_lines,
+    write_setup,
+)
 from sispin.cli.options import add_command, json_output
 from sispin.cli.output import Output
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
-from sispin.errors import ConcurrentChangeError, LockfileError, SisyphusError, UsageError
-from sispin.graph.snapshot import edit_lock_and_snapshot, set_inputs, snapshot_path
+from sispin.errors import LockfileError, SisyphusError, UsageError
+from sispin.graph.snapshot import snapshot_path
 from sispin.lock.editing import edit_lockfile
 from sispin.lock.files import check_writable, write_atomically
 from sispin.lock.lockfile import (
@@ -36,7 +45,6 @@ from sispin.lock.lockfile import (
     display_path,
     find_lockfile,
     load_lockfile,
-    parse_lockfile,
     valid_name,
 )
 from sispin.lock.urls import redact_text, same_repository
@@ -55,7 +63,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Scan Python files (statically: nothing is executed) for CloneGitRepositoryJob calls, report "
         "each with its arguments and risks, and propose [repos.*] and the pins of set NAME. --write adds them to "
         "pin.toml without touching existing entries. Exit 1 when a call is blocked (it cannot be adopted with "
-        "the same job id); notes alone (what adopting implies) exit 0.",
+        "the same job id); notes alone (what adopting implies) exit 0. With --config, the configs are loaded by "
+        "real Sisyphus (no job runs) and the whole graph they build is adopted: exit 1 when that would change an "
+        "id or hide a commit (nothing is written then).",
     )
     parser.add_argument("paths", metavar="PATH", nargs="+", type=Path, help="Python files or directories")
     parser.add_argument("--set", dest="set_name", metavar="NAME", help="the set that pins the found commits")
@@ -67,9 +77,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         help="adopt the whole setup these configs build (repeatable; relative to the setup root, where pin.toml is "
-        "or will be): every clone in the graph becomes a pin of the set, its hash_overwrite an alias bound to its "
-        "commit; confirmed by building the graph again (every output keeps its job id); --write then records the "
-        "snapshot too. Needs --set",
+        "or will be; PATH is still scanned, for the calls' replacements): every clone in the graph becomes a pin of "
+        "the set, its hash_overwrite an alias bound to its commit; confirmed by building the graph again (every "
+        "output keeps its job id); --write then records the snapshot too. Needs --set",
     )
     parser.add_argument(
         "--accept-unpinned",
@@ -105,6 +115,23 @@ def _check_arguments(paths: Sequence[Path], set_name: Optional[str], write: bool
             raise UsageError(f"{path}: no such file or directory")
 
 
+def _config_paths(configs: Sequence[str], root: Path) -> List[str]:
+    """
+    :return: the configs as pin.toml lists them: relative to the setup root, normalized, each once
+    :raises UsageError: for a config that is absolute, leaves the root or does not exist
+    """
+    found: List[str] = []
+    for config in configs:
+        normal = os.path.normpath(config)
+        if os.path.isabs(config) or normal == ".." or normal.startswith(f"..{os.sep}"):
+            raise UsageError(f"--config {config}: give it relative to the setup root {display_path(root)}")
+        if not os.path.lexists(root / normal):
+            raise UsageError(f"--config {config}: no such file (paths are relative to {display_path(root)})")
+        if normal not in found:
+            found.append(normal)
+    return found
+
+
 def import_pins(
     paths: Sequence[Path],
     out: Output,
@@ -129,37 +156,38 @@ def import_pins(
     _check_arguments(paths, set_name, write, configs)
     if accept_unpinned and not configs:
         raise UsageError("--accept-unpinned needs --config: it accepts the clones a setup's graph has")
-    sites, warnings = scan_paths(paths)
     try:
         lock_path: Optional[Path] = find_lockfile()
     except LockfileError:
         lock_path = None  # no pin.toml yet: --write makes one
     lockfile = load_lockfile(lock_path) if lock_path else None
     path = lockfile.path if lockfile else Path(os.environ.get(LOCK_ENV) or LOCKFILE_NAME).absolute()
-    if write and lockfile is not None:
-        check_writable(lockfile.path)  # say it before the costly part, not after
-    for config in configs:
-        if not os.path.lexists(path.parent / config):
-            raise UsageError(f"--config {config}: no such file (paths are relative to {display_path(path.parent)})")
+    configs = _config_paths(configs, path.parent)
+    if write:  # say it before the costly part, not after
+        for target in ([path] if lockfile else []) + ([snapshot_path(path)] if configs else []):
+            check_writable(target)
+    sites, warnings = scan_paths(paths)
     adoption = adopt(sites, lockfile, set_name or "SET")
-    whole = (
-        adopt_setup(lockfile, path, str(set_name), configs, accept_unpinned=accept_unpinned, proposal=adoption.proposal)
-        if configs and not adoption.ids_note
-        else None
-    )
-    _report(out, sites, warnings, adoption, whole, set_name or "SET", as_json)
+    if configs and adoption.ids_note:
+        raise SisyphusError(redact_text(f"{adoption.ids_note}: --config builds the configs with it (nothing adopted)"))
+    whole = None
+    if configs:
+        whole = adopt_setup(
+            lockfile, path, str(set_name), configs, accept_unpinned=accept_unpinned, proposal=adoption.proposal
+        )
+    problems = whole.problems if whole is not None else adoption.problems
+    written = None
+    if write and whole is not None and not whole.problems:
+        written = write_setup(path, whole, str(set_name))
+    elif write and whole is None and not adoption.ids_note:
+        written = _write(path, adoption.proposal, str(set_name))
+    _report(out, sites, warnings, adoption, whole, set_name or "SET", as_json, written)
     if adoption.ids_note:
         # the promise is the same job id for every replacement: unconfirmed, nothing is adopted
         raise SisyphusError(redact_text(f"{adoption.ids_note}{' (nothing written)' if write else ''}"))
-    if whole is not None:
-        return _finish_setup(out, path, whole, str(set_name), write)
-    if write:
-        _write(path, adoption.proposal, str(set_name))
-        added = (
-            f"{len(adoption.proposal.repos)} repositories and {len(adoption.proposal.pins)} pins of set {set_name!r}"
-        )
-        out.info(f"{display_path(path)}: added {added}")
-    return 1 if adoption.problems else 0
+    if write and written is None and not as_json:
+        out.info(f"{display_path(path)}: nothing written ({count(len(problems), 'problem')} above)")
+    return 1 if problems else 0
 
 
 def _report(
@@ -170,55 +198,30 @@ def _report(
     whole: Optional[SetupAdoption],
     set_name: str,
     as_json: bool,
+    written: Optional[str],
 ) -> None:
-    """Say what the scan found and proposes, and what the setup's adoption keeps."""
+    """Say what the scan found and proposes, what the setup's adoption keeps, and what was written."""
     # what is shown never repeats a secret-looking string found in the code; what is written is checked by pin.toml's
     # rules, which refuse a URL with credentials
     if as_json:
-        report = _json_report(sites, warnings, adoption)
-        if whole is not None:
-            report["setup"] = _json_setup(whole)
+        report = _json_report(sites, warnings, adoption, whole, set_name)
+        report["written"] = written
         out.json(_masked(report))
         return
     for line in _report_lines(sites, warnings, adoption, set_name, whole):
         out.result(redact_text(line))
     if whole is not None:
-        for line in _setup_lines(whole, set_name):
+        for line in setup_lines(whole, set_name):
             out.result(redact_text(line))
         for problem in whole.problems:
             out.result(redact_text(f"problem: {problem}"))
             for detail in getattr(problem, "details", ()):
                 out.detail(redact_text(f"    {detail}"))
+    if written:
+        out.info(written)
 
 
-def _finish_setup(out: Output, path: Path, whole: SetupAdoption, set_name: str, write: bool) -> int:
-    """Write the adopted setup (pin.toml and its snapshot, as one change) when it keeps every id; say what was done."""
-    if whole.problems:
-        out.info(f"{display_path(path)}: nothing written (the adoption would not keep every job id)")
-        return 1
-    if not write:
-        return 0
-    built_from = set_inputs(parse_lockfile(whole.text, path), set_name)
-
-    def check(updated: Lockfile) -> None:
-        if set_inputs(updated, set_name) != built_from:
-            raise ConcurrentChangeError(
-                f"{display_path(path)}: another process changed what sets.{set_name} is built from while this command "
-                "ran; nothing written"
-            )
-
-    assert whole.graph is not None  # built whenever there is no problem
-    edit_lock_and_snapshot(
-        path, lambda _, document: add_adoption(document, whole, set_name), [whole.graph], create=True, check=check
-    )
-    out.info(
-        f"{display_path(path)}: added sets.{set_name} ({len(whole.proposal.pins)} pins, {len(whole.aliases)} "
-        f"hash_overwrite aliases); {display_path(snapshot_path(path))}: {whole.outputs} outputs recorded"
-    )
-    return 0
-
-
-def _write(path: Path, proposal: Proposal, set_name: str) -> None:
+def _write(path: Path, proposal: Proposal, set_name: str) -> str:
     """Add the proposal to pin.toml (made when there is none), checked to read back as proposed before it is written."""
     before: List[Lockfile] = []
 
@@ -231,6 +234,10 @@ def _write(path: Path, proposal: Proposal, set_name: str) -> None:
         write_atomically(target, text)
 
     edit_lockfile(path, add, create=True, write=write_checked)
+    return (
+        f"{display_path(path)}: added {count(len(proposal.repos), 'repository', 'repositories')} and "
+        f"{count(len(proposal.pins), 'pin')} of set {set_name!r}"
+    )
 
 
 def _check_read_back(target: Path, before: Lockfile, after: Lockfile, proposal: Proposal, set_name: str) -> None:
@@ -254,11 +261,19 @@ def _check_read_back(target: Path, before: Lockfile, after: Lockfile, proposal: 
             raise LockfileError(f"{where}: repos.{name}.url would read back as another URL; nothing written")
 
 
-def _site_record(site: CallSite, proposal: Proposal, index: int) -> Dict[str, Any]:
+def _site_record(site: CallSite, proposal: Proposal, index: int, whole: Optional[SetupAdoption]) -> Dict[str, Any]:
+    aliased = whole is not None and proposal.repo_of_site.get(index) in whole.aliases
     return {
         "status": status_of(proposal, index),
         "reasons": [
-            {"kind": r.kind, "message": r.message, "blocks": r.blocks} for r in proposal.reasons.get(index, [])
+            {
+                "kind": r.kind,
+                "message": (
+                    moving_advice(site, whole) if aliased and whole and r.kind == "hash_overwrite" else r.message
+                ),
+                "blocks": r.blocks,
+            }
+            for r in proposal.reasons.get(index, [])
         ],
         "file": site.file,
         "line": site.line,
@@ -274,17 +289,19 @@ def _site_record(site: CallSite, proposal: Proposal, index: int) -> Dict[str, An
     }
 
 
-def _json_report(sites: List[CallSite], warnings: List[str], adoption: Adoption) -> Dict[str, Any]:
+def _json_report(
+    sites: List[CallSite], warnings: List[str], adoption: Adoption, whole: Optional[SetupAdoption], set_name: str
+) -> Dict[str, Any]:
     proposal, ids = adoption.proposal, adoption.ids
     records = []
     for index, site in enumerate(sites):
-        record = _site_record(site, proposal, index)
+        record = _site_record(site, proposal, index, whole)
         repo = proposal.repo_of_site.get(index)
         record["replacement"] = (f'exp.commit("{repo}")' if site.helper else f'exp.repo("{repo}")') if repo else None
         record["job_id"] = ids[index][0] if index in ids else None
         record["replacement_job_id"] = ids[index][1] if index in ids else None
         records.append(record)
-    return {
+    report = {
         "call_sites": records,
         "repos": proposal.repos,
         "pins": proposal.pins,
@@ -293,6 +310,11 @@ def _json_report(sites: List[CallSite], warnings: List[str], adoption: Adoption)
         "notes": adoption.notes,
         "warnings": warnings,
     }
+    if whole is not None:  # what the adoption of the setup writes, and says, instead
+        notes = [line[len("note: ") :] for line in call_notes(sites, adoption, whole)]
+        report.update(pins=adopted_pins(whole), problems=[str(p) for p in whole.problems], notes=notes)
+        report["setup"] = setup_json(whole)
+    return report
 
 
 def _by_file(sites: List[CallSite], proposal: Proposal) -> Dict[str, List[str]]:
@@ -311,10 +333,6 @@ def _several_entries(proposal: Proposal) -> bool:
     return any(same_repository(a, b) for i, a in enumerate(urls) for b in urls[i + 1 :])
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'s' if number != 1 else ''}"
-
-
 def _masked(value: Any) -> Any:
     """A JSON-able value with every string (keys too) passed through :func:`redact_text`."""
     if isinstance(value, str):
@@ -326,46 +344,12 @@ def _masked(value: Any) -> Any:
     return value
 
 
-def _setup_lines(whole: SetupAdoption, set_name: str) -> List[str]:
-    """:return: what adopting the setup's graph pins, accepts and keeps"""
-    lines = [
-        f"\nthe setup as sets.{set_name} ({', '.join(whole.configs)}): {_count(whole.jobs, 'job')}, "
-        f"{_count(whole.outputs, 'output')}, {_count(whole.clones, 'clone')}"
-    ]
-    for repo, commit in sorted(whole.pinned.items()):
-        alias = f"  hash_overwrite {whole.aliases[repo]!r} bound to it" if repo in whole.aliases else ""
-        lines.append(f"    {repo} {commit[:7]}{alias}")
-    for url in whole.unpinned:
-        accepted = "accepted by URL (allow_unpinned)" if whole.accepted else "not accepted (--accept-unpinned)"
-        lines.append(f"    {url}  no full commit: {accepted}")
-    if whole.graph is not None:
-        lines.append(f"{whole.kept} of {_count(whole.outputs, 'output')} keep their job id")
-    return lines
-
-
-def _json_setup(whole: SetupAdoption) -> Dict[str, Any]:
-    return {
-        "configs": whole.configs,
-        "jobs": whole.jobs,
-        "outputs": whole.outputs,
-        "kept": whole.kept,
-        "clones": whole.clones,
-        "pinned": whole.pinned,
-        "aliases": whole.aliases,
-        "unpinned": whole.unpinned,
-        "accepted": whole.accepted,
-        "problems": [
-            {"problem": str(problem), "details": list(getattr(problem, "details", ()))} for problem in whole.problems
-        ],
-    }
-
-
 def _report_lines(
     sites: List[CallSite], warnings: List[str], adoption: Adoption, set_name: str, whole: Optional[SetupAdoption]
 ) -> List[str]:
     proposal, ids = adoption.proposal, adoption.ids
     files = len({site.file for site in sites})
-    lines = [f"found {_count(len(sites), 'CloneGitRepositoryJob call')} in {_count(files, 'file')}"]
+    lines = [f"found {count(len(sites), 'CloneGitRepositoryJob call')} in {count(files, 'file')}"]
     for index, site in enumerate(sites):
         described = [site.url or f"url={site.expressions.get('url')}"]
         described.append(f"commit {site.commit}" if site.commit else "no commit")
@@ -390,7 +374,8 @@ def _report_lines(
             else:
                 replacement = f'replace with: experiment_set("{set_name}").repo("{repo}")'
             lines.append(f"    {replacement}{verdict}")
-    lines += _proposed_lines(proposal, set_name, whole)
+    document = proposed_document(proposal, set_name, whole)
+    lines += ["\nproposed for pin.toml:\n", document] if document else []
     for warning in warnings:
         lines.append(f"warning: {warning}")
     by_file = _by_file(sites, proposal)
@@ -398,40 +383,8 @@ def _report_lines(
         # one set may pin several commits of a repository; splitting by file is the other way, and often clearer
         lines.append("\nentries each file uses (to make one set per file instead: pin import FILE --set NAME):")
         lines += [f"    {file}: {', '.join(repos)}" for file, repos in by_file.items()]
-    return lines + _verdict_lines(sites, adoption, whole)
-
-
-def _proposed_lines(proposal: Proposal, set_name: str, whole: Optional[SetupAdoption]) -> List[str]:
-    """:return: what pin.toml would get: the scan's proposal, or the whole setup's adoption"""
-    if not (proposal.repos or proposal.pins or whole):
-        return []
-    document = tomlkit.document()
     if whole is not None:
-        add_adoption(document, whole, set_name)
-    else:
-        add_to_document(document, proposal, set_name)
-    return ["\nproposed for pin.toml:\n", tomlkit.dumps(document).strip()]
-
-
-def _verdict_lines(sites: List[CallSite], adoption: Adoption, whole: Optional[SetupAdoption]) -> List[str]:
-    """
-    :return: the notes and problems of the calls found; when the whole setup is adopted, a call that cannot be
-        replaced yet is a note (it stays as written; what it clones in the graph is adopted from there), and an
-        overwrite the adoption binds is one ``exp.repo()`` applies
-    """
-    if whole is None:
-        return [f"note: {note}" for note in adoption.notes] + [f"problem: {problem}" for problem in adoption.problems]
-    lines = []
-    for index, site in enumerate(sites):
-        repo = adoption.proposal.repo_of_site.get(index)
-        if repo is not None and repo not in whole.pinned:
-            continue  # said at the call: no config builds it
-        for reason in adoption.proposal.reasons.get(index, []):
-            if reason.kind == "hash_overwrite" and repo in whole.aliases:
-                lines.append(f"note: {site.where}: pin.toml binds its hash_overwrite: exp.repo() applies it (same ids)")
-            elif reason.blocks:
-                lines.append(f"note: {site.where}: stays as written ({reason.message})")
-                break
-            else:
-                lines.append(f"note: {site.where}: {reason.message}")
-    return lines
+        return lines + call_notes(sites, adoption, whole)
+    return (
+        lines + [f"note: {note}" for note in adoption.notes] + [f"problem: {problem}" for problem in adoption.problems]
+    )

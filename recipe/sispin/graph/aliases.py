@@ -68,7 +68,8 @@ class Assignments:
     """Where config code assigns a ``hash_overwrite`` on a path a clone job created, while configs load."""
 
     def __init__(self) -> None:
-        #: {"clone": job id, "value": the overwrite as written, "where": file:line (""  for sispin's own, an alias)}
+        #: {"clone": job id, "value": the overwrite as written, "where": file:line ("pin.toml" for sispin's own, an
+        #: alias), "own": whether it is set on the clone's own output before any job used it}
         self.found: List[Dict[str, str]] = []
 
     @contextlib.contextmanager
@@ -91,7 +92,14 @@ class Assignments:
                 return  # Sisyphus carries an overwrite on to a copy (join_right): no assignment of the config's
             # sispin's own assignment is exp.repo() applying the alias a pin binds
             where = "pin.toml" if file.startswith(_SISPIN) else taken_at(caller)
-            entry = {"clone": creator._sis_id_cache, "value": str(shown_overwrite(path.hash_overwrite)), "where": where}
+            # what exp.repo() does: on the clone's own output, before any job used it
+            own = path is vars(creator).get("out_repository") and not getattr(path, "users", None)
+            entry = {
+                "clone": creator._sis_id_cache,
+                "value": str(shown_overwrite(path.hash_overwrite)),
+                "where": where,
+                "own": own,
+            }
             if entry not in assignments.found:
                 assignments.found.append(entry)
 

@@ -145,11 +145,14 @@ class Assignment:
     :param clone: the clone job's id
     :param value: the overwrite, as written
     :param where: ``file:line`` of the assignment (``pin.toml`` when sispin applied a pin's bound hash_overwrite)
+    :param own: set on the clone's own output before any job used it, as ``exp.repo()`` sets a pin's alias (so
+        moving the call to ``exp.repo()`` keeps every id)
     """
 
     clone: str
     value: str
     where: str
+    own: bool = False
 
 
 @dataclass(frozen=True)
@@ -324,7 +327,7 @@ def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
         awaits=dict(report["awaits"]),
         waiting=tuple(report["waiting"]),
         states=report.get("states"),
-        assignments=tuple(Assignment(a["clone"], a["value"], a["where"]) for a in report["assignments"]),
+        assignments=tuple(Assignment(a["clone"], a["value"], a["where"], a["own"]) for a in report["assignments"]),
         collisions=tuple((c["job"], c["where"]) for c in report["collisions"]),
         aliases={repo: (commit, value) for _, commit, value, repo in report["aliases"]},
     )

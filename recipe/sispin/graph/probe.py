@@ -55,6 +55,8 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
     from sisyphus.loader import config_manager
 
     from sispin.graph import moving
+
+    tk._sis_running_in_manager = True  # as `sis manager` loads configs: some build only there
     from sispin.graph.aliases import Assignments, Collisions, bound_aliases
     from sispin.graph.state import References, held_jobs, job_states
     from sispin.graph.values import ValueUses
@@ -269,7 +271,7 @@ def main(argv: List[str]) -> int:
             with open(rest[0], encoding="utf-8") as handle:
                 request = json.load(handle)
             report = describe(request) if mode == "graph" else clone_ids(request)
-    except Exception as exc:  # the configs' own error: reported with its place, for one line and for --debug
+    except (Exception, SystemExit) as exc:  # the configs' own error (or exit): its place, for one line and --debug
         report, code = {"error": _config_error(exc)}, CONFIG_FAILED
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(report, handle)
