@@ -141,6 +141,7 @@ def test_adoption_keeps_every_id_and_the_set_passes_check_and_snapshot(existing,
     assert adopt("--accept-unpinned", "--write") == 0
     out = capsys.readouterr().out
     assert "8 of 8 outputs keep their job id" in out
+    assert "pin.toml: sets.exp adopted (3 new pins, 2 hash_overwrite aliases); pin.snapshot.toml: 8 outputs" in out
     assert "hash_overwrite 'TOOL_OLD' bound to it" in out and "hash_overwrite 'TOOL_NEW' bound to it" in out
     lock = load_lockfile(existing.root / "pin.toml")
     pins = lock.get_set("exp").pins

@@ -10,6 +10,7 @@ import pytest
 
 from sispin import errors
 from sispin.cli.main import main
+from sispin.cli.output import count
 
 
 def test_help_lists_every_exit_code_with_its_meaning(capsys):
@@ -50,3 +51,17 @@ def test_quiet_keeps_results_and_drops_narration(history, capsys):
 def test_quiet_and_verbose_exclude_each_other(capsys):
     assert main(["status", "--quiet", "--verbose"]) == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "number, noun, expected",
+    [
+        (1, "hash_overwrite alias", "1 hash_overwrite alias"),
+        (2, "hash_overwrite alias", "2 hash_overwrite aliases"),
+        (2, "repository", "2 repositories"),
+        (0, "key", "0 keys"),
+        (3, "pin", "3 pins"),
+    ],
+)
+def test_counts_read_as_english(number, noun, expected):
+    assert count(number, noun) == expected

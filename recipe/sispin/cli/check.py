@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from sispin.cli.options import add_command, json_output, set_names
-from sispin.cli.output import Output
+from sispin.cli.output import Output, count
 from sispin.cli.snapshot import skipped_line
 from sispin.errors import LockfileError, PinError
 from sispin.git.env import missing_commits
@@ -83,7 +83,7 @@ def check_lock_only(lockfile: Lockfile, set_names: Sequence[str], out: Output) -
     """
     names = lockfile.select_sets(set_names)
     read_snapshot(snapshot_path(lockfile.path))
-    out.result(f"pin check: lock ok ({_count(len(names), 'set')}; the job graphs were not checked)")
+    out.result(f"pin check: lock ok ({count(len(names), 'set')}; the job graphs were not checked)")
     return 0
 
 
@@ -166,9 +166,9 @@ def _check_set(
         renewed = (
             "the recorded jobs are not known here"
             if changes.renewed is None
-            else f"{_count(changes.renewed, 'job')} renewed ({changes.finished} finished in work/)"
+            else f"{count(changes.renewed, 'job')} renewed ({changes.finished} finished in work/)"
         )
-        result.summaries.append(f"sets.{name}: {_count(len(changes.changed), 'output')} changed, {renewed}")
+        result.summaries.append(f"sets.{name}: {count(len(changes.changed), 'output')} changed, {renewed}")
     result.problems += [Problem(f"sets.{name}: {line}", line.details) for line in _change_lines(changes, verbose)]
 
 
@@ -182,18 +182,14 @@ def _print(result: CheckResult, out: Output) -> None:
         for detail in getattr(problem, "details", ()):
             out.detail(f"    {detail}")
     if result.problems:
-        out.result(f"pin check: {_count(len(result.problems), 'problem')}")
+        out.result(f"pin check: {count(len(result.problems), 'problem')}")
     else:
         skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
-        out.result(f"pin check: ok ({_count(result.checked, 'set')}, {result.outputs} outputs{skipped})")
+        out.result(f"pin check: ok ({count(result.checked, 'set')}, {result.outputs} outputs{skipped})")
 
 
 #: outputs named per root cause before the rest are counted (all of them with --verbose)
 _LISTED_OUTPUTS = 5
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'s' if number != 1 else ''}"
 
 
 def _change_lines(changes: SetChanges, verbose: bool) -> List[Problem]:
@@ -207,9 +203,7 @@ def _change_lines(changes: SetChanges, verbose: bool) -> List[Problem]:
         shown = names if verbose else names[:_LISTED_OUTPUTS]
         rest = f" and {len(names) - len(shown)} more (--verbose lists them)" if len(names) > len(shown) else ""
         details = [f"output/{name}: {old} -> {new}" for name, old, new in group.outputs]
-        lines.append(
-            Problem(f"{_count(len(names), 'output')} changed {group.cause}: {', '.join(shown)}{rest}", details)
-        )
+        lines.append(Problem(f"{count(len(names), 'output')} changed {group.cause}: {', '.join(shown)}{rest}", details))
     if changes.new:
         new = ", ".join(changes.new)
         lines.append(Problem(f"new outputs not in the snapshot (run `pin snapshot` to record them): {new}"))

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from sispin.cli.options import add_command, dry_run
-from sispin.cli.output import Output
+from sispin.cli.output import Output, count
 from sispin.errors import StoreError
 from sispin.git.gc import sweep
 from sispin.git.store import Store
@@ -64,19 +64,15 @@ def gc(path: Path, store: Store, out: Output, *, dry_run: bool) -> int:
         else:
             failed += 1
     done = len(result.removed) - failed
-    summary = f"{_size(freed)} ({freed} bytes) in {_count(done, 'checkout')}"
-    kept = f"kept {_count(len(result.kept), 'checkout')} pinned by {_count(len(result.users), 'lockfile')}"
+    summary = f"{_size(freed)} ({freed} bytes) in {count(done, 'checkout')}"
+    kept = f"kept {count(len(result.kept), 'checkout')} pinned by {count(len(result.users), 'lockfile')}"
     if dry_run:
         out.result(f"pin gc: dry run: would free {summary}; {kept}; nothing changed")
     else:
         out.result(f"pin gc: freed {summary}; {kept}")
     if failed:
-        raise StoreError(f"{_count(failed, 'checkout')} in {store.directory} could not be removed (see above)")
+        raise StoreError(f"{count(failed, 'checkout')} in {store.directory} could not be removed (see above)")
     return 0
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _name(names: dict, repository: str) -> str:

@@ -24,7 +24,6 @@ from sispin.adopt.scan import CallSite
 from sispin.adopt.setup import SetupAdoption, adopt_setup, adopted_pins
 from sispin.cli.import_setup import (
     call_notes,
-    count,
     moving_advice,
     proposed_document,
     setup_json,
@@ -32,7 +31,7 @@ from sispin.cli.import_setup import (
     write_setup,
 )
 from sispin.cli.options import add_command, json_output
-from sispin.cli.output import Output
+from sispin.cli.output import Output, count
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
 from sispin.errors import LockfileError, SisyphusError, UsageError
 from sispin.graph.snapshot import snapshot_path
@@ -235,7 +234,7 @@ def _write(path: Path, proposal: Proposal, set_name: str) -> str:
 
     edit_lockfile(path, add, create=True, write=write_checked)
     return (
-        f"{display_path(path)}: added {count(len(proposal.repos), 'repository', 'repositories')} and "
+        f"{display_path(path)}: added {count(len(proposal.repos), 'repository')} and "
         f"{count(len(proposal.pins), 'pin')} of set {set_name!r}"
     )
 

@@ -5,7 +5,7 @@ JSON, and the write of pin.toml with its snapshot (:mod:`sispin.adopt.setup` doe
 
 from __future__ import annotations
 
-__all__ = ["count", "setup_lines", "setup_json", "write_setup", "call_notes", "moving_advice", "proposed_document"]
+__all__ = ["setup_lines", "setup_json", "write_setup", "call_notes", "moving_advice", "proposed_document"]
 
 import os
 from pathlib import Path
@@ -16,14 +16,10 @@ import tomlkit
 from sispin.adopt.propose import Adoption, Proposal, add_to_document
 from sispin.adopt.setup import SetupAdoption, add_adoption
 from sispin.adopt.sites import CallSite
+from sispin.cli.output import count
 from sispin.errors import ConcurrentChangeError
 from sispin.graph.snapshot import edit_lock_and_snapshot, read_snapshot, record_graphs, set_inputs, snapshot_path
 from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text
-
-
-def count(number: int, noun: str, plural: Optional[str] = None) -> str:
-    """:return: ``1 pin``, ``2 pins`` (or the plural given)"""
-    return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
 def setup_lines(whole: SetupAdoption, set_name: str) -> List[str]:
