@@ -233,3 +233,19 @@ def test_snapshot_says_unchanged_and_a_new_output_hints_at_snapshot(setup, capsy
     assert "new outputs not in the snapshot (run `pin snapshot` to record them): exp/extra" in capsys.readouterr().out
     assert main(["explain"]) == 1
     assert "(new output: run `pin snapshot` to record it)" in capsys.readouterr().out
+
+
+def test_the_advisor_says_one_argument_change_once_however_many_jobs_carry_it(setup, capsys):
+    # the changed network reaches exp/twice through two jobs that both hash it
+    setup.edit(
+        '    tk.register_output("exp/excluding"',
+        '    twice = WriteReturnnConfigJob(ReturnnConfig({"network": network, "prev": config.out_returnn_config_file}))\n'
+        '    tk.register_output("exp/twice", twice.out_returnn_config_file)\n'
+        '    tk.register_output("exp/excluding"',
+    )
+    assert main(["upgrade", "exp", "--to", setup.c[1], "rc"]) == 0
+    capsys.readouterr()
+    assert main(["upgrade", "exp", "rc", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "3 outputs (exp/config, exp/copy, exp/twice): content changes too\n" in out, out
+    assert out.count("returnn_config.config['network']['layers']: 1 -> 2\n") == 1, out

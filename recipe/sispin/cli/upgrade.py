@@ -284,10 +284,12 @@ def _show_blast_radius(out: Output, set_name: str, before: SetGraph, after: SetG
     causes: Dict[Tuple[str, Tuple[str, ...]], List[Tuple[str, List[str]]]] = {}
     for name in changed:
         cause, differences = _advice(name, before, after)
-        causes.setdefault((cause, tuple(differences[:5])), []).append((name, differences))
+        # one argument path reached through many jobs of the output is one difference, said once
+        distinct = list(dict.fromkeys(differences))
+        causes.setdefault((cause, tuple(distinct[:5])), []).append((name, distinct))
     for (cause, first), names in causes.items():
         which = names[0][0] if len(names) == 1 else f"{len(names)} outputs ({listed([name for name, _ in names])})"
-        out.result(f"  {which}: {cause}")
+        out.result(capped(f"  {which}: {cause}"))
         for difference in first:
             out.result(capped(f"      {difference}"))
         if any(len(differences) > len(first) for _, differences in names):
