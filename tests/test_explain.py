@@ -239,7 +239,8 @@ def test_the_advisor_says_one_argument_change_once_however_many_jobs_carry_it(se
     # the changed network reaches exp/twice through two jobs that both hash it
     setup.edit(
         '    tk.register_output("exp/excluding"',
-        '    twice = WriteReturnnConfigJob(ReturnnConfig({"network": network, "prev": config.out_returnn_config_file}))\n'
+        '    again = ReturnnConfig({"network": network, "prev": config.out_returnn_config_file})\n'
+        "    twice = WriteReturnnConfigJob(again)\n"
         '    tk.register_output("exp/twice", twice.out_returnn_config_file)\n'
         '    tk.register_output("exp/excluding"',
     )
