@@ -139,7 +139,7 @@ def test_a_bound_value_moved_by_hand_with_its_pin_is_refused_against_the_snapsho
     setup.lock(bound(setup, setup.c[2]))  # the commit edited, the alias kept: the old ids would stand for new code
     assert main(["check", "--offline"]) == 1
     assert (
-        f"hash_overwrite 'LEGACY_ROOT' stood for rc {setup.c[1][:7]} when the set was recorded"
+        f"hash_overwrite 'LEGACY_ROOT' stood for {setup.c[1][:7]} when recorded in pin.snapshot.toml"
         in capsys.readouterr().out
     )
     assert main(["snapshot"]) == 7, "nor is it recorded"

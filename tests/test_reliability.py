@@ -431,6 +431,13 @@ DISK_CORPUS = {
         3,
         "pin.snapshot.toml: sets.demo.outputs.x: needs a 'job' string",
     ),
+    "snapshot bound value = 1": (
+        GOOD,
+        _snapshot("version = 1\n[sets.demo.outputs]\n[bound]\nLEGACY = 1\n"),
+        CHECK,
+        3,
+        "pin.snapshot.toml: bound: must be a table of hash_overwrite value -> list of commits",
+    ),
     "snapshot output path = 1": (
         GOOD,
         _snapshot("version = 1\n[sets.demo.outputs]\n'demo/x' = { job = 'j', path = 1 }\n"),

@@ -18,14 +18,13 @@ __all__ = ["ExperimentSet", "experiment_set", "current_set", "shown_overwrite"]
 import contextlib
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple
 
 from sispin.clonejob import checkout_folder, job_class, job_kwargs
 from sispin.errors import GitError, HashOverwriteError, UnknownNameError
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
-    from pathlib import Path
-
     from i6_core.tools.git import CloneGitRepositoryJob
     from sisyphus import tk
 
@@ -194,8 +193,6 @@ def _find() -> Tuple[Lockfile, Dict[str, ExperimentSet]]:
 
         override = os.environ.get(PROBE_TEXT_ENV)
         if override:
-            from pathlib import Path
-
             # sispin's own probe, building a set at pins not written yet (an upgrade's, a new set's): the text is
             # another, the lockfile and with it the setup root the same (they name the configs, record the store's
             # users)
@@ -215,19 +212,18 @@ def current_set() -> ExperimentSet:
     :raises UnknownNameError: outside a config, or when the running config belongs to no set or to several (then
         name the set with :func:`experiment_set`)
     """
-    from pathlib import Path
-
     from sisyphus.loader import config_manager
 
     from sispin.lock.lockfile import display_path
 
     config = config_manager.current_config
-    caller = sys._getframe(1).f_code
-    if caller.co_name == "<module>" and config and Path(caller.co_filename).absolute() != Path(config).absolute():
+    module = _module_body_on_the_way(Path(config).absolute()) if config else None
+    if module is not None:
         # a shared module runs once per process: its module-level value would be the first set's for every set
         raise UnknownNameError(
-            f"current_set() at module level of {display_path(Path(caller.co_filename))}: a module runs once per "
-            "process, for the first set only; call it inside a function that a config's py() calls"
+            f"current_set() at module level of {display_path(module)}: a module runs once per process, for the first "
+            "set only (also through the functions its body calls); call it inside a function that a config's py() "
+            "calls"
         )
     if not config:
         raise UnknownNameError(
@@ -252,6 +248,23 @@ def current_set() -> ExperimentSet:
             f"current_set(): config {shown} belongs to several sets ({', '.join(owners)}): use experiment_set(NAME)"
         )
     return experiment_set(owners[0])
+
+
+def _module_body_on_the_way(config: Path) -> Optional[Path]:
+    """
+    :return: the module other than the config whose body runs between the config's code and the caller of
+        current_set() (however many functions deep), if any
+    """
+    frame = sys._getframe(2)
+    bodies = []
+    while frame is not None:
+        file = Path(frame.f_code.co_filename).absolute()
+        if file == config:
+            return bodies[0] if bodies else None
+        if frame.f_code.co_name == "<module>":
+            bodies.append(file)
+        frame = frame.f_back
+    return None  # not below the config's code at all: said by the caller's other checks
 
 
 def shown_overwrite(overwrite: Any) -> Any:

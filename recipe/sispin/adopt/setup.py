@@ -26,7 +26,7 @@ from sispin.clonejob import DEFAULTS
 from sispin.errors import LockfileError, SisyphusError
 from sispin.graph.build import Assignment, Clone, SetGraph, load_graph
 from sispin.graph.guard import Problem, capped, listed, recording_problems
-from sispin.graph.snapshot import read_snapshot, snapshot_path
+from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
 from sispin.lock.editing import add_value
 from sispin.lock.lockfile import Lockfile, Pin, display_path, is_full_sha, parse_lockfile
 from sispin.lock.urls import same_repository
@@ -265,4 +265,4 @@ def _confirm(
         details = [f"output {name}: {before.outputs[name].job} -> {now[name]}" for name in changed]
         line = f"{len(changed)} of {adoption.outputs} outputs would get another job id: {listed(changed)}"
         adoption.problems.append(Problem(capped(line), details))
-    adoption.problems += recording_problems(adopted, after, {})
+    adoption.problems += recording_problems(adopted, after, read_bound(snapshot_path(adopted.path)))

@@ -27,7 +27,7 @@ from sispin.graph.build import load_graph
 from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.recordcache import read_records
-from sispin.graph.snapshot import read_aliases, read_snapshot, snapshot_path
+from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
 
 
@@ -121,7 +121,7 @@ def check(lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store:
     if not offline:
         result.problems += _missing_commits(lockfile, [spec.name for spec in specs], store)
     target = snapshot_path(lockfile.path)
-    recorded, aliases = read_snapshot(target), read_aliases(target)
+    recorded, bound = read_snapshot(target), read_bound(target)
     result.problems += [
         f"{display_path(target)}: sets.{name}: no such set in {display_path(lockfile.path)} (stale: `pin snapshot` "
         "drops it)"
@@ -130,7 +130,7 @@ def check(lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store:
     ]
     for spec in specs:
         if spec.configs:  # a set without configs has no graph to check (its pins were verified above)
-            _check_set(lockfile, spec.name, recorded, aliases.get(spec.name, {}), result, verbose)
+            _check_set(lockfile, spec.name, recorded, bound, result, verbose)
     return result
 
 
@@ -138,7 +138,7 @@ def _check_set(
     lockfile: Lockfile,
     name: str,
     recorded: Mapping[str, Mapping[str, RecordedOutput]],
-    aliases: Mapping[str, Tuple[str, str]],
+    bound: Mapping[str, Sequence[str]],
     result: CheckResult,
     verbose: bool,
 ) -> None:
@@ -152,7 +152,7 @@ def _check_set(
         return
     result.checked += 1
     result.outputs += len(graph.outputs)
-    result.problems += recording_problems(lockfile, graph, aliases)
+    result.problems += recording_problems(lockfile, graph, bound)
     if name not in recorded:
         target = display_path(snapshot_path(lockfile.path))
         result.problems.append(f"sets.{name}: no snapshot in {target} (run `pin snapshot {name}`)")

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import List, Sequence
 
 from sispin.cli.options import add_command, set_names
-from sispin.cli.output import Output
+from sispin.cli.output import Output, count
 from sispin.errors import ConcurrentChangeError, HashOverwriteError
 from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.guard import recording_problems
-from sispin.graph.snapshot import Snapshot, compare_outputs, read_aliases, read_snapshot, record_graphs, snapshot_path
+from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs, snapshot_path
 from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile
 
 
@@ -61,16 +61,16 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
     before = read_snapshot(target)
     graphs = [load_graph(lockfile, name, records="all") for name in names]
     # a snapshot of ids that do not depend on the commits would make `pin check` pass on exactly what it must catch
-    aliases = read_aliases(target)
-    hidden = [p for graph in graphs for p in recording_problems(lockfile, graph, aliases.get(graph.set_name, {}))]
+    bound = read_bound(target)
+    hidden = [p for graph in graphs for p in recording_problems(lockfile, graph, bound)]
     if hidden:
         for problem in hidden:
             out.result(f"problem: {problem}")
             for detail in getattr(problem, "details", ()):
                 out.detail(f"    {detail}")
         raise HashOverwriteError(
-            f"{len(hidden)} place{'s' if len(hidden) != 1 else ''} in the job graph hide a pinned commit from a job's "
-            "hash (listed above): remove what hides it; nothing recorded"
+            f"{count(len(hidden), 'place')} in the job graph {'hides' if len(hidden) == 1 else 'hide'} a pinned commit "
+            "from a job's hash (listed above): remove what hides it; nothing recorded"
         )
     # another command may have changed the lock (and the snapshot) while the graphs were built: decided when written
     written, changed = record_graphs(lockfile.path, graphs, lockfile)

@@ -65,12 +65,17 @@ def alias_of(clone: Any, aliases: Sequence[Sequence[str]]) -> Optional[str]:
 
 
 class Assignments:
-    """Where config code assigns a ``hash_overwrite`` on a path a clone job created, while configs load."""
+    """
+    Where config code assigns a ``hash_overwrite`` while configs load: on a path a clone job created, and (string
+    values only: they hash like an alias) on any other path.
+    """
 
     def __init__(self) -> None:
         #: {"clone": job id, "value": the overwrite as written, "where": file:line ("pin.toml" for sispin's own, an
         #: alias), "own": whether it is set on the clone's own output before any job used it}
         self.found: List[Dict[str, str]] = []
+        #: (value, path) of a string overwrite on a path no clone created -> file:line where it was first given
+        self.elsewhere: Dict[Tuple[str, str], str] = {}
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
@@ -84,7 +89,14 @@ class Assignments:
         def setter(path: Any, value: Any) -> None:
             prop.fset(path, value)
             creator = path.__dict__.get("creator")
-            if value is None or not is_clone(creator):
+            if value is None:
+                return
+            if not is_clone(creator):
+                overwrite = path.hash_overwrite
+                if overwrite[0] is None:
+                    where = taken_at(sys._getframe(1))
+                    if where:
+                        assignments.elsewhere.setdefault((overwrite[1], path.path), where)
                 return
             caller = sys._getframe(1)
             file = os.path.abspath(caller.f_code.co_filename)
@@ -126,6 +138,8 @@ class Collisions:
     def __init__(self, aliases: Sequence[Sequence[str]]):
         self.aliases = aliases
         self.found: List[Dict[str, str]] = []
+        #: (value, path) of a string overwrite on a path no clone created -> file:line where it was first given
+        self.elsewhere: Dict[Tuple[str, str], str] = {}
         values = [value for _, _, value, *_ in aliases]
         #: the values bound to several commits: only they can merge two constructions
         self.shared = {value for value in values if values.count(value) > 1}

@@ -17,6 +17,7 @@ __all__ = [
     "Output",
     "Clone",
     "Escape",
+    "Overwrite",
     "SetGraph",
     "find_sisyphus",
     "load_graph",
@@ -117,6 +118,7 @@ class Clone:
     :param url: its url argument
     :param commit: its commit argument (None: it follows a branch)
     :param hash_overwrite: the hash_overwrite set on its out_repository, if any
+    :param alias: the value it carries as an alias (a string overwrite), if any
     :param changed: its arguments that its object no longer holds (set after the job got its id), ``name: old -> new``
     :param folder: the folder of its output (``checkout_folder_name``)
     :param files: its ``files_to_checkout`` (None: the whole commit)
@@ -135,6 +137,7 @@ class Clone:
     patches: Optional[Tuple[str, ...]] = None
     branch: Optional[str] = None
     submodules: bool = False
+    alias: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -163,11 +166,13 @@ class ValueUse:
     :param what: the value, e.g. ``exp.commit('rc') of set 'demo'`` or ``get_path() of a path of <clone id>``
     :param where: ``file:line`` of the code that took it
     :param repo: the repository whose checkout or imported code it is (``exp.checkout``/``exp.imported``), if so
+    :param set_name: the set whose lock values it is (the experiment set's API), if so
     """
 
     what: str
     where: str
     repo: Optional[str] = None
+    set_name: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +186,7 @@ class Escape:
     :param clone: the id of the CloneGitRepositoryJob that created the path
     :param hash_overwrite: the overwrite, as the user wrote it
     :param outputs: the registered outputs that depend on the job
+    :param alias: the value it carries as an alias of the clone (see :func:`sispin.graph.probe.alias_form`), if any
     """
 
     job: str
@@ -188,6 +194,27 @@ class Escape:
     clone: str
     hash_overwrite: str
     outputs: Tuple[str, ...]
+    alias: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """
+    A string ``hash_overwrite`` on a path no clone created, hashed by a job: it hashes like a clone's path carrying
+    the same value as an alias.
+
+    :param value: the overwrite
+    :param path: the path's own text
+    :param job: the first job found hashing it
+    :param argument: where in that job's arguments
+    :param where: ``file:line`` where config code gave the value ("" when unknown)
+    """
+
+    value: str
+    path: str
+    job: str
+    argument: str
+    where: str
 
 
 @dataclass(frozen=True)
@@ -213,6 +240,7 @@ class SetGraph:
     :param collisions: (job id, file:line) of constructions that a hash_overwrite bound to several commits merged
         into a job built before with other arguments
     :param aliases: repository -> (commit, hash_overwrite) of each pin that binds a legacy overwrite to its commit
+    :param overwrites: every string hash_overwrite on a path no clone created that a job hashes
     """
 
     set_name: str
@@ -232,6 +260,7 @@ class SetGraph:
     assignments: Tuple[Assignment, ...] = ()
     collisions: Tuple[Tuple[str, str], ...] = ()
     aliases: Dict[str, Tuple[str, str]] = field(default_factory=dict)
+    overwrites: Tuple[Overwrite, ...] = ()
 
 
 def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
@@ -304,11 +333,14 @@ def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
                 None if c["patches"] is None else tuple(c["patches"]),
                 c["branch"],
                 bool(c["clone_submodules"]),
+                c["alias"],
             )
             for c in report["clones"]
         ),
         escapes=tuple(
-            Escape(e["job"], e["argument"], e["clone"], e["hash_overwrite"], outputs_using(report, e["job"]))
+            Escape(
+                e["job"], e["argument"], e["clone"], e["hash_overwrite"], outputs_using(report, e["job"]), e["alias"]
+            )
             for e in report["escapes"]
         ),
         records={
@@ -323,13 +355,16 @@ def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
         pinned=dict(report["pinned"]),
         blind={job: tuple(repos) for job, repos in report["blind"].items()},
         changed_jobs=tuple(report["changed_jobs"]),
-        value_uses=tuple(ValueUse(u["what"], u["where"], u.get("repo")) for u in report["value_uses"]),
+        value_uses=tuple(ValueUse(u["what"], u["where"], u["repo"], u["set"]) for u in report["value_uses"]),
         awaits=dict(report["awaits"]),
         waiting=tuple(report["waiting"]),
         states=report.get("states"),
         assignments=tuple(Assignment(a["clone"], a["value"], a["where"], a["own"]) for a in report["assignments"]),
         collisions=tuple((c["job"], c["where"]) for c in report["collisions"]),
         aliases={repo: (commit, value) for _, commit, value, repo in report["aliases"]},
+        overwrites=tuple(
+            Overwrite(o["value"], o["path"], o["job"], o["argument"], o["where"] or "") for o in report["overwrites"]
+        ),
     )
 
 

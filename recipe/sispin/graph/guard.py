@@ -29,7 +29,7 @@ from sispin.git.store import Store
 from sispin.graph.build import Clone, Escape, SetGraph, uses
 from sispin.graph.explain import short_id
 from sispin.graph.moved import moved_build
-from sispin.lock.lockfile import Lockfile, SetSpec, is_full_sha
+from sispin.lock.lockfile import Lockfile, SetSpec, is_full_sha, shown_key
 from sispin.lock.urls import same_repository
 
 
@@ -62,26 +62,55 @@ def overwrite_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
     clones = {clone.job: clone for clone in graph.clones}
     causes: Dict[Tuple[str, str, str], List[Escape]] = {}
     for clone in graph.clones:
-        if clone.hash_overwrite is not None and not _accepted(lockfile, spec, clone, clone.hash_overwrite):
+        if clone.hash_overwrite is not None and not _accepted(lockfile, spec, clone, clone.hash_overwrite, clone.alias):
             causes.setdefault(_cause(graph, clone.job, clone.hash_overwrite), [])
     for escape in graph.escapes:
         clone = clones.get(escape.clone)
-        if clone is None or not _accepted(lockfile, spec, clone, escape.hash_overwrite):
+        if clone is None or not _accepted(lockfile, spec, clone, escape.hash_overwrite, escape.alias):
             causes.setdefault(_cause(graph, escape.clone, escape.hash_overwrite), []).append(escape)
-    return [_overwrite_line(lockfile, graph, clones, cause, escapes) for cause, escapes in sorted(causes.items())]
+    problems = [_overwrite_line(lockfile, graph, clones, cause, escapes) for cause, escapes in sorted(causes.items())]
+    return problems + _bound_value_problems(lockfile, graph)
 
 
-def _accepted(lockfile: Lockfile, spec: SetSpec, clone: Clone, overwrite: str) -> bool:
-    """Whether an overwrite on a clone's path is the alias bound to its commit, or on a clone the set accepts."""
-    if any(same_repository(clone.url, url) for url in spec.allow_hash_overwrite):
-        return True
-    return any(
-        pin.hash_overwrite is not None
-        and overwrite.startswith(pin.hash_overwrite)
+def _accepted(lockfile: Lockfile, spec: SetSpec, clone: Clone, overwrite: str, alias: Optional[str]) -> bool:
+    """
+    Whether an overwrite on a clone's path is exactly the alias a pin of the set binds to its clone (carried on by
+    ``join_right``), or on a clone the set accepts by URL; a value the lock binds (or one that starts with it, which
+    a ``join_right`` of the bound clone can reach) stands for its pin's clone only, whatever the set accepts.
+    """
+    if alias is not None and any(
+        pin.hash_overwrite == alias
         and pin.commit == clone.commit
         and same_repository(clone.url, lockfile.repos[repo].url)
         for repo, pin in spec.pins.items()
-    )
+    ):
+        return True
+    if _bound_elsewhere(lockfile, overwrite) is not None:
+        return False
+    return any(same_repository(clone.url, url) for url in spec.allow_hash_overwrite)
+
+
+def _bound_value_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
+    """
+    A path that no clone created with a value the lock binds hashes exactly like the bound clone's path (Sisyphus
+    hashes an overwritten path as its value alone): the jobs of the two would share ids across content.
+    """
+    problems = []
+    for overwrite in graph.overwrites:
+        bound = _bound_elsewhere(lockfile, overwrite.value, joined=True)
+        if bound is not None:
+            problems.append(
+                Problem(
+                    capped(
+                        f"sets.{graph.set_name}: hash_overwrite {overwrite.value!r} set at "
+                        f"{overwrite.where or '(where it was set is unknown)'} on {overwrite.path}, which no clone "
+                        f"made: pin.toml binds the value to {bound}, so {short_id(overwrite.job)} (hashing it as "
+                        f"{overwrite.argument}) would share its id with a job built from that commit (give the path "
+                        "another value)"
+                    )
+                )
+            )
+    return problems
 
 
 def _cause(graph: SetGraph, clone: str, overwrite: str) -> Tuple[str, str, str]:
@@ -101,7 +130,7 @@ def _overwrite_line(
     where, value, clone = cause
     described = _describe(lockfile, clones.get(clone), clone)
     text = f"sets.{graph.set_name}: hash_overwrite {value!r} set at {where} on {described}"
-    other = _bound_elsewhere(lockfile, value, clones.get(clone))
+    other = _bound_elsewhere(lockfile, value)
     if other:
         text += f" (pin.toml binds it to {other})"
     jobs = sorted({escape.job for escape in escapes})
@@ -123,12 +152,17 @@ def _overwrite_line(
     )
 
 
-def _bound_elsewhere(lockfile: Lockfile, value: str, clone: Optional[Clone]) -> Optional[str]:
-    """``R abc1234 in sets.S`` when another pin of the lock binds the value (the clone is at another commit)."""
+def _bound_elsewhere(lockfile: Lockfile, value: str, joined: bool = False) -> Optional[str]:
+    """
+    :param joined: count only the bound value itself and its ``join_right`` forms (``VALUE/...``), not every value
+        that starts with it
+    :return: ``R abc1234 in sets.S`` when a pin of the lock binds the value, or a value it starts with
+    """
     for name, spec in lockfile.sets.items():
         for repo, pin in spec.pins.items():
-            if pin.hash_overwrite is not None and value.startswith(pin.hash_overwrite):
-                return f"{repo} {pin.commit[:7]} in sets.{name}"
+            bound = pin.hash_overwrite
+            if bound is not None and (value == bound or value.startswith(bound + "/" if joined else bound)):
+                return f"{repo} {pin.commit[:7]} in sets.{shown_key(name)}"
     return None
 
 
@@ -241,24 +275,22 @@ def _outputs_of(graph: SetGraph, job: str) -> str:
     )
 
 
-def rebound_alias_problems(graph: SetGraph, recorded: Mapping[str, Tuple[str, str]]) -> List[str]:
+def rebound_alias_problems(graph: SetGraph, bound: Mapping[str, Sequence[str]]) -> List[str]:
     """
     :param graph: the set now (its pins' bound hash_overwrite values)
-    :param recorded: repository -> (commit, hash_overwrite) bound when the set was recorded in pin.snapshot.toml
-    :return: one line per value the lock now binds to another commit than it stood for: the old ids would pass for
-        other code (an alias dies with its commit: remove it from the pin, and the ids move as they must)
+    :param bound: hash_overwrite value -> every commit it stood for when a set was recorded (see
+        :func:`sispin.graph.snapshot.read_bound`)
+    :return: one line per value the lock now binds to a commit it never stood for: the old ids would pass for other
+        code (an alias dies with its commit: remove it from the pin, and the ids move as they must)
     """
-    # a value may stand for several commits of a set (one overwrite on several clones, their jobs kept apart)
-    was: Dict[str, Dict[str, str]] = {}
-    for repo, (commit, value) in sorted(recorded.items()):
-        was.setdefault(value, {})[commit] = repo
+    # a value may stand for several commits (one overwrite on several clones, their jobs kept apart)
     return [
-        f"sets.{graph.set_name}.{repo}: hash_overwrite {value!r} stood for "
-        f"{', '.join(f'{name} {old[:7]}' for old, name in was[value].items())} when the set was recorded; pin.toml "
-        f"binds it to {commit[:7]} now: the old ids would pass for other code (remove it from the pin: the ids move, "
-        "as they must; or restore the commit)"
+        f"sets.{shown_key(graph.set_name)}.{shown_key(repo)}: hash_overwrite {value!r} stood for "
+        f"{', '.join(old[:7] for old in bound[value])} when recorded in pin.snapshot.toml (in this set or another, "
+        f"also one renamed or removed since); pin.toml binds it to {commit[:7]} now: the old ids would pass for other "
+        "code (remove it from the pin: the ids move, as they must; or restore the commit)"
         for repo, (commit, value) in sorted(graph.aliases.items())
-        if value in was and commit not in was[value]
+        if value in bound and commit not in bound[value]
     ]
 
 
@@ -309,6 +341,20 @@ def state_problems(graph: SetGraph, moved: SetGraph, aliased: Collection[str] = 
     return problems
 
 
+def _other_set_problems(graph: SetGraph) -> List[str]:
+    """
+    Another set's pinned values taken out of the graph in this set's configs: neither the check of this set (which
+    moves this set's pins) nor an upgrade of the other set (which builds that set) would see them move.
+    """
+    return [
+        f"sets.{graph.set_name}: {use.what} taken at {use.where}: the configs of set {graph.set_name!r} use another "
+        f"set's pinned values outside the job graph, which no check moves with that set's pins; pin the repository "
+        f"in set {graph.set_name!r} and use experiment_set({graph.set_name!r})"
+        for use in graph.value_uses
+        if use.set_name is not None and use.set_name != graph.set_name
+    ]
+
+
 def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph, store: Optional[Store] = None) -> List[str]:
     """
     Everything that hides a pinned commit from a job's hash: :func:`overwrite_problems`,
@@ -318,31 +364,32 @@ def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph, store: Optional[
     :param store: where the moved commits come from (default: the user's store)
     """
     problems = overwrite_problems(lockfile, graph) + commit_blind_problems(lockfile, graph)
-    problems += changed_clone_problems(graph) + collision_problems(graph)
+    problems += changed_clone_problems(graph) + collision_problems(graph) + _other_set_problems(graph)
     if graph.value_uses:
         moved, cannot = moved_build(lockfile, graph, store or Store())
         spec, clones = lockfile.get_set(graph.set_name), {clone.job: clone for clone in graph.clones}
         aliased = {
             escape.job
             for escape in graph.escapes
-            if escape.clone in clones and _accepted(lockfile, spec, clones[escape.clone], escape.hash_overwrite)
+            if escape.clone in clones
+            and _accepted(lockfile, spec, clones[escape.clone], escape.hash_overwrite, escape.alias)
         }
         problems += cannot if moved is None else state_problems(graph, moved, aliased)
     return problems
 
 
-def recording_problems(lockfile: Lockfile, graph: SetGraph, recorded: Mapping[str, Tuple[str, str]]) -> List[str]:
+def recording_problems(lockfile: Lockfile, graph: SetGraph, bound: Mapping[str, Sequence[str]]) -> List[str]:
     """
     What keeps a set's ids from being trusted (``pin check``) or recorded (``pin snapshot``, an adoption): a record of
     ids that do not depend on the commits would make ``pin check`` pass on exactly what it must catch.
 
     :param lockfile: the lock the graph was built from
     :param graph: the set's graph
-    :param recorded: the aliases the snapshot recorded for the set (see :func:`rebound_alias_problems`)
+    :param bound: every commit each hash_overwrite value stood for (see :func:`rebound_alias_problems`)
     :return: one line per clone off the lock, place hiding a pinned commit, and alias bound to another commit
     """
     return (
         off_lock_problems(lockfile, graph)
         + hidden_commit_problems(lockfile, graph)
-        + rebound_alias_problems(graph, recorded)
+        + rebound_alias_problems(graph, bound)
     )

@@ -24,7 +24,7 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any, Dict, List, Set
+from typing import Any, Dict, List, Optional, Set
 
 from sispin.graph.records import hashed_paths, record
 
@@ -43,13 +43,14 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
         "records": which jobs to record what their ids are made of: "all", or {output name: job id} recorded
         before (the jobs of the outputs whose id differs, and all they use), or None (none)}
     :return: {"outputs": {name: {"job", "path"}}, "jobs": {job id: finished}, "clones": [{"job", "url", "commit",
-        "branch", "hash_overwrite", "changed"}], "escapes": [{"job", "argument", "clone", "hash_overwrite"}],
+        "branch", "hash_overwrite", "alias", "changed"}], "escapes": [{"job", "argument", "clone", "hash_overwrite",
+        "alias"}], "overwrites": [{"value", "path", "where", "job", "argument"}] (string overwrites on other paths),
         "records": {job id: {"args": {argument path: [digest, value or None, input job id or None]},
         "custom_hash": bool}}, "inputs": {job id: [ids of the jobs whose outputs it uses]}, "pinned": {id of a clone of
         one of the set's pins: the pin}, "blind": {job id: [pins it keeps its id for]}, "changed_jobs": [jobs whose
-        arguments changed after they got their id], "value_uses": [{"what", "where"}],
-        "awaits": {config: awaits passed}, "waiting": [configs waiting for unfinished jobs], "states": {job id:
-        {attribute: digest}} (when asked for, or when a value left the graph)}
+        arguments changed after they got their id], "value_uses": [{"what", "where", "repo", "set"}], "awaits":
+        {config: awaits passed}, "waiting": [configs waiting for unfinished jobs], "states": {job id: {attribute:
+        digest}} (when asked for, or when a value left the graph)}
     """
     from sisyphus import toolkit as tk
     from sisyphus.loader import config_manager
@@ -73,7 +74,7 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
             recording.enter_context(context)
         config_manager.load_configs(request["configs"])
     report: Dict[str, Any] = {"outputs": _outputs(), "aliases": aliases, "waiting": moving.waiting_configs()}
-    report.update(jobs={}, clones=[], escapes=[], records={}, inputs={})
+    report.update(jobs={}, clones=[], escapes=[], records={}, inputs={}, overwrites={})
     # update_graph=False: walk the graph as built, without the runnable checks that would touch work/; then every job
     # those jobs hold, also where Sisyphus does not look (an object's __sis_state__, a path set after creation)
     references = References()
@@ -89,10 +90,18 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
         ({}, []) if moved else moving.blind_jobs(jobs, pinned, creation, references)
     )
     report.update(value_uses=uses.found, assignments=assignments.found, collisions=collisions.found)
-    report["awaits"] = awaits.passed
+    report.update(overwrites=_overwrites(report["overwrites"], assignments), awaits=awaits.passed)
     if request.get("states") or uses.found:
         report["states"] = job_states(jobs)
     return report
+
+
+def _overwrites(found: Dict[Any, Dict[str, str]], assignments: Any) -> List[Dict[str, str]]:
+    """:return: the string overwrites on other paths than clones' that jobs hash, with where each was given"""
+    return [
+        {"value": value, "path": path, "where": assignments.elsewhere.get((value, path)), **first}
+        for (value, path), first in found.items()
+    ]
 
 
 def _to_record(jobs: List[Any], report: Dict[str, Any], wanted: Any) -> List[Any]:
@@ -142,6 +151,7 @@ def _describe_job(job: Any, report: Dict[str, Any]) -> None:
                 "commit": job.commit,
                 "branch": job.branch,
                 "hash_overwrite": shown_overwrite(job.out_repository.hash_overwrite),
+                "alias": None if job.out_repository.hash_overwrite is None else alias_form(job.out_repository, job),
                 "changed": _changed_after_creation(job),
                 "folder": os.path.basename(job.out_repository.path),
                 "files_to_checkout": job.files_to_checkout,
@@ -151,15 +161,36 @@ def _describe_job(job: Any, report: Dict[str, Any]) -> None:
         )
     for argument, path in hashed_paths(job):
         creator = path.creator
-        if path.hash_overwrite is not None and is_clone(creator):
+        if path.hash_overwrite is None:
+            continue
+        if is_clone(creator):
             report["escapes"].append(
                 {
                     "job": job_id,
                     "argument": argument,
                     "clone": creator.job_id(),
                     "hash_overwrite": shown_overwrite(path.hash_overwrite),
+                    "alias": alias_form(path, creator),
                 }
             )
+        elif path.hash_overwrite[0] is None:
+            # hashes as (None, value) whatever the path is: with a value the lock binds, like that pin's clone
+            key = (path.hash_overwrite[1], path.path)
+            report["overwrites"].setdefault(key, {"job": job_id, "argument": argument})
+
+
+def alias_form(path: Any, clone: Any) -> Optional[str]:
+    """
+    :return: the value a path of the clone carries as an alias: its string overwrite, less the suffix a
+        ``join_right``/``copy_append`` added to both the path and the overwrite; None when the overwrite names another
+        job's path (a tuple) or does not follow the path (``p = repo.join_right("x"); p.hash_overwrite = "NAME"``)
+    """
+    creator, value = path.hash_overwrite
+    own = vars(clone)["out_repository"].path
+    if creator is not None or not path.path.startswith(own):
+        return None
+    suffix = path.path[len(own) :]
+    return value[: len(value) - len(suffix)] if value.endswith(suffix) else None
 
 
 def _changed_after_creation(clone: Any) -> List[str]:

@@ -17,7 +17,7 @@ __all__ = [
     "snapshot_path",
     "journal_path",
     "read_snapshot",
-    "read_aliases",
+    "read_bound",
     "set_inputs",
     "record_graphs",
     "edit_lock_and_snapshot",
@@ -73,8 +73,17 @@ def _load(path: Path) -> Dict[str, Entry]:
     :return: the snapshot's sets, checked: set name -> entry; empty when the file does not exist
     :raises LockfileError: when it is malformed or cannot be read (naming file and key)
     """
+    return _load_all(path)[0]
+
+
+def _load_all(path: Path) -> Tuple[Dict[str, Entry], Dict[str, List[str]]]:
+    """
+    :return: the snapshot's sets (see :func:`_load`), and every commit each hash_overwrite value was ever bound to
+        (its ``bound`` table, with the aliases of the sets in it)
+    :raises LockfileError: when it is malformed or cannot be read (naming file and key)
+    """
     if not os.path.lexists(path):
-        return {}
+        return {}, {}
     where = display_path(path)
     try:
         data = tomllib.loads(read_lockfile_text(path))
@@ -89,7 +98,23 @@ def _load(path: Path) -> Dict[str, Entry]:
         raise LockfileError(f"{where}: sets: must be a table")
     for set_name, entry in sets.items():
         _check_entry(where, set_name, entry)
-    return sets
+    bound = data.get("bound", {})
+    if not isinstance(bound, dict) or not all(
+        isinstance(commits, list) and all(isinstance(commit, str) for commit in commits) for commits in bound.values()
+    ):
+        raise LockfileError(f"{where}: bound: must be a table of hash_overwrite value -> list of commits")
+    history = {value: list(commits) for value, commits in bound.items()}
+    _add_aliases(history, sets)
+    return sets, history
+
+
+def _add_aliases(history: Dict[str, List[str]], sets: Mapping[str, Entry]) -> None:
+    """Add the commit each alias of the sets binds to its value's history."""
+    for entry in sets.values():
+        for alias in entry.get("aliases", {}).values():
+            commits = history.setdefault(alias["hash_overwrite"], [])
+            if alias["commit"] not in commits:
+                commits.append(alias["commit"])
 
 
 def _check_entry(where: str, set_name: str, entry: Any) -> None:
@@ -128,16 +153,14 @@ def read_snapshot(path: Path) -> Snapshot:
     }
 
 
-def read_aliases(path: Path) -> Dict[str, Dict[str, Tuple[str, str]]]:
+def read_bound(path: Path) -> Dict[str, List[str]]:
     """
     :param path: the snapshot file
-    :return: set name -> repository -> (commit, hash_overwrite) that the lock bound when the set was recorded
+    :return: hash_overwrite value -> every commit a pin bound it to when a set was recorded, in this set or any
+        other, also in sets renamed or removed since (the ids made with it stand for those commits only, for good)
     :raises LockfileError: when it is malformed
     """
-    return {
-        set_name: {repo: (alias["commit"], alias["hash_overwrite"]) for repo, alias in entry.get("aliases", {}).items()}
-        for set_name, entry in _load(path).items()
-    }
+    return _load_all(path)[1]
 
 
 def _entry(graph: SetGraph) -> Entry:
@@ -150,7 +173,7 @@ def _entry(graph: SetGraph) -> Entry:
     }
 
 
-def _render(sets: Mapping[str, Entry]) -> str:
+def _render(sets: Mapping[str, Entry], bound: Mapping[str, List[str]]) -> str:
     document = tomlkit.document()
     for line in _HEADER.splitlines():
         document.add(tomlkit.comment(line))
@@ -174,6 +197,12 @@ def _render(sets: Mapping[str, Entry]) -> str:
             entry["aliases"] = bound
         tables[set_name] = entry
     document["sets"] = tables
+    if bound:
+        history = tomlkit.table()
+        history.add(tomlkit.comment("every commit each hash_overwrite value stood for: it never stands for another"))
+        for value in sorted(bound):
+            history[value] = sorted(bound[value])
+        document["bound"] = history
     return tomlkit.dumps(document)
 
 
@@ -185,9 +214,12 @@ def _write_sets(path: Path, entries: Mapping[str, Entry], sets_in_lock: Collecti
     :return: whether the file was written
     """
     check_writable(path)
-    sets = {name: entry for name, entry in _load(path).items() if name in sets_in_lock}
+    loaded, bound = _load_all(path)
+    sets = {name: entry for name, entry in loaded.items() if name in sets_in_lock}
     sets.update(entries)
-    text = _render(sets)
+    # a set dropped or renamed keeps its aliases' history (loaded above): a value never stands for another commit
+    _add_aliases(bound, sets)
+    text = _render(sets, bound)
     if os.path.isfile(path) and read_lockfile_text(path) == text:
         return False
     write_atomically(path, text)

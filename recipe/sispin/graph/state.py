@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = ["job_states", "referenced_jobs", "held_jobs", "References"]
 
 import enum
+import functools
 import hashlib
 import inspect
 from typing import Any, Dict, Iterator, List, Sequence, Set, Tuple
@@ -47,6 +48,24 @@ def _is_job(value: Any) -> bool:
     return hasattr(value, "_sis_id_cache") and not isinstance(value, type)
 
 
+@functools.cache
+def _slot_names(cls: type) -> Tuple[str, ...]:
+    """
+    Every slot of the class and of its bases (a subclass's ``__slots__`` names only its own; a dataclass with
+    ``slots=True`` that inherits keeps the base's fields in the base's slots), private names mangled as Python does.
+    """
+    names: List[str] = []
+    for owner in cls.__mro__:
+        declared = owner.__dict__.get("__slots__", ())
+        for slot in (declared,) if isinstance(declared, str) else declared:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            if slot.startswith("__") and not slot.endswith("__"):
+                slot = f"_{owner.__name__.lstrip('_')}{slot}"
+            names.append(slot)
+    return tuple(dict.fromkeys(names))
+
+
 def _members(value: Any) -> Iterator[Tuple[Any, Any]]:
     """(key, item) of a container, or (name, value) of an object's whole state (never through its __sis_state__)."""
     if type(value) in (list, tuple, set, frozenset):
@@ -55,9 +74,7 @@ def _members(value: Any) -> Iterator[Tuple[Any, Any]]:
         yield from value.items()
     else:
         state = getattr(value, "__dict__", None)
-        slots = [
-            slot for slot in getattr(type(value), "__slots__", ()) if isinstance(slot, str) and hasattr(value, slot)
-        ]
+        slots = [slot for slot in _slot_names(type(value)) if hasattr(value, slot)]
         if isinstance(state, dict):
             yield from state.items()
         yield from ((slot, getattr(value, slot)) for slot in slots)

@@ -31,7 +31,18 @@ _STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 _HELPERS = ("toolkit.py", "delayed_ops.py", "job_path.py", "tools.py:try_get")
 #: what a clone job holds that is the lock's value
 _CLONE_VALUES = frozenset(
-    {"url", "commit", "branch", "patches", "files_to_checkout", "_sis_kwargs", "__dict__", "job_id"}
+    {
+        "url",
+        "commit",
+        "branch",
+        "patches",
+        "files_to_checkout",
+        "_sis_kwargs",
+        "__dict__",
+        "job_id",
+        "_sis_path",
+        "_sis_id",
+    }
 )
 
 
@@ -74,13 +85,14 @@ class ValueUses:
         self.found: List[Dict[str, Optional[str]]] = []
         self._depends: Dict[int, bool] = {}
 
-    def add(self, what: str, where: str, repo: Optional[str] = None) -> None:
+    def add(self, what: str, where: str, repo: Optional[str] = None, set_name: Optional[str] = None) -> None:
         """
         :param what: the value that left
         :param where: the setup's code that took it (:func:`taken_at`)
         :param repo: the repository whose checkout or code it is, for ``exp.checkout()`` and ``exp.imported()``
+        :param set_name: the set whose lock values it is, for the experiment set's API
         """
-        entry = {"what": what, "where": where, "repo": repo}
+        entry = {"what": what, "where": where, "repo": repo, "set": set_name}
         if entry not in self.found:
             self.found.append(entry)
 
@@ -118,7 +130,7 @@ class ValueUses:
                 where = taken_at(sys._getframe(1))
                 if where:
                     loaded = repo if __name in ("checkout", "imported") else None
-                    uses.add(f"exp.{__name}({repo!r}) of set {self.name!r}", where, loaded)
+                    uses.add(f"exp.{__name}({repo!r}) of set {self.name!r}", where, loaded, self.name)
                 return __method(self, repo, *args, **kwargs)
 
             patches.append((ExperimentSet, name, api))
@@ -128,7 +140,7 @@ class ValueUses:
             def attribute(self: Any, __name: str = name, __slot: Any = slot) -> Any:
                 where = taken_at(sys._getframe(1))
                 if where:
-                    uses.add(f"exp.{__name} of set {self.name!r}", where)
+                    uses.add(f"exp.{__name} of set {self.name!r}", where, set_name=self.name)
                 return __slot.__get__(self)
 
             patches.append(
@@ -147,14 +159,25 @@ class ValueUses:
 
             def as_text(self: Any, *args: Any, __name: str = name, __method: Any = method, **kwargs: Any) -> Any:
                 creator = self.__dict__.get("creator")
-                where = taken_at(sys._getframe(1)) if is_clone(creator) and uses.pinned(creator) else ""
-                if where:
+                # a path of any job built from a pin: its text names that job's id, which moves with the commit
+                where = taken_at(sys._getframe(1)) if creator is not None else ""
+                if where and uses.depends(creator):
                     uses.add(f"{__name}() of a path of {creator._sis_id_cache}", where)
                 return __method(self, *args, **kwargs)
 
             patches.append((Path, name, as_text))
         clone = job_class()
         attribute_of = clone.__getattribute__
+        for name in ("__str__", "__repr__"):
+            method = getattr(clone, name)
+
+            def job_as_text(self: Any, __name: str = name, __method: Any = method) -> Any:
+                where = taken_at(sys._getframe(1)) if uses.pinned(self) else ""
+                if where:
+                    uses.add(f"{__name}() of {object.__getattribute__(self, '_sis_id_cache')}", where)
+                return __method(self)
+
+            patches.append((clone, name, job_as_text))
 
         def read(self: Any, name: str) -> Any:
             where = taken_at(sys._getframe(1)) if name in _CLONE_VALUES and uses.pinned(self) else ""

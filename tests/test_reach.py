@@ -1,0 +1,218 @@
+"""
+Every way a pinned commit reaches a job, as a hostile user found them (issue "The guarantee, round 3", second
+round): each scenario builds a setup with two pinned repositories and real Sisyphus + i6_core, and ``pin snapshot`` /
+``pin check`` must refuse it, naming what hides the commit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from conftest import git_commit, make_setup, sisyphus_entry
+from sispin.cli.main import main
+
+#: recipe/usejob.py: a job that hashes whatever it is given
+USE = """\
+from sisyphus import Job, Task
+
+
+class Use(Job):
+    def __init__(self, thing):
+        self.thing = thing
+        self.out = self.output_path("out")
+
+    def tasks(self):
+        yield Task("run")
+"""
+
+HEADER = """\
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
+from sisyphus import tk
+
+from sispin import current_set, experiment_set
+from usejob import Use
+"""
+
+
+class Reach:
+    """Remotes ``rc`` and ``lib`` (commits 0..2, ``VALUE = i``) and a setup built per scenario."""
+
+    def __init__(self, tmp_path: Path, make_repo, sisyphus: Path, monkeypatch):
+        self.tmp_path, self.sisyphus, self.monkeypatch = tmp_path, sisyphus, monkeypatch
+        self.urls: Dict[str, str] = {}
+        self.commits: Dict[str, list] = {}
+        for name in ("rc", "lib"):
+            remote = make_repo(name)
+            self.commits[name] = [git_commit(remote, {"__init__.py": f"VALUE = {i}\n"}, f"v{i}") for i in range(3)]
+            self.urls[name] = f"file://{remote}"
+
+    def setup(self, sets: str, configs: Dict[str, str], recipe: Dict[str, str] = None) -> Path:
+        """
+        :param sets: the ``[sets.*]`` tables, with {rc1}, {lib1}, ... for the commits
+        :param configs: config file name -> code after HEADER
+        :param recipe: more recipe modules (name -> code)
+        """
+        commits = {f"{name}{i}": commit for name, all in self.commits.items() for i, commit in enumerate(all)}
+        repos = "".join(f'[repos.{name}]\nurl = "{url}"\ncheckout = "{name}"\n\n' for name, url in self.urls.items())
+        lock = f"version = 1\n\n{repos}{sets.format(**commits)}\n{sisyphus_entry(self.sisyphus)}"
+        root = make_setup(
+            self.tmp_path / "setup", lock, self.sisyphus, {name: HEADER + code for name, code in configs.items()}
+        )
+        for name, code in {"usejob.py": USE, **(recipe or {})}.items():
+            (root / "recipe" / name).write_text(code)
+        self.monkeypatch.chdir(root)
+        self.monkeypatch.delenv("PIN_LOCK", raising=False)
+        return root
+
+
+@pytest.fixture
+def reach(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir) -> Reach:
+    return Reach(tmp_path, make_repo, real_sisyphus, monkeypatch)
+
+
+def refused(capsys, *expected: str) -> str:
+    """Both checks refuse the setup, each saying every expected text."""
+    assert main(["snapshot"]) == 7
+    out = capsys.readouterr().out
+    for text in expected:
+        assert text in out, out
+    assert main(["check", "--offline"]) == 1
+    out = capsys.readouterr().out
+    for text in expected:
+        assert text in out, out
+    return out
+
+
+def test_state_in_a_base_class_slots_is_seen(reach, capsys):
+    # @dataclass(slots=True) with inheritance: the base class's slots hold the value read from the pinned code
+    models = (
+        "class Base:\n    __slots__ = ('version',)\n\n    def __init__(self, version):\n"
+        "        self.version = version\n\n\nclass Model(Base):\n    __slots__ = ('name',)\n\n"
+        "    def __init__(self, version, name):\n        super().__init__(version)\n        self.name = name\n"
+    )
+    config = """
+def py():
+    with experiment_set("a").imported("lib"):
+        import lib
+
+        model = Model(lib.VALUE, "m")
+    cfg = ReturnnConfig({"learning_rate": 0.1}, post_config={"model": model}, black_formatting=False)
+    tk.register_output("a/config", WriteReturnnConfigJob(cfg).out_returnn_config_file)
+"""
+    reach.setup(
+        '[sets.a]\nconfigs = ["config/a.py"]\nlib = "{lib1}"\n',
+        {"a.py": "from models import Model\n" + config},
+        {"models.py": models},
+    )
+    refused(capsys, "WriteReturnnConfigJob", "keeps its id when the pins move")
+
+
+def test_an_alias_accepts_its_own_value_not_a_longer_one(reach, capsys):
+    sets = (
+        '[sets.a]\nconfigs = ["config/a.py"]\nrc = {{ commit = "{rc1}", hash_overwrite = "LEGACY" }}\n'
+        'lib = {{ commit = "{lib1}", hash_overwrite = "LEGACY_V2" }}\n'
+    )
+    config = """
+def py():
+    exp = experiment_set("a")
+    old = exp.repo("rc").copy()
+    old.hash_overwrite = "LEGACY_V2"
+    tk.register_output("a/old", Use(old).out)
+    tk.register_output("a/new", Use(exp.repo("lib")).out)
+"""
+    reach.setup(sets, {"a.py": config})
+    refused(capsys, "'LEGACY_V2'", "config/a.py:")
+
+
+def test_a_bound_value_on_a_path_that_is_no_clone_of_its_pin_is_refused(reach, capsys):
+    sets = '[sets.a]\nconfigs = ["config/a.py"]\nrc = {{ commit = "{rc1}", hash_overwrite = "LEGACY_ROOT" }}\n'
+    config = """
+LOCAL = tk.Path("/somewhere/local_rc", hash_overwrite="LEGACY_ROOT")
+
+
+def py():
+    tk.register_output("a/baseline", Use(LOCAL).out)
+    tk.register_output("a/use", Use(experiment_set("a").repo("rc")).out)
+"""
+    reach.setup(sets, {"a.py": config})
+    refused(capsys, "'LEGACY_ROOT'", "/somewhere/local_rc", "config/a.py:")
+
+
+def test_the_text_of_a_path_built_from_a_pin_is_a_use_of_the_pin(reach, capsys):
+    config = """
+def py():
+    mid = Use(experiment_set("a").repo("rc"))
+    tk.register_output("a/mid", mid.out)
+    cfg = ReturnnConfig({"lr": 1e-3}, post_config={"data": mid.out.get_path()}, black_formatting=False)
+    tk.register_output("a/config", WriteReturnnConfigJob(cfg).out_returnn_config_file)
+"""
+    reach.setup('[sets.a]\nconfigs = ["config/a.py"]\nrc = "{rc1}"\n', {"a.py": config})
+    refused(capsys, "WriteReturnnConfigJob", "keeps its id when the pins move")
+
+
+def test_a_clone_jobs_own_path_text_is_a_use_of_the_pin(reach, capsys):
+    config = """
+def py():
+    clone = experiment_set("a").clone_job("rc")
+    cfg = ReturnnConfig({"lr": 1e-3}, post_config={"rc": clone._sis_path("output/repository")}, black_formatting=False)
+    tk.register_output("a/config", WriteReturnnConfigJob(cfg).out_returnn_config_file)
+"""
+    reach.setup('[sets.a]\nconfigs = ["config/a.py"]\nrc = "{rc1}"\n', {"a.py": config})
+    refused(capsys, "WriteReturnnConfigJob", "keeps its id when the pins move")
+
+
+def test_another_sets_pinned_code_in_a_config_is_refused(reach, capsys):
+    sets = (
+        '[sets.a]\nconfigs = ["config/a.py"]\nrc = "{rc1}"\n\n'
+        '[sets.base]\nconfigs = ["config/base.py"]\nlib = "{lib1}"\n'
+    )
+    config = """
+def py():
+    exp = experiment_set("a")
+    with experiment_set("base").imported("lib"):
+        import lib
+
+        value = lib.VALUE
+    cfg = ReturnnConfig({"rc_root": exp.repo("rc")}, post_config={"lib_value": value}, black_formatting=False)
+    tk.register_output("a/config", WriteReturnnConfigJob(cfg).out_returnn_config_file)
+"""
+    base = '\ndef py():\n    tk.register_output("base/lib", experiment_set("base").repo("lib"))\n'
+    reach.setup(sets, {"a.py": config, "base.py": base})
+    refused(capsys, "sets.a", "'base'", "config/a.py:")
+
+
+def test_current_set_at_import_time_is_refused_however_deep_the_call(reach, capsys):
+    tools = (
+        "from sispin import current_set\n\n\ndef _root():\n    return current_set().repo('rc')\n\n\nRC_ROOT = _root()\n"
+    )
+    config = '\nfrom default_tools import RC_ROOT\n\n\ndef py():\n    tk.register_output("a/rc", Use(RC_ROOT).out)\n'
+    reach.setup('[sets.a]\nconfigs = ["config/a.py"]\nrc = "{rc1}"\n', {"a.py": config}, {"default_tools.py": tools})
+    said = "recipe/default_tools.py:5: UnknownNameError: current_set() at module level of recipe/default_tools.py"
+    assert main(["snapshot"]) == 9
+    assert said in capsys.readouterr().err
+    assert main(["check", "--offline"]) == 1
+    assert said in capsys.readouterr().out
+
+
+def test_a_value_once_bound_stays_bound_after_its_set_is_renamed(reach, capsys):
+    sets = '[sets.a]\nconfigs = ["config/a.py"]\nrc = {{ commit = "{rc1}", hash_overwrite = "LEGACY_ROOT" }}\n'
+    config = '\ndef py():\n    tk.register_output("a/use", Use(current_set().repo("rc")).out)\n'
+    root = reach.setup(sets, {"a.py": config})
+    assert main(["snapshot"]) == 0
+    lock = root / "pin.toml"
+    rc1, rc2 = reach.commits["rc"][1], reach.commits["rc"][2]
+    bound = f'rc = {{ commit = "{rc1}", hash_overwrite = "LEGACY_ROOT" }}'
+    # renamed and moved without the alias: recorded, and set a dropped from the snapshot
+    lock.write_text(lock.read_text().replace(bound, f'rc = "{rc2}"').replace("[sets.a]", "[sets.a2]"))
+    assert main(["snapshot"]) == 0
+    assert "[sets.a]" not in (root / "pin.snapshot.toml").read_text()
+    # the value bound again, to the new commit: its old ids (set a's work) would pass for other code
+    lock.write_text(lock.read_text().replace(f'rc = "{rc2}"', bound.replace(rc1, rc2)))
+    capsys.readouterr()
+    assert main(["snapshot"]) == 7
+    out = capsys.readouterr().out
+    assert f"hash_overwrite 'LEGACY_ROOT' stood for {rc1[:7]} when recorded in pin.snapshot.toml" in out, out
+    assert main(["check", "--offline"]) == 1
