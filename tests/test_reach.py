@@ -13,6 +13,8 @@ import pytest
 
 from conftest import git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
+from sispin.graph.build import load_graph
+from sispin.lock.lockfile import load_lockfile
 
 #: recipe/usejob.py: a job that hashes whatever it is given
 USE = """\
@@ -216,3 +218,16 @@ def test_a_value_once_bound_stays_bound_after_its_set_is_renamed(reach, capsys):
     out = capsys.readouterr().out
     assert f"hash_overwrite 'LEGACY_ROOT' stood for {rc1[:7]} when recorded in pin.snapshot.toml" in out, out
     assert main(["check", "--offline"]) == 1
+
+
+def test_a_job_keeping_its_own_outputs_text_is_no_use_of_a_pin(reach):
+    # as i6_core's ReturnnTrainingJob puts its model folder's text into its own config: it moves with its own id
+    keeps = (
+        "from sisyphus import Job, Task\n\n\nclass Keeps(Job):\n    def __init__(self, thing):\n"
+        "        self.thing = thing\n        self.out = self.output_path('out')\n"
+        "        self.where = self.out.get_path()\n\n    def tasks(self):\n        yield Task('run')\n"
+    )
+    config = '\nfrom keeps import Keeps\n\n\ndef py():\n    tk.register_output("a/k", Keeps(experiment_set("a").repo("rc")).out)\n'
+    root = reach.setup('[sets.a]\nconfigs = ["config/a.py"]\nrc = "{rc1}"\n', {"a.py": config}, {"keeps.py": keeps})
+    graph = load_graph(load_lockfile(root / "pin.toml"), "a")
+    assert graph.value_uses == (), "no build with the pins moved is needed"

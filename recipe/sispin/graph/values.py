@@ -159,8 +159,12 @@ class ValueUses:
 
             def as_text(self: Any, *args: Any, __name: str = name, __method: Any = method, **kwargs: Any) -> Any:
                 creator = self.__dict__.get("creator")
-                # a path of any job built from a pin: its text names that job's id, which moves with the commit
-                where = taken_at(sys._getframe(1)) if creator is not None else ""
+                caller = sys._getframe(1)
+                # a path of any job built from a pin: its text names that job's id, which moves with the commit; a job
+                # that keeps its own output's text (i6_core's ReturnnTrainingJob) holds what moves with its own id
+                where = taken_at(caller) if creator is not None else ""
+                if where and caller.f_locals.get("self") is creator:
+                    where = ""
                 if where and uses.depends(creator):
                     uses.add(f"{__name}() of a path of {creator._sis_id_cache}", where)
                 return __method(self, *args, **kwargs)
