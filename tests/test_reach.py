@@ -227,7 +227,8 @@ def test_a_job_keeping_its_own_outputs_text_is_no_use_of_a_pin(reach):
         "        self.thing = thing\n        self.out = self.output_path('out')\n"
         "        self.where = self.out.get_path()\n\n    def tasks(self):\n        yield Task('run')\n"
     )
-    config = '\nfrom keeps import Keeps\n\n\ndef py():\n    tk.register_output("a/k", Keeps(experiment_set("a").repo("rc")).out)\n'
+    use = 'tk.register_output("a/k", Keeps(experiment_set("a").repo("rc")).out)'
+    config = f"\nfrom keeps import Keeps\n\n\ndef py():\n    {use}\n"
     root = reach.setup('[sets.a]\nconfigs = ["config/a.py"]\nrc = "{rc1}"\n', {"a.py": config}, {"keeps.py": keeps})
     graph = load_graph(load_lockfile(root / "pin.toml"), "a")
     assert graph.value_uses == (), "no build with the pins moved is needed"
