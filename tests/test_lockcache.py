@@ -100,7 +100,7 @@ def test_other_validating_code_validates_again(lock, tmp_path):
     (package / "lock" / "lockfile.py").write_text(stricter)
     refused = subprocess.run([sys.executable, "-c", code, str(lock)], env=environ, capture_output=True, text=True)
     assert refused.returncode == 1
-    assert "repos.'i6-models': names may use only letters" in refused.stderr
+    assert "repos.i6-models: names may use only letters" in refused.stderr
 
 
 def test_the_validating_modules_are_read_from_the_imports_of_the_validator():

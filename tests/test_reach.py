@@ -232,3 +232,10 @@ def test_a_job_keeping_its_own_outputs_text_is_no_use_of_a_pin(reach):
     root = reach.setup('[sets.a]\nconfigs = ["config/a.py"]\nrc = "{rc1}"\n', {"a.py": config}, {"keeps.py": keeps})
     graph = load_graph(load_lockfile(root / "pin.toml"), "a")
     assert graph.value_uses == (), "no build with the pins moved is needed"
+
+
+def test_a_dotted_set_name_is_quoted_in_messages(reach, capsys):
+    config = '\ndef py():\n    tk.register_output("v2/use", Use(experiment_set("exp.v2").repo("rc")).out)\n'
+    reach.setup('[sets."exp.v2"]\nconfigs = ["config/v2.py"]\nrc = "{rc1}"\n', {"v2.py": config})
+    assert main(["check", "--offline"]) == 1
+    assert "problem: sets.'exp.v2': no snapshot in " in capsys.readouterr().out

@@ -28,7 +28,7 @@ from sispin.graph.build import Assignment, Clone, SetGraph, load_graph
 from sispin.graph.guard import Problem, capped, listed, recording_problems
 from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
 from sispin.lock.editing import add_value
-from sispin.lock.lockfile import Lockfile, Pin, display_path, is_full_sha, parse_lockfile
+from sispin.lock.lockfile import Lockfile, Pin, display_path, is_full_sha, parse_lockfile, shown_key
 from sispin.lock.urls import same_repository
 
 
@@ -215,7 +215,8 @@ def _check_unpinned(adoption: SetupAdoption, lockfile: Optional[Lockfile], set_n
     adoption.overwritten = [url for url in adoption.overwritten if url not in locked]
     if adoption.unpinned and not adoption.accepted:
         adoption.problems += [
-            f"{url} is cloned without a full commit: accept it with allow_unpinned = [{url!r}] in [sets.{set_name}] "
+            f"{url} is cloned without a full commit: accept it with allow_unpinned = [{url!r}] in "
+            f"[sets.{shown_key(set_name)}] "
             "(--accept-unpinned writes it), or pin a commit in the config"
             for url in adoption.unpinned
         ]
@@ -236,7 +237,8 @@ def _check_recorded(adoption: SetupAdoption, before: SetGraph, path: Path, set_n
             for name in drifted
         ]
         line = (
-            f"sets.{set_name} already differs from {display_path(snapshot_path(path))} in {len(drifted)} outputs "
+            f"sets.{shown_key(set_name)} already differs from {display_path(snapshot_path(path))} in {len(drifted)} "
+            f"outputs "
             f"({listed(drifted)}): review it with `pin explain {set_name}`, record it with `pin snapshot {set_name}`"
         )
         adoption.problems.append(Problem(capped(line), details))

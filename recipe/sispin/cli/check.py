@@ -28,7 +28,7 @@ from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
-from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -123,7 +123,8 @@ def check(lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store:
     target = snapshot_path(lockfile.path)
     recorded, bound = read_snapshot(target), read_bound(target)
     result.problems += [
-        f"{display_path(target)}: sets.{name}: no such set in {display_path(lockfile.path)} (stale: `pin snapshot` "
+        f"{display_path(target)}: sets.{shown_key(name)}: no such set in {display_path(lockfile.path)} (stale: `pin "
+        f"snapshot` "
         "drops it)"
         for name in sorted(recorded)
         if name not in lockfile.sets
@@ -148,14 +149,14 @@ def _check_set(
         # what an id is made of only below the outputs whose id differs: a set that holds costs one build
         graph = load_graph(lockfile, name, records={o: output.job for o, output in (before or {}).items()} or None)
     except PinError as exc:
-        result.problems.append(f"sets.{name}: {exc}")
+        result.problems.append(f"sets.{shown_key(name)}: {exc}")
         return
     result.checked += 1
     result.outputs += len(graph.outputs)
     result.problems += recording_problems(lockfile, graph, bound)
     if name not in recorded:
         target = display_path(snapshot_path(lockfile.path))
-        result.problems.append(f"sets.{name}: no snapshot in {target} (run `pin snapshot {name}`)")
+        result.problems.append(f"sets.{shown_key(name)}: no snapshot in {target} (run `pin snapshot {name}`)")
         return
     differs = any(graph.outputs.get(output) != job for output, job in recorded[name].items())
     # the records of the recorded jobs only to explain a difference: reading them costs as much as the snapshot
@@ -168,8 +169,10 @@ def _check_set(
             if changes.renewed is None
             else f"{count(changes.renewed, 'job')} renewed ({changes.finished} finished in work/)"
         )
-        result.summaries.append(f"sets.{name}: {count(len(changes.changed), 'output')} changed, {renewed}")
-    result.problems += [Problem(f"sets.{name}: {line}", line.details) for line in _change_lines(changes, verbose)]
+        result.summaries.append(f"sets.{shown_key(name)}: {count(len(changes.changed), 'output')} changed, {renewed}")
+    result.problems += [
+        Problem(f"sets.{shown_key(name)}: {line}", line.details) for line in _change_lines(changes, verbose)
+    ]
 
 
 def _print(result: CheckResult, out: Output) -> None:
@@ -217,7 +220,9 @@ def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> 
     wanted: Dict[str, List[Tuple[str, str]]] = {}
     for name in names:
         for repo, pin in lockfile.get_set(name).pins.items():
-            wanted.setdefault(lockfile.get_repo(repo).url, []).append((f"sets.{name}.{repo}", pin.commit))
+            wanted.setdefault(lockfile.get_repo(repo).url, []).append(
+                (f"sets.{shown_key(name)}.{shown_key(repo)}", pin.commit)
+            )
     for entry in lockfile.setup.values():
         wanted.setdefault(entry.url, []).append((f"setup.{entry.name}", entry.commit))
     problems = []

@@ -21,7 +21,7 @@ from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, UsageError
 from sispin.lock.editing import add_value, edit_lockfile
 from sispin.lock.files import write_atomically
-from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -61,22 +61,24 @@ def edit_configs(path: Path, name: str, out: Output, *, add: Sequence[str], remo
         for config in spec.configs:
             out.result(config)
         if not spec.configs:
-            out.result(f"sets.{name}: no configs (add one with `pin configs {name} --add PATH`)")
+            out.result(f"sets.{shown_key(name)}: no configs (add one with `pin configs {name} --add PATH`)")
         return 0
     for config in add:
         if config in spec.configs or add.count(config) > 1:
-            raise UsageError(f"--add {config}: already listed in sets.{name}.configs")
+            raise UsageError(f"--add {config}: already listed in sets.{shown_key(name)}.configs")
         if not os.path.lexists(lockfile.root / config):
             raise UsageError(f"--add {config}: no such file (paths are relative to {display_path(lockfile.root)})")
     for config in remove:
         if config not in spec.configs:
-            raise UsageError(f"--remove {config}: not in sets.{name}.configs ({', '.join(spec.configs) or 'empty'})")
+            raise UsageError(
+                f"--remove {config}: not in sets.{shown_key(name)}.configs ({', '.join(spec.configs) or 'empty'})"
+            )
     wanted = [config for config in spec.configs if config not in remove] + list(add)
 
     def change(current: Lockfile, document: tomlkit.TOMLDocument) -> None:
         if current.sets.get(name) is None or current.get_set(name).configs != spec.configs:
             raise ConcurrentChangeError(
-                f"{display_path(current.path)}: another process changed sets.{name} while this command ran; "
+                f"{display_path(current.path)}: another process changed sets.{shown_key(name)} while this command ran; "
                 "nothing written"
             )
         table: Any = document["sets"][name]  # type: ignore[index]
@@ -93,7 +95,7 @@ def edit_configs(path: Path, name: str, out: Output, *, add: Sequence[str], remo
         write_atomically(target, text)
 
     edit_lockfile(path, change, rewritable_key="configs", write=write)
-    out.info(f"{display_path(path)}: sets.{name}.configs = [{', '.join(repr(c) for c in wanted)}]")
+    out.info(f"{display_path(path)}: sets.{shown_key(name)}.configs = [{', '.join(repr(c) for c in wanted)}]")
     return 0
 
 
@@ -106,5 +108,7 @@ def _check_only_configs_changed(before: Lockfile, after: Lockfile, name: str) ->
     """
     others = {key: spec for key, spec in before.sets.items() if key != name}
     assert {key: spec for key, spec in after.sets.items() if key != name} == others, "another set changed"
-    assert after.repos == before.repos and after.setup == before.setup, "more than sets.{name}.configs changed"
-    assert after.sets[name].pins == before.sets[name].pins, f"the pins of sets.{name} changed"
+    assert (
+        after.repos == before.repos and after.setup == before.setup
+    ), "more than sets.{shown_key(name)}.configs changed"
+    assert after.sets[name].pins == before.sets[name].pins, f"the pins of sets.{shown_key(name)} changed"

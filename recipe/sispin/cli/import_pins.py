@@ -44,6 +44,7 @@ from sispin.lock.lockfile import (
     display_path,
     find_lockfile,
     load_lockfile,
+    shown_key,
     valid_name,
 )
 from sispin.lock.urls import redact_text, same_repository
@@ -252,7 +253,8 @@ def _check_read_back(target: Path, before: Lockfile, after: Lockfile, proposal: 
     for name, value in proposal.pins.items():
         if name not in pinned and after.sets[set_name].pins[name].value != value:
             raise LockfileError(
-                f"{where}: sets.{set_name}.{name} would read back as another value than the call's (its job id "
+                f"{where}: sets.{shown_key(set_name)}.{shown_key(name)} would read back as another value than the "
+                f"call's (its job id "
                 "would differ); nothing written"
             )
     for name, table in proposal.repos.items():
@@ -362,7 +364,7 @@ def _report_lines(
             lines.append(f"    risk: {risk}")
         repo = proposal.repo_of_site.get(index)
         if repo and whole is not None and repo not in whole.pinned:
-            lines.append(f"    not built by the configs of sets.{set_name}: stays as written, not pinned")
+            lines.append(f"    not built by the configs of sets.{shown_key(set_name)}: stays as written, not pinned")
         elif repo:
             verdict = ""
             if index in ids:

@@ -19,13 +19,13 @@ from sispin.adopt.sites import CallSite
 from sispin.cli.output import count
 from sispin.errors import ConcurrentChangeError
 from sispin.graph.snapshot import edit_lock_and_snapshot, read_snapshot, record_graphs, set_inputs, snapshot_path
-from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text
+from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text, shown_key
 
 
 def setup_lines(whole: SetupAdoption, set_name: str) -> List[str]:
     """:return: what adopting the setup's graph pins, accepts and keeps"""
     lines = [
-        f"\nthe setup as sets.{set_name} ({', '.join(whole.configs)}): {count(whole.jobs, 'job')}, "
+        f"\nthe setup as sets.{shown_key(set_name)} ({', '.join(whole.configs)}): {count(whole.jobs, 'job')}, "
         f"{count(whole.outputs, 'output')}, {count(whole.clones, 'clone')}"
     ]
     for repo, commit in sorted(whole.pinned.items()):
@@ -78,14 +78,18 @@ def write_setup(path: Path, whole: SetupAdoption, set_name: str) -> str:
     if current == whole.text:
         # nothing to add to the lock: the set may still lack its snapshot
         if recorded == whole.graph.outputs:
-            return f"{display_path(path)}: sets.{set_name} pins what its configs build already; nothing to add"
+            return (
+                f"{display_path(path)}: sets.{shown_key(set_name)} pins what its configs build already; nothing to add"
+            )
         record_graphs(path, [whole.graph], parse_lockfile(whole.text, path))
-        return f"{display_path(snapshot_path(path))}: sets.{set_name} recorded ({count(whole.outputs, 'output')})"
+        recorded = count(whole.outputs, "output")
+        return f"{display_path(snapshot_path(path))}: sets.{shown_key(set_name)} recorded ({recorded})"
 
     def check(updated: Lockfile) -> None:
         if set_inputs(updated, set_name) != built_from:
             raise ConcurrentChangeError(
-                f"{display_path(path)}: another process changed what sets.{set_name} is built from while this command "
+                f"{display_path(path)}: another process changed what sets.{shown_key(set_name)} is built from while "
+                f"this command "
                 "ran; nothing written"
             )
 
@@ -93,7 +97,7 @@ def write_setup(path: Path, whole: SetupAdoption, set_name: str) -> str:
         path, lambda _, document: add_adoption(document, whole, set_name), [whole.graph], create=True, check=check
     )
     return (
-        f"{display_path(path)}: sets.{set_name} adopted ({count(len(whole.proposal.pins), 'new pin')}, "
+        f"{display_path(path)}: sets.{shown_key(set_name)} adopted ({count(len(whole.proposal.pins), 'new pin')}, "
         f"{count(len(whole.aliases), 'hash_overwrite alias')}); {display_path(snapshot_path(path))}: "
         f"{count(whole.outputs, 'output')} recorded"
     )

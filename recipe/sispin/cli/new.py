@@ -34,6 +34,7 @@ from sispin.lock.lockfile import (
     find_lockfile,
     parse_lockfile,
     read_lockfile_text,
+    shown_key,
     valid_name,
 )
 
@@ -136,9 +137,9 @@ def new_set(
     for repo, sha in heads.items():
         out.result(f"{repo:<{width}}  {sha[:7]}  ({lockfile.get_repo(repo).branch or 'default branch'} head)")
     if graph is not None:
-        out.info(f"{display_path(snapshot_path(path))}: recorded sets.{name} ({len(graph.outputs)} outputs)")
+        out.info(f"{display_path(snapshot_path(path))}: recorded sets.{shown_key(name)} ({len(graph.outputs)} outputs)")
     else:
-        out.info(f"{display_path(snapshot_path(path))}: sets.{name} not recorded ({not_recorded})")
+        out.info(f"{display_path(snapshot_path(path))}: sets.{shown_key(name)} not recorded ({not_recorded})")
     return 0
 
 
@@ -237,7 +238,8 @@ def _write_starter(root: Path, config: str, name: str, repos: Sequence[str]) -> 
     outputs = "".join(f'    tk.register_output("{name}/{repo}", exp.repo("{repo}"))\n' for repo in repos)
     content = (
         f'"""\nSisyphus config of experiment set {name!r} (a starter written by `pin new`).\n\n'
-        f"Its repositories are pinned in pin.toml ([sets.{name}]): exp.repo(NAME) is the CloneGitRepositoryJob output "
+        f"Its repositories are pinned in pin.toml ([sets.{shown_key(name)}]): exp.repo(NAME) is the "
+        f"CloneGitRepositoryJob output "
         f'at the\npinned commit, so the commit is part of every job hash that uses it.\n"""\n\n'
         "from sisyphus import tk\n\nfrom sispin import experiment_set\n\n\n"
         "def py():\n"

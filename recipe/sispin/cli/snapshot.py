@@ -18,7 +18,7 @@ from sispin.errors import ConcurrentChangeError, HashOverwriteError
 from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.guard import recording_problems
 from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs, snapshot_path
-from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile
+from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile, shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -81,7 +81,8 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
     out.info(f"{display_path(target)}: {'written' if written else 'unchanged'}")
     if changed:
         raise ConcurrentChangeError(
-            f"{', '.join(f'sets.{name}' for name in changed)} changed while this snapshot ran: not recorded (the "
+            f"{', '.join(f'sets.{shown_key(name)}' for name in changed)} changed while this snapshot ran: not recorded "
+            f"(the "
             f"other sets are); run `pin snapshot {' '.join(changed)}` again"
         )
     return 0
@@ -90,7 +91,8 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
 def waiting_lines(graph: SetGraph) -> List[str]:
     """:return: a line per async config whose ``py()`` waits for unfinished jobs (what follows is not built yet)"""
     return [
-        f"sets.{graph.set_name}: {config} waits for unfinished jobs: what it builds after that is recorded and "
+        f"sets.{shown_key(graph.set_name)}: {config} waits for unfinished jobs: what it builds after that is recorded "
+        f"and "
         "checked once they finished"
         for config in graph.waiting
     ]
@@ -100,7 +102,8 @@ def _recorded_line(graph: SetGraph, before: Snapshot, changed: Sequence[str], lo
     """:return: what became of a set's graph: recorded (with what changed against the snapshot), or not"""
     if graph.set_name in changed:
         return (
-            f"sets.{graph.set_name}: not recorded: another process changed it in {display_path(lock)} while its graph "
+            f"sets.{shown_key(graph.set_name)}: not recorded: another process changed it in {display_path(lock)} while "
+            f"its graph "
             "was built"
         )
     if graph.set_name in before:
@@ -116,4 +119,4 @@ def skipped_line(name: str) -> str:
     :param name: a set whose ``configs`` is empty
     :return: the line `pin snapshot` and `pin check` print instead of loading its graph
     """
-    return f"sets.{name}: skipped (no configs: add one with `pin configs {name} --add PATH`)"
+    return f"sets.{shown_key(name)}: skipped (no configs: add one with `pin configs {name} --add PATH`)"

@@ -19,7 +19,7 @@ from sispin.cli.output import Output
 from sispin.errors import GitError, RevisionError
 from sispin.git.history import PinFacts, branch_commit, pin_facts
 from sispin.git.store import Store
-from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
 
 _COLUMNS = ("SET", "REPO", "COMMIT", "DATE", "BEHIND", "BRANCH")
 
@@ -142,7 +142,7 @@ def status(path: Path, set_names: Sequence[str], out: Output, *, as_json: bool, 
         for set_name, lists in accepted.items():
             for key, urls in lists.items():
                 for url in urls:
-                    out.result(f"sets.{set_name} accepts ({key}): {url}")
+                    out.result(f"sets.{shown_key(set_name)} accepts ({key}): {url}")
     failures = {record["repo"]: record["fetch_error"] for record in records if record["fetch_error"]}
     for repo, error in failures.items():
         out.error(f"{repo}: {error} (its rows show the store as last fetched)")

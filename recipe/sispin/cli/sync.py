@@ -25,7 +25,15 @@ from sispin.git.repo import clone_at_commit
 from sispin.git.store import Store
 from sispin.git.verify import verify_checkout
 from sispin.lock.files import file_lock
-from sispin.lock.lockfile import Lockfile, SetupCheckout, display_path, find_lockfile, inside_setup, load_lockfile
+from sispin.lock.lockfile import (
+    Lockfile,
+    SetupCheckout,
+    display_path,
+    find_lockfile,
+    inside_setup,
+    load_lockfile,
+    shown_key,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -71,7 +79,7 @@ def sync_sets(lockfile: Lockfile, set_names: Sequence[str], store: Store, out: O
         try:
             path = store.checkout(spec.url, commit, folder)
         except GitError as exc:
-            raise GitError(f"sets.{set_name}.{repo}: {exc}") from None
+            raise GitError(f"sets.{shown_key(set_name)}.{shown_key(repo)}: {exc}") from None
         out.info(f"{set_name + '/' + repo:<{width}}  {commit[:7]}  {path}  {'ok' if existed else 'made'}")
     return 0
 

@@ -38,7 +38,15 @@ from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import edit_lock_and_snapshot, read_snapshot, snapshot_path
 from sispin.lock.editing import drop_pin_alias, edit_lockfile, set_pin_commit
 from sispin.lock.files import check_writable
-from sispin.lock.lockfile import Lockfile, SetSpec, display_path, find_lockfile, parse_lockfile, read_lockfile_text
+from sispin.lock.lockfile import (
+    Lockfile,
+    SetSpec,
+    display_path,
+    find_lockfile,
+    parse_lockfile,
+    read_lockfile_text,
+    shown_key,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -226,13 +234,16 @@ def _write(path: Path, set_name: str, moving: List[Move], moved_graph: Optional[
         # the snapshot moves with the lock, so that `pin check` keeps comparing against the state in force
         edit_lock_and_snapshot(path, apply, [moved_graph])
     for move in already:
-        out.info(f"{move.repo}: another process moved sets.{set_name}.{move.repo} to {move.new[:7]} meanwhile")
+        out.info(
+            f"{move.repo}: another process moved sets.{shown_key(set_name)}.{shown_key(move.repo)} to {move.new[:7]} "
+            f"meanwhile"
+        )
     if len(already) == len(moving):
         out.info(f"{display_path(path)}: not changed (already as planned)")
         return
-    out.info(f"{display_path(path)}: updated sets.{set_name}")
+    out.info(f"{display_path(path)}: updated sets.{shown_key(set_name)}")
     if moved_graph is not None:
-        out.info(f"{display_path(snapshot_path(path))}: updated sets.{set_name}")
+        out.info(f"{display_path(snapshot_path(path))}: updated sets.{shown_key(set_name)}")
 
 
 def _graphs(
@@ -416,7 +427,8 @@ def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, mov
     where = display_path(current.path)
     if set_name not in current.sets:
         raise ConcurrentChangeError(
-            f"{where}: sets.{set_name} was removed by another process while this upgrade ran; nothing written"
+            f"{where}: sets.{shown_key(set_name)} was removed by another process while this upgrade ran; nothing "
+            f"written"
         )
     already = []
     for move in moves:
@@ -429,7 +441,8 @@ def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, mov
             # never overwrite another process's decision silently
             became = f"changed to {now[:7]}" if now else "was removed"
             raise ConcurrentChangeError(
-                f"{where}: sets.{set_name}.{move.repo} {became} by another process while this upgrade ran (it "
+                f"{where}: sets.{shown_key(set_name)}.{shown_key(move.repo)} {became} by another process while this "
+                f"upgrade ran (it "
                 f"planned {move.old[:7]} -> {move.new[:7]}); nothing written: rerun to see the move from there"
             )
         set_pin_commit(document, set_name, move.repo, move.new)

@@ -21,7 +21,7 @@ from sispin.errors import PinError, SisyphusError
 from sispin.git.store import Store
 from sispin.git.verify import verify_checkout
 from sispin.graph.build import load_graph, run_probe
-from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -63,7 +63,7 @@ def verify(path: Path, set_names: Sequence[str], store: Store, out: Output) -> i
             spec = lockfile.get_repo(repo)
             checkout = store.checkout_path(spec.url, pin.commit, checkout_folder(spec.checkout))
             if checkout.exists():
-                targets.append((f"sets.{name}.{repo} (store)", checkout, pin.commit, {}))
+                targets.append((f"sets.{shown_key(name)}.{shown_key(repo)} (store)", checkout, pin.commit, {}))
     # the clone jobs in work/ need Sisyphus for their ids: when they cannot be found, nothing is claimed about them
     unverified = None
     try:
@@ -103,14 +103,14 @@ def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple
         for repo, job_id in jobs.items():
             pin = lockfile.get_set(name).pin(repo)
             folder = checkout_folder(lockfile.get_repo(repo).checkout)
-            clones.setdefault(job_id, (f"sets.{name}.{repo}", folder, pin.commit, pin.job_kwargs))
+            clones.setdefault(job_id, (f"sets.{shown_key(name)}.{shown_key(repo)}", folder, pin.commit, pin.job_kwargs))
     for name in pinning:
         if lockfile.get_set(name).configs:
             graph = load_graph(lockfile, name)
             for clone in graph.clones:
                 if clone.job in graph.pinned:  # a hand-written clone of a pin too
                     kwargs = {"files_to_checkout": clone.files, "patches": clone.patches}
-                    clones.setdefault(clone.job, (f"sets.{name}", clone.folder, clone.commit or "", kwargs))
+                    clones.setdefault(clone.job, (f"sets.{shown_key(name)}", clone.folder, clone.commit or "", kwargs))
     found = []
     for job_id, (label, folder, commit, kwargs) in sorted(clones.items()):
         job_dir = lockfile.root / "work" / job_id

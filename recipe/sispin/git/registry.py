@@ -30,7 +30,7 @@ from typing import List, Optional, Set, Tuple
 from sispin.clonejob import checkout_folder
 from sispin.errors import LockfileError, StoreError
 from sispin.lock.files import replace_file
-from sispin.lock.lockfile import Lockfile, load_lockfile
+from sispin.lock.lockfile import Lockfile, load_lockfile, shown_key
 
 _REGISTRY = "lockfiles"
 #: (store, lockfile) pairs this process recorded already
@@ -133,7 +133,11 @@ def pin_uses(lockfile: Lockfile) -> List[PinUse]:
         for name, pin in spec.pins.items():
             repo = lockfile.get_repo(name)
             folder = checkout_folder(repo.checkout)
-            uses.append(PinUse(lockfile.path, f"sets.{spec.name}.{name}", name, repo.url, pin.commit, folder))
+            uses.append(
+                PinUse(
+                    lockfile.path, f"sets.{shown_key(spec.name)}.{shown_key(name)}", name, repo.url, pin.commit, folder
+                )
+            )
     for entry in lockfile.setup.values():
         uses.append(PinUse(lockfile.path, f"setup.{entry.name}", entry.name, entry.url, entry.commit, None))
     return uses

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from sispin.errors import SisyphusError
-from sispin.lock.lockfile import LOCK_ENV, PROBE_TEXT_ENV, Lockfile, inside_setup
+from sispin.lock.lockfile import LOCK_ENV, PROBE_TEXT_ENV, Lockfile, inside_setup, shown_key
 from sispin.lock.urls import name_from_url
 
 #: loading a set's configs must not take longer than this
@@ -304,12 +304,14 @@ def load_graph(
     """
     spec = lockfile.get_set(set_name)
     if not spec.configs:
-        raise SisyphusError(f"set {set_name!r} lists no configs in pin.toml (sets.{set_name}.configs)")
+        raise SisyphusError(f"set {set_name!r} lists no configs in pin.toml (sets.{shown_key(set_name)}.configs)")
     for config in spec.configs:
         if not (lockfile.root / config).is_file():
-            raise SisyphusError(f"sets.{set_name}.configs: {config} does not exist")
+            raise SisyphusError(f"sets.{shown_key(set_name)}.configs: {config} does not exist")
         if not inside_setup(lockfile.root, config):
-            raise SisyphusError(f"sets.{set_name}.configs: {config} leads out of the setup through a symlink")
+            raise SisyphusError(
+                f"sets.{shown_key(set_name)}.configs: {config} leads out of the setup through a symlink"
+            )
     request = {"set": set_name, "configs": list(spec.configs), "states": states, "moved": moved, "records": records}
     what = f"loading the configs of set {set_name!r}" + (" with its pins moved" if moved else "")
     return _set_graph(set_name, run_probe(lockfile, ["graph"], what, lock_text, request=request))

@@ -34,7 +34,7 @@ from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from sispin.clonejob import CLASS_NAME
 from sispin.graph.build import Arg, JobRecord, Output, SetGraph
-from sispin.lock.lockfile import Lockfile, is_full_sha
+from sispin.lock.lockfile import Lockfile, is_full_sha, shown_key
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ def pin_moved(cause: Cause, lockfile: Lockfile, set_name: str, records: Mapping[
     for name, pin in lockfile.sets[set_name].pins.items():
         repo = lockfile.repos[name]
         if url and commit and url.value == repr(repo.url) and commit.value == repr(pin.commit):
-            return f"sets.{set_name}.{name}"
+            return f"sets.{shown_key(set_name)}.{shown_key(name)}"
     return None
 
 

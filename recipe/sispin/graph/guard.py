@@ -102,7 +102,7 @@ def _bound_value_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
             problems.append(
                 Problem(
                     capped(
-                        f"sets.{graph.set_name}: hash_overwrite {overwrite.value!r} set at "
+                        f"sets.{shown_key(graph.set_name)}: hash_overwrite {overwrite.value!r} set at "
                         f"{overwrite.where or '(where it was set is unknown)'} on {overwrite.path}, which no clone "
                         f"made: pin.toml binds the value to {bound}, so {short_id(overwrite.job)} (hashing it as "
                         f"{overwrite.argument}) would share its id with a job built from that commit (give the path "
@@ -129,7 +129,7 @@ def _overwrite_line(
 ) -> str:
     where, value, clone = cause
     described = _describe(lockfile, clones.get(clone), clone)
-    text = f"sets.{graph.set_name}: hash_overwrite {value!r} set at {where} on {described}"
+    text = f"sets.{shown_key(graph.set_name)}: hash_overwrite {value!r} set at {where} on {described}"
     other = _bound_elsewhere(lockfile, value)
     if other:
         text += f" (pin.toml binds it to {other})"
@@ -198,7 +198,7 @@ def off_lock_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
     spec = lockfile.get_set(graph.set_name)
     problems = []
     for clone in graph.clones:
-        where = f"sets.{graph.set_name}: {clone.job}"
+        where = f"sets.{shown_key(graph.set_name)}: {clone.job}"
         # several entries may share a repository, each its own pin: the clone must match one of them
         entries = [name for name, repo in lockfile.repos.items() if same_repository(clone.url, repo.url)]
         pinned = {name: spec.pins[name].commit for name in entries if name in spec.pins}
@@ -207,7 +207,7 @@ def off_lock_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
                 follows = f"commit {clone.commit!r}" if clone.commit else "no commit: it follows its branch"
                 problems.append(
                     f"{where}: clones {clone.url} with {follows}, so its content changes under the same id "
-                    f"(pin it, or accept it with allow_unpinned in [sets.{graph.set_name}])"
+                    f"(pin it, or accept it with allow_unpinned in [sets.{shown_key(graph.set_name)}])"
                 )
         elif not pinned:
             problems.append(f"{where}: clones locked repository {entries[0]} ({clone.url}), which the set does not pin")
@@ -249,13 +249,14 @@ def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
             via = ", ".join(_describe(lockfile, clones.get(used), used) for used in sorted(through))
             via = via or _pin(lockfile, graph, repo)
             problems.append(
-                f"sets.{graph.set_name}: {job} (outputs: {_outputs_of(graph, job)}) uses {via}"
+                f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) uses {via}"
                 f" but keeps its id when the pinned commit of {repo} moves: something between hides the commit from "
                 "its hash (a hash_overwrite, an object with its own _sis_hash, a job's own hash(), an argument it does "
                 "not hash)"
             )
     problems += [
-        f"sets.{graph.set_name}: {job} (outputs: {_outputs_of(graph, job)}) uses a pinned clone, and its arguments "
+        f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) uses a pinned clone, and its "
+        f"arguments "
         "changed after it got its id: its id is not made of what it holds, so the id cannot follow the commit (pass "
         "what it should hold when the job is created)"
         for job in sorted(graph.changed_jobs)
@@ -297,7 +298,7 @@ def rebound_alias_problems(graph: SetGraph, bound: Mapping[str, Sequence[str]]) 
 def collision_problems(graph: SetGraph) -> List[str]:
     """:return: one line per construction that a hash_overwrite bound to several commits merged into another job"""
     return [
-        f"sets.{graph.set_name}: {where or 'a config'} builds {job} again with other arguments, which a "
+        f"sets.{shown_key(graph.set_name)}: {where or 'a config'} builds {job} again with other arguments, which a "
         "hash_overwrite bound to several commits hides: one job would stand for both; give the two commits' pins "
         "different hash_overwrite values, or none"
         for job, where in graph.collisions
@@ -307,7 +308,8 @@ def collision_problems(graph: SetGraph) -> List[str]:
 def changed_clone_problems(graph: SetGraph) -> List[str]:
     """:return: one line per clone job whose object was changed after it got its id (it checks out something else)"""
     return [
-        f"sets.{graph.set_name}: {clone.job} was changed after it got its id ({'; '.join(clone.changed)}): what it "
+        f"sets.{shown_key(graph.set_name)}: {clone.job} was changed after it got its id ({'; '.join(clone.changed)}): "
+        f"what it "
         "checks out is not what its id says; pass the value when the job is created (a pin table can carry it)"
         for clone in graph.clones
         if clone.changed
@@ -325,7 +327,7 @@ def state_problems(graph: SetGraph, moved: SetGraph, aliased: Collection[str] = 
     """
     before, after = graph.states or {}, moved.states or {}
     uses_seen = graph.value_uses or moved.value_uses
-    taken = "; ".join(f"{use.what} at {use.where}" for use in uses_seen[:2]) or "in the configs"
+    taken = "; ".join(f"{use.what} at {use.where}" for use in uses_seen[:2]) or "a place the recording did not see"
     more = f" (+{len(uses_seen) - 2} more)" if len(uses_seen) > 2 else ""
     problems = []
     for job in sorted(set(before) & set(after) - set(aliased)):
@@ -334,7 +336,8 @@ def state_problems(graph: SetGraph, moved: SetGraph, aliased: Collection[str] = 
         )
         if differing:
             problems.append(
-                f"sets.{graph.set_name}: {job} (outputs: {_outputs_of(graph, job)}) keeps its id when the pins move, "
+                f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) keeps its id when the "
+                f"pins move, "
                 f"but its {differing[0]} differs: it holds something built from a pinned value it does not hash "
                 f"(taken at: {taken}{more})"
             )
@@ -347,7 +350,8 @@ def _other_set_problems(graph: SetGraph) -> List[str]:
     moves this set's pins) nor an upgrade of the other set (which builds that set) would see them move.
     """
     return [
-        f"sets.{graph.set_name}: {use.what} taken at {use.where}: the configs of set {graph.set_name!r} use another "
+        f"sets.{shown_key(graph.set_name)}: {use.what} taken at {use.where}: the configs of set {graph.set_name!r} use "
+        f"another "
         f"set's pinned values outside the job graph, which no check moves with that set's pins; pin the repository "
         f"in set {graph.set_name!r} and use experiment_set({graph.set_name!r})"
         for use in graph.value_uses

@@ -22,7 +22,7 @@ from sispin.git.history import branch_commit, parent_commit
 from sispin.git.store import Store
 from sispin.graph.build import SetGraph, load_graph
 from sispin.lock.editing import render_lockfile
-from sispin.lock.lockfile import Lockfile
+from sispin.lock.lockfile import Lockfile, shown_key
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,8 @@ def moved_build(lockfile: Lockfile, graph: SetGraph, store: Store) -> Tuple[Opti
     moves = moved_pins(lockfile, graph, store)
     if moves.unmovable:
         return None, [
-            f"sets.{graph.set_name}: {repo}: the set checks out or imports its code, and the store holds no other "
+            f"sets.{shown_key(graph.set_name)}: {repo}: the set checks out or imports its code, and the store holds no "
+            f"other "
             f"commit of it to build the set with for the moved-commit check (run `pin status --fetch`)"
             for repo in moves.unmovable
         ]
@@ -103,4 +104,6 @@ def moved_build(lockfile: Lockfile, graph: SetGraph, store: Store) -> Tuple[Opti
         return load_moved_graph(lockfile, graph, moves), []
     except SisyphusError as exc:
         moved = ", ".join(f"{repo} {new[:7]}" for repo, (_, new) in moves.commits.items())
-        return None, [f"sets.{graph.set_name}: the moved-commit check cannot build the set at {moved}: {exc}"]
+        return None, [
+            f"sets.{shown_key(graph.set_name)}: the moved-commit check cannot build the set at {moved}: {exc}"
+        ]

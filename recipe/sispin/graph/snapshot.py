@@ -374,7 +374,7 @@ def _complete(path: Path) -> Optional[str]:
 
 
 def _sets(names: Mapping[str, Any]) -> str:
-    return ", ".join(f"sets.{name}" for name in sorted(names))
+    return ", ".join(f"sets.{shown_key(name)}" for name in sorted(names))
 
 
 def compare_outputs(recorded: Mapping[str, Output], current: Mapping[str, Output]) -> List[str]:

@@ -32,7 +32,7 @@ from tomlkit.items import Comment, InlineTable, String, StringType, Table, Trivi
 
 from sispin.errors import LockfileError
 from sispin.lock.files import check_writable, file_lock, write_atomically
-from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text
+from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text, shown_key
 
 #: what a lockfile starts as when a command creates it
 EMPTY_LOCKFILE = "version = 1\n"
@@ -274,7 +274,7 @@ def set_pin_commit(document: tomlkit.TOMLDocument, set_name: str, repo: str, com
             kind = item.type
             parent[path[-1]] = tomlkit.string(commit, literal=kind.is_literal(), multiline=kind.is_multiline())
             return
-    raise LockfileError(f"sets.{set_name}.{repo}: no commit string found in the document")
+    raise LockfileError(f"sets.{shown_key(set_name)}.{shown_key(repo)}: no commit string found in the document")
 
 
 def drop_pin_alias(document: tomlkit.TOMLDocument, set_name: str, repo: str) -> None:

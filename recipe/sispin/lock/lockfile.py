@@ -55,6 +55,8 @@ SUPPORTED_VERSION = 1
 
 # matched with fullmatch: "$" would also match before a trailing newline
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+#: a key TOML reads bare
+_BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
 _FULL_SHA_RE = re.compile(r"[0-9a-f]{40}")
 _SHA_PREFIX_RE = re.compile(r"[0-9a-f]{4,40}")
 # git's rules for a branch name (git check-ref-format --branch): no control characters, space or ~^:?*[\, no "..",
@@ -215,8 +217,11 @@ _SHOWN_LIMIT = 80
 
 
 def shown_key(name: str) -> str:
-    """A TOML key as a key path in a message: bare when it is a plain name, else quoted like :func:`shown_value`."""
-    return name if valid_name(name) else shown_value(name)
+    """
+    A TOML key as a key path in a message: bare when TOML takes it bare (letters, digits, ``_``, ``-``), else quoted
+    like :func:`shown_value` (``sets.'exp.v2'`` is set ``exp.v2``, not set ``exp``'s key ``v2``).
+    """
+    return name if _BARE_KEY_RE.fullmatch(name) else shown_value(name)
 
 
 def shown_value(value: Any, quote: str = "'") -> str:
