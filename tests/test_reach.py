@@ -239,3 +239,43 @@ def test_a_dotted_set_name_is_quoted_in_messages(reach, capsys):
     reach.setup('[sets."exp.v2"]\nconfigs = ["config/v2.py"]\nrc = "{rc1}"\n', {"v2.py": config})
     assert main(["check", "--offline"]) == 1
     assert "problem: sets.'exp.v2': no snapshot in " in capsys.readouterr().out
+
+
+TWO_PINS = '[sets.a]\nconfigs = ["config/a.py"]\nrc = "{rc1}"\nlib = "{lib1}"\n'
+
+
+@pytest.mark.parametrize(
+    "unhashed",
+    [
+        'post_config={"lib_root": exp.repo("lib")}',
+        'post_config={"lib_value": value}',
+    ],
+    ids=["a clone path", "imported content"],
+)
+def test_a_job_hashing_one_pin_is_checked_for_what_it_holds_of_another(reach, capsys, unhashed):
+    config = f"""
+def py():
+    exp = experiment_set("a")
+    with exp.imported("lib"):
+        import lib
+
+        value = lib.VALUE
+    cfg = ReturnnConfig({{"rc_root": exp.repo("rc")}}, {unhashed}, black_formatting=False)
+    tk.register_output("a/config", WriteReturnnConfigJob(cfg).out_returnn_config_file)
+"""
+    reach.setup(TWO_PINS, {"a.py": config})
+    refused(capsys, "WriteReturnnConfigJob")
+
+
+def test_a_job_keeping_its_id_through_one_pins_alias_is_checked_for_another_pin(reach, capsys):
+    sets = (
+        '[sets.a]\nconfigs = ["config/a.py"]\nrc = {{ commit = "{rc1}", hash_overwrite = "LEGACY" }}\nlib = "{lib1}"\n'
+    )
+    config = """
+def py():
+    exp = experiment_set("a")
+    cfg = ReturnnConfig({"rc_root": exp.repo("rc")}, post_config={"lib_root": exp.repo("lib")}, black_formatting=False)
+    tk.register_output("a/config", WriteReturnnConfigJob(cfg).out_returnn_config_file)
+"""
+    reach.setup(sets, {"a.py": config})
+    refused(capsys, "WriteReturnnConfigJob")

@@ -28,7 +28,7 @@ from typing import Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 from sispin.git.store import Store
 from sispin.graph.build import Clone, Escape, SetGraph, uses
 from sispin.graph.explain import short_id
-from sispin.graph.moved import moved_build
+from sispin.graph.moved import moved_builds
 from sispin.lock.lockfile import Lockfile, SetSpec, is_full_sha, shown_key
 from sispin.lock.urls import same_repository
 
@@ -370,15 +370,19 @@ def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph, store: Optional[
     problems = overwrite_problems(lockfile, graph) + commit_blind_problems(lockfile, graph)
     problems += changed_clone_problems(graph) + collision_problems(graph) + _other_set_problems(graph)
     if graph.value_uses:
-        moved, cannot = moved_build(lockfile, graph, store or Store())
+        builds, cannot = moved_builds(lockfile, graph, store or Store())
         spec, clones = lockfile.get_set(graph.set_name), {clone.job: clone for clone in graph.clones}
-        aliased = {
-            escape.job
-            for escape in graph.escapes
-            if escape.clone in clones
-            and _accepted(lockfile, spec, clones[escape.clone], escape.hash_overwrite, escape.alias)
-        }
-        problems += cannot if moved is None else state_problems(graph, moved, aliased)
+        found: List[str] = []
+        for repo, moved in builds:
+            aliased = {
+                escape.job
+                for escape in graph.escapes
+                if escape.clone in clones
+                and graph.pinned.get(escape.clone) == repo
+                and _accepted(lockfile, spec, clones[escape.clone], escape.hash_overwrite, escape.alias)
+            }
+            found += state_problems(graph, moved, aliased)
+        problems += cannot + list(dict.fromkeys(found))
     return problems
 
 

@@ -11,7 +11,7 @@ set never checks out or imports may move to a commit that exists nowhere (only i
 
 from __future__ import annotations
 
-__all__ = ["MovedPins", "moved_pins", "load_moved_graph", "moved_build"]
+__all__ = ["MovedPins", "moved_pins", "load_moved_graph", "moved_builds"]
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +80,10 @@ def load_moved_graph(lockfile: Lockfile, graph: SetGraph, moves: MovedPins) -> S
     """
     spec = lockfile.get_set(graph.set_name)
     # a moved pin has no alias: the hash_overwrite the lock binds stands for the old commit only
-    pins = {repo: pin._replace(commit=moves.commits[repo][1], hash_overwrite=None) for repo, pin in spec.pins.items()}
+    pins = {
+        repo: pin._replace(commit=moves.commits[repo][1], hash_overwrite=None) if repo in moves.commits else pin
+        for repo, pin in spec.pins.items()
+    }
     text = render_lockfile(lockfile._replace(sets={**lockfile.sets, spec.name: spec._replace(pins=pins)}))
     remap: List[Tuple[str, str, str]] = [
         (lockfile.get_repo(repo).url, old, new) for repo, (old, new) in moves.commits.items()
@@ -88,22 +91,28 @@ def load_moved_graph(lockfile: Lockfile, graph: SetGraph, moves: MovedPins) -> S
     return load_graph(lockfile, graph.set_name, text, states=True, moved={"remap": remap, "awaits": graph.awaits})
 
 
-def moved_build(lockfile: Lockfile, graph: SetGraph, store: Store) -> Tuple[Optional[SetGraph], List[str]]:
+def moved_builds(lockfile: Lockfile, graph: SetGraph, store: Store) -> Tuple[List[Tuple[str, SetGraph]], List[str]]:
     """
-    :return: the set built with its pins moved, or None and why the check cannot be made (one line each)
+    The set built with each pin moved on its own (one build when it has one pin): moved together, a job that hashes
+    one pin gets a new id and hides what it holds of another pin's code unhashed.
+
+    :return: (the pin moved, the set built so) for each pin, and why a build cannot be made (one line each; then no
+        builds)
     """
     moves = moved_pins(lockfile, graph, store)
     if moves.unmovable:
-        return None, [
+        return [], [
             f"sets.{shown_key(graph.set_name)}: {repo}: the set checks out or imports its code, and the store holds no "
-            f"other "
-            f"commit of it to build the set with for the moved-commit check (run `pin status --fetch`)"
+            "other commit of it to build the set with for the moved-commit check (run `pin status --fetch`)"
             for repo in moves.unmovable
         ]
-    try:
-        return load_moved_graph(lockfile, graph, moves), []
-    except SisyphusError as exc:
-        moved = ", ".join(f"{repo} {new[:7]}" for repo, (_, new) in moves.commits.items())
-        return None, [
-            f"sets.{shown_key(graph.set_name)}: the moved-commit check cannot build the set at {moved}: {exc}"
-        ]
+    builds = []
+    for repo, commits in sorted(moves.commits.items()):
+        try:
+            builds.append((repo, load_moved_graph(lockfile, graph, MovedPins({repo: commits}))))
+        except SisyphusError as exc:
+            return [], [
+                f"sets.{shown_key(graph.set_name)}: the moved-commit check cannot build the set at {repo} "
+                f"{commits[1][:7]}: {exc}"
+            ]
+    return builds, []
