@@ -23,6 +23,7 @@ from sispin import experiment_set
 
 FEATURE_OPTION = 80
 SUFFIX = "txt"
+LEARNING_RATE = 0.001
 
 
 def py():
@@ -30,7 +31,9 @@ def py():
     features = WriteToTextFileJob(f"features dim={{FEATURE_OPTION}}")
     for i in range(300):
         config = WriteReturnnConfigJob(
-            ReturnnConfig({{"features": features.out_file, "rc": root, "index": i}}, black_formatting=False)
+            ReturnnConfig(
+                {{"features": features.out_file, "rc": root, "index": i, "lr": LEARNING_RATE}}, black_formatting=False
+            )
         )
         tk.register_output(f"big/model{{i}}", WriteToTextFileJob(config.out_returnn_config_file).out_file)
     previous = None
@@ -99,3 +102,22 @@ def test_a_changed_output_file_and_a_stale_section_are_reported(big, capsys):
     assert "problem: sets.big: output/big/file: same job, other file: file.txt -> file.txt.gz" in out
     assert main(["snapshot"]) == 0
     assert "gone" not in read_snapshot(snapshot)
+
+
+def test_one_argument_changed_in_300_jobs_of_their_own_is_one_line(big, capsys):
+    # a learning rate in a shared helper: every output has its own job, each with the same argument changed
+    assert main(["snapshot"]) == 0
+    config = big / "config" / "big.py"
+    config.write_text(config.read_text().replace("LEARNING_RATE = 0.001", "LEARNING_RATE = 0.002"))
+    result = _check(big)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 5, result.stdout
+    assert "300 outputs changed" in lines[1] and "returnn_config.config['lr']: 0.001 -> 0.002" in lines[1], lines[1]
+    explained = subprocess.run(
+        [sys.executable, "-m", "sispin", "explain"], cwd=big, capture_output=True, text=True, check=False
+    )
+    lines = explained.stdout.splitlines()
+    assert len(lines) <= 20, explained.stdout[:3000]
+    assert lines[0].startswith("300 outputs changed the same way: big/model0, big/model1, big/model10"), lines[0]
+    assert "  because  returnn_config.config['lr']: 0.001 -> 0.002" in lines

@@ -13,7 +13,7 @@ import pytest
 from conftest import git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
-from sispin.graph.explain import explain_output
+from sispin.graph.explain import argument_order, explain_output
 from sispin.lock.lockfile import load_lockfile
 
 CONFIG = """\
@@ -250,3 +250,14 @@ def test_the_advisor_says_one_argument_change_once_however_many_jobs_carry_it(se
     out = capsys.readouterr().out
     assert "3 outputs (exp/config, exp/copy, exp/twice): content changes too\n" in out, out
     assert out.count("returnn_config.config['network']['layers']: 1 -> 2\n") == 1, out
+
+
+def test_list_positions_are_explained_in_numeric_order():
+    paths = ["config['lr'][10]", "config['lr'][2]", "config['lr'][1]", "config['b']", "config['lr'][1][20]"]
+    assert sorted(paths, key=argument_order) == [
+        "config['b']",
+        "config['lr'][1]",
+        "config['lr'][1][20]",
+        "config['lr'][2]",
+        "config['lr'][10]",
+    ]

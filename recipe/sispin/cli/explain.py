@@ -13,13 +13,14 @@ __all__ = ["add_parser", "run", "explain", "explanation_lines"]
 import argparse
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.cli.options import add_command, json_output, set_names
-from sispin.cli.output import Output
+from sispin.cli.output import VERBOSE, Output
 from sispin.errors import UnknownNameError
 from sispin.graph.build import JobRecord, load_graph
 from sispin.graph.explain import Explanation, explain_output, pin_moved, short_id, shown
+from sispin.graph.guard import capped, listed
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_snapshot, snapshot_path
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
@@ -62,6 +63,9 @@ def explain(path: Path, set_names: Sequence[str], out: Output, *, output: Option
     found = output is None
     report: List[Dict[str, Any]] = []
     lines: List[str] = []
+    # outputs changed the same way (the same arguments, old -> new, in jobs of the same classes) are said once
+    shapes: Dict[Tuple[str, ...], List[List[str]]] = {}
+    same_way: Dict[Tuple[str, ...], List[str]] = {}
     for name in names:
         old_outputs = recorded.get(name, {})
         graph = load_graph(lockfile, name, records={o: output.job for o, output in old_outputs.items()} or None)
@@ -76,7 +80,12 @@ def explain(path: Path, set_names: Sequence[str], out: Output, *, output: Option
                 continue
             explanation = explain_output(output_name, old, new, records, graph.records)
             report.append({"set": name, **_as_json(explanation, lockfile, name, graph.records)})
-            lines += explanation_lines(explanation, lockfile, name, graph.records, snapshot_name(lockfile))
+            text = explanation_lines(explanation, lockfile, name, graph.records, snapshot_name(lockfile))
+            shape = (name, *_shape(explanation, text))
+            shapes.setdefault(shape, []).append(text)
+            same_way.setdefault(shape, []).append(output_name)
+    for shape, texts in shapes.items():
+        lines += _grouped(texts, same_way[shape], every=out.level >= VERBOSE)
     if not found:
         raise UnknownNameError(f"no registered output {output!r} in set(s) {', '.join(names)}")
     if as_json:
@@ -121,6 +130,29 @@ def explanation_lines(
                 "what it hashes may differ"
             )
     return lines
+
+
+def _shape(explanation: Explanation, text: List[str]) -> Tuple[str, ...]:
+    """:return: the explanation's text less its output and job ids: what outputs changed the same way share"""
+    if explanation.old is None or explanation.new is None:
+        return (explanation.output,)  # new or gone: each is its own
+    shape = []
+    for line in text[1:]:
+        if line.startswith("  via "):
+            argument, _, step = line.partition(": ")
+            line = f"{argument}: {step.split(' -> ')[0].rsplit('.', 1)[0]}"
+        shape.append(line)
+    return (explanation.old.rsplit(".", 1)[0], *shape)
+
+
+def _grouped(texts: List[List[str]], outputs: List[str], every: bool) -> List[str]:
+    """:return: one explanation for outputs changed the same way (the first in full), or each in full (--verbose)"""
+    if every or len(texts) == 1:
+        return [line for text in texts for line in text]
+    return [
+        capped(f"{len(outputs)} outputs changed the same way: {listed(outputs)} (each: --verbose)"),
+        *texts[0],
+    ]
 
 
 def _new_id(old: str, new: str) -> str:

@@ -28,9 +28,10 @@ __all__ = [
     "compare_set",
 ]
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from sispin.clonejob import CLASS_NAME
 from sispin.graph.build import Arg, JobRecord, Output, SetGraph
@@ -125,7 +126,7 @@ def _compare(
         old_args, new_args = old.detail, new.detail
     own: List[Difference] = []
     inputs = 0
-    for path in sorted(set(old_args) | set(new_args)):
+    for path in sorted(set(old_args) | set(new_args), key=argument_order):
         a, b = old_args.get(path), new_args.get(path)
         if a is not None and b is not None and a.digest == b.digest:
             if a.job and b.job and a.job != b.job:
@@ -137,6 +138,13 @@ def _compare(
         causes.append(Cause(old_id, new_id, via, own, new.custom_hash))
     elif not inputs:
         causes.append(Cause(old_id, new_id, via, custom_hash=new.custom_hash, reason=_unexplained(old_id, new_id)))
+
+
+def argument_order(path: str) -> Tuple[Any, ...]:
+    """
+    :return: a sort key for argument paths that puts list positions in numeric order (``x[2]`` before ``x[10]``)
+    """
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(path))
 
 
 def _unexplained(old_id: str, new_id: str) -> str:
@@ -157,6 +165,11 @@ def shown(arg: Optional[Arg]) -> str:
     if arg.value is None:
         return f"#{arg.digest}"
     return arg.value[1:8] if is_full_sha_repr(arg.value) else arg.value
+
+
+def _job_class(job: str) -> str:
+    """:return: ``Class`` of a job id ``module/path/Class.hash``"""
+    return short_id(job).rsplit(".", 1)[0]
 
 
 def short_id(job: str) -> str:
@@ -188,12 +201,16 @@ def pin_moved(cause: Cause, lockfile: Lockfile, set_name: str, records: Mapping[
     return None
 
 
-def summary(explanation: Explanation) -> str:
-    """:return: one phrase naming the root causes, for a line of ``pin check``"""
+def summary(explanation: Explanation, by_class: bool = False) -> str:
+    """
+    :param by_class: name each cause's job by its class only, so that outputs whose own jobs changed the same way
+        share one phrase
+    :return: one phrase naming the root causes, for a line of ``pin check``
+    """
     parts = []
     for cause in explanation.causes:
         # the job is always named (by its recorded id), so that outputs renewed by one cause share one phrase
-        where = f" in {short_id(cause.old)}"
+        where = f" in {_job_class(cause.old) if by_class else short_id(cause.old)}"
         if cause.reason:
             parts.append(f"{short_id(cause.new)}: {cause.reason}")
         for difference in cause.differences:
@@ -204,11 +221,14 @@ def summary(explanation: Explanation) -> str:
     return "because " + "; ".join(parts[:3]) + more
 
 
+#: runs of digits in an argument path (list positions)
+_DIGITS = re.compile(r"(\d+)")
+
 #: the cause of a change that the snapshot holds no job records for (written before they were kept)
 _NO_RECORDS = "(no records of the recorded jobs here: `pin explain --against REV` builds them from git)"
 
 
-@dataclass
+@dataclass(order=True)
 class ChangeGroup:
     """
     :param cause: the root causes the outputs share, as one phrase (``because ...``)
@@ -252,23 +272,39 @@ def compare_set(
     :param graph: the set's graph now
     :param work: the setup's work directory (to count renewed jobs that had finished)
     """
+    # one cause: the same arguments changed the same way in jobs of one class, whether the outputs share the job
     by_cause: Dict[str, List[Tuple[str, str, str]]] = {}
+    explained: Dict[str, Explanation] = {}
+    jobs: Dict[str, Set[str]] = {}
     changed, moved = [], []
     for name in sorted(set(recorded) & set(graph.outputs)):
         old, new = recorded[name], graph.outputs[name]
         if old.job != new.job:
             changed.append(name)
-            cause = summary(explain_output(name, old.job, new.job, records or {}, graph.records)) or _NO_RECORDS
+            explanation = explain_output(name, old.job, new.job, records or {}, graph.records)
+            cause = summary(explanation, by_class=True) or _NO_RECORDS
             by_cause.setdefault(cause, []).append((name, old.job, new.job))
+            explained.setdefault(cause, explanation)
+            jobs.setdefault(cause, set()).update(c.old for c in explanation.causes)
         elif old.path != new.path:
             moved.append((name, old.path, new.path))
     renewed = None if records is None else [job for job in records if job not in graph.jobs]
     return SetChanges(
         changed=changed,
-        groups=[ChangeGroup(cause, outputs) for cause, outputs in sorted(by_cause.items())],
+        groups=sorted(
+            ChangeGroup(_group_phrase(cause, explained[cause], sorted(jobs[cause])), outputs)
+            for cause, outputs in by_cause.items()
+        ),
         new=sorted(set(graph.outputs) - set(recorded)),
         gone=sorted(set(recorded) - set(graph.outputs)),
         moved_paths=moved,
         renewed=None if renewed is None else len(renewed),
         finished=None if renewed is None else sum((work / job / "finished").exists() for job in renewed),
     )
+
+
+def _group_phrase(cause: str, first: Explanation, jobs: List[str]) -> str:
+    """:return: the cause naming its job by id when there is one, else how many jobs and the first"""
+    if len(jobs) <= 1:
+        return summary(first) or cause
+    return f"{cause} ({len(jobs)} jobs: {short_id(jobs[0])}, ...)"
