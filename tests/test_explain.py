@@ -6,11 +6,12 @@ is explained by argument path, old -> new, from a live old graph and from pin.sn
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import git_commit, make_setup, sisyphus_entry
+from conftest import git, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
 from sispin.graph.explain import argument_order, explain_output
@@ -261,3 +262,54 @@ def test_list_positions_are_explained_in_numeric_order():
         "config['lr'][2]",
         "config['lr'][10]",
     ]
+
+
+def test_against_a_revision_the_old_graph_is_built_from_the_setups_own_history(setup, capsys):
+    # no snapshot and no records at all: the committed configs are the baseline; the checkouts are not in git
+    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
+    git(setup.root, "init", "-q", "-b", "main")
+    git(setup.root, "add", "-A")
+    git(setup.root, "commit", "-q", "-m", "experiments as run")
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    assert main(["explain", "--against", "HEAD"]) == 1
+    out = capsys.readouterr().out
+    assert "  because  returnn_config.config['learning_rate']: 0.001 -> 0.002" in out, out
+    assert not (setup.root / "pin.snapshot.toml").exists()
+    git(setup.root, "commit", "-q", "-am", "faster")
+    assert main(["explain", "--against", "HEAD"]) == 0
+    assert "every output has the job id it had at HEAD" in capsys.readouterr().out
+    assert main(["explain", "--against", "HEAD~1", "--output", "exp/copy"]) == 1
+    assert "0.001 -> 0.002" in capsys.readouterr().out
+    assert git(setup.root, "status", "--porcelain") == "", "the working tree, index and worktrees are untouched"
+
+
+def test_against_a_revision_git_does_not_know_is_one_line(setup, capsys):
+    assert main(["explain", "--against", "HEAD"]) == 5
+    assert "is in no git repository: --against needs the setup's history" in capsys.readouterr().err
+    git(setup.root, "init", "-q", "-b", "main")
+    git(setup.root, "add", "-A")
+    git(setup.root, "commit", "-q", "-m", "first")
+    assert main(["explain", "--against", "nosuchbranch"]) == 5
+    err = capsys.readouterr().err
+    assert err == f"pin: error: no commit 'nosuchbranch' in the setup's repository ({setup.root.resolve()})\n", err
+
+
+def test_against_a_revision_of_a_repository_that_holds_the_setup_in_a_folder(setup, capsys):
+    top = setup.root.parent
+    git(top, "init", "-q", "-b", "main")
+    git(top, "add", "setup")
+    git(top, "commit", "-q", "-m", "setup in a folder")
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 3e-3")
+    assert main(["explain", "--against", "main"]) == 1
+    assert "0.001 -> 0.003" in capsys.readouterr().out
+
+
+def test_without_the_local_records_explain_points_to_the_history(setup, capsys):
+    assert main(["snapshot"]) == 0
+    shutil.rmtree(setup.root / ".sispin-cache")
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    capsys.readouterr()
+    assert main(["explain", "--output", "exp/config"]) == 1
+    assert "because  no record of the old job's arguments here (`pin explain --against REV` builds" in (
+        capsys.readouterr().out
+    )

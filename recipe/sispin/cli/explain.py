@@ -18,7 +18,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from sispin.cli.options import add_command, json_output, set_names
 from sispin.cli.output import VERBOSE, Output
 from sispin.errors import UnknownNameError
+from sispin.graph.against import graph_at_revision
 from sispin.graph.build import JobRecord, load_graph
+from sispin.graph.build import Output as RecordedOutput
 from sispin.graph.explain import Explanation, explain_output, pin_moved, short_id, shown
 from sispin.graph.guard import capped, listed
 from sispin.graph.recordcache import read_records
@@ -39,23 +41,38 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     set_names(parser, "explain")
     parser.add_argument("--output", metavar="NAME", help="explain this registered output only")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="compare with the set as the setup's git history had it at REV (HEAD, HEAD~3, a tag...), built again "
+        "from the files of that commit, instead of with pin.snapshot.toml",
+    )
     json_output(parser)
     parser.set_defaults(trailing="sets")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return explain(find_lockfile(), args.sets, out, output=args.output, as_json=args.json)
+    return explain(find_lockfile(), args.sets, out, output=args.output, as_json=args.json, against=args.against)
 
 
-def explain(path: Path, set_names: Sequence[str], out: Output, *, output: Optional[str], as_json: bool) -> int:
+def explain(
+    path: Path,
+    set_names: Sequence[str],
+    out: Output,
+    *,
+    output: Optional[str],
+    as_json: bool,
+    against: Optional[str] = None,
+) -> int:
     """
     :param path: the pin.toml
     :param set_names: sets to explain; empty for all
     :param out: the explanations (or JSON)
     :param output: only this output
     :param as_json: print JSON instead of text
-    :return: 0 when every output has its recorded id, else 1
+    :param against: a revision of the setup's git repository to compare with, instead of the snapshot
+    :return: 0 when every output has its recorded id (the id at the revision), else 1
     """
     lockfile = load_lockfile(path)
     names = [spec.name for spec in lockfile.select_sets(set_names)]
@@ -67,9 +84,8 @@ def explain(path: Path, set_names: Sequence[str], out: Output, *, output: Option
     shapes: Dict[Tuple[str, ...], List[List[str]]] = {}
     same_way: Dict[Tuple[str, ...], List[str]] = {}
     for name in names:
-        old_outputs = recorded.get(name, {})
+        old_outputs, records = _before(lockfile, name, recorded, against)
         graph = load_graph(lockfile, name, records={o: output.job for o, output in old_outputs.items()} or None)
-        records = read_records(lockfile.path, name, old_outputs) or {}
         for output_name in sorted(set(old_outputs) | set(graph.outputs)):
             if output is not None and output_name != output:
                 continue
@@ -91,9 +107,21 @@ def explain(path: Path, set_names: Sequence[str], out: Output, *, output: Option
     if as_json:
         out.json(report)
     else:
-        for line in lines or [f"every output has the job id recorded in {snapshot_name(lockfile)}"]:
+        baseline = f"it had at {against}" if against else f"recorded in {snapshot_name(lockfile)}"
+        for line in lines or [f"every output has the job id {baseline}"]:
             out.result(line)
     return 1 if report else 0
+
+
+def _before(
+    lockfile: Lockfile, set_name: str, recorded: Mapping[str, Mapping[str, RecordedOutput]], against: Optional[str]
+) -> Tuple[Mapping[str, RecordedOutput], Mapping[str, JobRecord]]:
+    """:return: the set's outputs and job records to compare with: the snapshot's, or the revision's build"""
+    if against is None:
+        old_outputs = recorded.get(set_name, {})
+        return old_outputs, read_records(lockfile.path, set_name, old_outputs) or {}
+    old = graph_at_revision(lockfile, set_name, against)
+    return ({}, {}) if old is None else (old.outputs, old.records)
 
 
 def snapshot_name(lockfile: Lockfile) -> str:

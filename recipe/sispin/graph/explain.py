@@ -118,7 +118,9 @@ def _compare(
     old, new = old_records.get(old_id), new_records.get(new_id)
     if old is None or new is None:
         missing = "old" if old is None else "new"
-        causes.append(Cause(old_id, new_id, via, reason=f"no record of the {missing} job's arguments"))
+        # records stay on the machine that took the snapshot (.sispin-cache): git holds what rebuilds them
+        hint = " here (`pin explain --against REV` builds them from the setup's git history)" if old is None else ""
+        causes.append(Cause(old_id, new_id, via, reason=f"no record of the {missing} job's arguments{hint}"))
         return
     # two live records compare in detail (a network dict leaf by leaf); a recorded one at the snapshot's cut
     old_args, new_args = old.args, new.args

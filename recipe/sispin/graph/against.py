@@ -1,0 +1,57 @@
+"""
+A set's graph as the setup's own git history had it (``pin explain --against REV``): the setup directory at the
+revision is written out to a temporary directory, what git does not hold (the checkouts ``pin sync`` made, work/) is
+linked in from the setup as it is now, and the set is built there with every job's record. So an explanation never
+depends on records someone kept.
+"""
+
+from __future__ import annotations
+
+__all__ = ["graph_at_revision"]
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from sispin.errors import LockfileError
+from sispin.git.setup_history import export_setup
+from sispin.graph.build import SetGraph, load_graph
+from sispin.lock.lockfile import Lockfile, load_lockfile
+
+#: what the old build must not share with the setup now: git's own data and sispin's caches of the current graph
+_NOT_LINKED = frozenset({".git", ".sispin-cache", "output", "alias"})
+
+
+def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optional[SetGraph]:
+    """
+    :param lockfile: the setup's lockfile now
+    :param set_name: the set to build
+    :param revision: a revision of the git repository that holds the setup
+    :return: the set's graph at the revision, with every job's record; None when the lockfile had no such set then
+    :raises RevisionError: when the revision or the setup's repository cannot be read
+    :raises LockfileError: when the setup had no lockfile at the revision
+    :raises SisyphusError: when the old configs do not build
+    """
+    with tempfile.TemporaryDirectory(prefix="sispin-against-") as temporary:
+        old_root = export_setup(lockfile.root, revision, Path(temporary))
+        old_path = old_root / lockfile.path.name
+        if not old_path.is_file():
+            raise LockfileError(f"{revision}: the setup had no {lockfile.path.name} then")
+        _link_untracked(lockfile.root, old_root, depth=2)
+        old = load_lockfile(old_path)
+        if set_name not in old.sets:
+            return None
+        return load_graph(old, set_name, records="all")
+
+
+def _link_untracked(current: Path, old: Path, depth: int) -> None:
+    """Link what the setup has now and the revision does not (``recipe/i6_core``, ``tools/sisyphus``, work/)."""
+    for entry in sorted(current.iterdir()):
+        there = old / entry.name
+        if entry.name in _NOT_LINKED:
+            continue
+        if not os.path.lexists(there):
+            there.symlink_to(entry.absolute())
+        elif depth > 1 and entry.is_dir() and not entry.is_symlink() and there.is_dir() and not there.is_symlink():
+            _link_untracked(entry, there, depth - 1)
