@@ -14,6 +14,7 @@ import pytest
 from conftest import git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
+from sispin.graph.snapshot import read_bound
 from sispin.lock.lockfile import load_lockfile
 
 #: recipe/usejob.py: a job that hashes whatever it is given
@@ -279,3 +280,28 @@ def py():
 """
     reach.setup(sets, {"a.py": config})
     refused(capsys, "WriteReturnnConfigJob")
+
+
+def test_the_history_of_bound_values_survives_writes_while_other_aliases_are_bound(reach, capsys):
+    sets = (
+        '[sets.a]\nconfigs = ["config/a.py"]\nrc = {{ commit = "{rc1}", hash_overwrite = "LEGACY" }}\n\n'
+        '[sets.b]\nconfigs = ["config/b.py"]\nlib = {{ commit = "{lib1}", hash_overwrite = "OTHER" }}\n'
+    )
+    configs = {
+        "a.py": '\ndef py():\n    tk.register_output("a/use", Use(experiment_set("a").repo("rc")).out)\n',
+        "b.py": '\ndef py():\n    tk.register_output("b/use", Use(experiment_set("b").repo("lib")).out)\n',
+    }
+    root = reach.setup(sets, configs)
+    rc1, rc2 = reach.commits["rc"][1], reach.commits["rc"][2]
+    assert main(["snapshot"]) == 0
+    snapshot = root / "pin.snapshot.toml"
+    assert read_bound(snapshot) == {"LEGACY": [rc1], "OTHER": [reach.commits["lib"][1]]}
+    lock = root / "pin.toml"
+    bound = f'rc = {{ commit = "{rc1}", hash_overwrite = "LEGACY" }}'
+    lock.write_text(lock.read_text().replace(bound, f'rc = "{rc2}"'))  # the alias dropped, as an upgrade does
+    assert main(["snapshot"]) == 0
+    assert read_bound(snapshot)["LEGACY"] == [rc1], "kept while set b's alias is written beside it"
+    lock.write_text(lock.read_text().replace(f'rc = "{rc2}"', bound.replace(rc1, rc2)))
+    capsys.readouterr()
+    assert main(["snapshot"]) == 7
+    assert f"hash_overwrite 'LEGACY' stood for {rc1[:7]} when recorded" in capsys.readouterr().out

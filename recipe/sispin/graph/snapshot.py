@@ -189,12 +189,12 @@ def _render(sets: Mapping[str, Entry], bound: Mapping[str, List[str]]) -> str:
         entry["outputs"] = outputs
         aliases = sets[set_name].get("aliases") or {}
         if aliases:
-            bound = tomlkit.table()
+            table = tomlkit.table()
             for repo, alias in sorted(aliases.items()):
                 inline = tomlkit.inline_table()
                 inline.update(alias)
-                bound[repo] = inline
-            entry["aliases"] = bound
+                table[repo] = inline
+            entry["aliases"] = table
         tables[set_name] = entry
     document["sets"] = tables
     if bound:
