@@ -305,3 +305,95 @@ def test_the_history_of_bound_values_survives_writes_while_other_aliases_are_bou
     capsys.readouterr()
     assert main(["snapshot"]) == 7
     assert f"hash_overwrite 'LEGACY' stood for {rc1[:7]} when recorded" in capsys.readouterr().out
+
+
+WRAPPERS = """\
+class Text(str):
+    pass
+
+
+class Number(int):
+    pass
+
+
+class Values(list):
+    pass
+
+
+class Holder:
+    def __init__(self, value):
+        self.value = value
+
+    def get(self):
+        return self.value
+"""
+
+
+@pytest.mark.parametrize(
+    "wrapped",
+    [
+        "mytypes.Text(str(v))",
+        "mytypes.Number(v)",
+        "functools.partial(str, v)",
+        "mytypes.Holder(v).get",
+        "mytypes.Values([v])",
+    ],
+)
+def test_content_read_from_a_pin_is_seen_in_any_wrapper(reach, capsys, wrapped):
+    config = f"""
+import functools
+
+import mytypes
+
+
+def py():
+    exp = experiment_set("a")
+    with exp.imported("rc"):
+        import rc
+
+        v = rc.VALUE
+    cfg = ReturnnConfig({{"x": 1}}, post_config={{"v": {wrapped}}}, black_formatting=False)
+    tk.register_output("a/cfg", WriteReturnnConfigJob(cfg).out_returnn_config_file)
+"""
+    reach.setup('[sets.a]\nconfigs = ["config/a.py"]\nrc = "{rc1}"\n', {"a.py": config}, {"mytypes.py": WRAPPERS})
+    refused(capsys, "WriteReturnnConfigJob", "keeps its id when the pins move")
+
+
+@pytest.mark.parametrize(
+    "taken",
+    [
+        'experiment_set("a").clone_job("rc").work_path()',
+        'tools.sh("echo {rc}", capture_output=True, rc=experiment_set("a").repo("rc"))',
+    ],
+    ids=["work_path", "sh"],
+)
+def test_a_checkouts_place_taken_through_sisyphus_helpers_is_a_use_of_the_pin(reach, capsys, taken):
+    config = f"""
+from sisyphus import tools
+
+
+def py():
+    cfg = ReturnnConfig({{"x": 1}}, post_config={{"v": {taken}}}, black_formatting=False)
+    tk.register_output("a/cfg", WriteReturnnConfigJob(cfg).out_returnn_config_file)
+"""
+    reach.setup('[sets.a]\nconfigs = ["config/a.py"]\nrc = "{rc1}"\n', {"a.py": config})
+    refused(capsys, "WriteReturnnConfigJob", "keeps its id when the pins move")
+
+
+def test_pinned_code_imported_in_settings_py_is_a_use_of_the_pin(reach, capsys):
+    config = """
+from sisyphus import global_settings as gs
+
+
+def py():
+    cfg = ReturnnConfig({"x": 1}, post_config={"v": gs.RC_VALUE}, black_formatting=False)
+    tk.register_output("a/cfg", WriteReturnnConfigJob(cfg).out_returnn_config_file)
+"""
+    root = reach.setup('[sets.a]\nconfigs = ["config/a.py"]\nrc = "{rc1}"\n', {"a.py": config})
+    settings = root / "settings.py"
+    settings.write_text(
+        settings.read_text()
+        + '\nfrom sispin import experiment_set\n\nwith experiment_set("a").imported("rc"):\n    import rc\n\n'
+        + "    RC_VALUE = rc.VALUE\n"
+    )
+    refused(capsys, "WriteReturnnConfigJob", "settings.py")

@@ -124,6 +124,7 @@ class ExperimentSet:
         from sispin.git.store import Store  # GitPython and filelock: only for code that asks for a checkout
 
         spec = self.lockfile.get_repo(repo)
+        CHECKED_OUT.setdefault((self.name, repo), None)
         store = Store()
         register_lockfile(store.directory, self.lockfile.path)  # first: `pin gc` keeps what a recorded lockfile pins
         try:
@@ -154,6 +155,10 @@ class ExperimentSet:
         with pinned_import(pinned):
             yield path
 
+
+#: (set, repository) of every checkout code in this process asked for, in order: the probe sees those asked for
+#: before it started recording (settings.py runs when Sisyphus is imported)
+CHECKED_OUT: Dict[Tuple[str, str], None] = {}
 
 #: one PinnedImport per checkout, so that its modules live on between blocks and sets of the same commit share them
 _PINNED_IMPORTS: Dict[Path, PinnedImport] = {}

@@ -84,7 +84,10 @@ def _children(value: Any) -> Any:
         return [(f"[{label}]", item) for label, item in labelled] or None
     # an object with its own _sis_hash (i6_core's ReturnnConfig) hashes part of its state: its state is walked all
     # the same, so that a change shows at the attribute that holds it
-    state = get_object_state(value)
+    try:
+        state = get_object_state(value)
+    except TypeError:  # a kind Sisyphus refuses to hash (a list subclass): never part of an id, one leaf here
+        return None
     if isinstance(state, dict):
         return [(f".{key}", item) for key, item in sorted(state.items())] or None
     return [("", state)]
@@ -133,7 +136,11 @@ def _leaf(value: Any) -> Tuple[str, Any]:
     if type(value) in (set, frozenset):
         return "{" + ", ".join(sorted(_stable_repr(item) for item in value)) + "}", None
     # anything else (a cut container, bytes, an enum...): Sisyphus's own bytes, shown as a type and digest
-    return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>", None
+    try:
+        content = sis_hash_helper(value)
+    except TypeError:  # Sisyphus refuses to hash it, so it sits where no id looks: its text stands for it
+        content = repr(value).encode("utf-8", "backslashreplace")
+    return f"<{type(value).__qualname__} {hashlib.sha256(content).hexdigest()[:8]}>", None
 
 
 def hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:

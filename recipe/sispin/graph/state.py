@@ -78,13 +78,41 @@ def _members(value: Any) -> Iterator[Tuple[Any, Any]]:
         if isinstance(state, dict):
             yield from state.items()
         yield from ((slot, getattr(value, slot)) for slot in slots)
-        if not isinstance(state, dict) and not slots:
+        reduced = _reduced(value)
+        yield from reduced
+        if not isinstance(state, dict) and not slots and not reduced:
             # an object of C (a numpy array, a date): what Sisyphus hashes of it is all there is to see
             from sisyphus.hash import get_object_state
 
             whole = get_object_state(value)
             if whole is not value:
                 yield "", whole
+
+
+#: the builtin types whose content a subclass holds outside its __dict__ (``class Text(str)``)
+_BUILTIN_CONTENT = (str, bytes, bytearray, int, float, complex, list, tuple, set, frozenset)
+
+
+def _reduced(value: Any) -> List[Tuple[str, Any]]:
+    """
+    What pickle would keep of an object beyond its __dict__ and slots — the content of a subclass of str or list, a
+    ``functools.partial``'s function and arguments, a bound method's object: whatever its class reduces itself to
+    (``__reduce_ex__``), for the objects that define a reduction or subclass a builtin; nothing when it cannot be
+    reduced.
+    """
+    kind = type(value)
+    custom = kind.__reduce_ex__ is not object.__reduce_ex__ or kind.__reduce__ is not object.__reduce__
+    if not (custom or isinstance(value, _BUILTIN_CONTENT)):
+        return []
+    try:
+        reduction = value.__reduce_ex__(4)
+    except Exception:  # noqa: BLE001 - an object pickle cannot take: what Sisyphus sees of it stays
+        return []
+    if not isinstance(reduction, tuple):
+        return []  # a global's name: the object is that global
+    parts = list(reduction[1:3]) + [list(part) if part is not None else None for part in reduction[3:5]]
+    names = ("(reduce args)", "(reduce state)", "(reduce items)", "(reduce mapping)")
+    return [(name, part) for name, part in zip(names, parts) if part is not None]
 
 
 def _leaf(value: Any) -> bool:

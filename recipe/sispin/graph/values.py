@@ -26,9 +26,9 @@ from sispin.lock.urls import same_repository
 _SISPIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 #: Sisyphus's modules (and single functions) that act for the config that calls them: its toolkit, DelayedFormat
-#: and the try_get it evaluates with, a path's own methods; the rest of Sisyphus reads values for itself while it
-#: builds the graph
-_HELPERS = ("toolkit.py", "delayed_ops.py", "job_path.py", "tools.py:try_get")
+#: and the try_get it evaluates with, the sh() that formats paths into a command, a path's own methods; the rest of
+#: Sisyphus reads values for itself while it builds the graph
+_HELPERS = ("toolkit.py", "delayed_ops.py", "job_path.py", "tools.py:try_get", "tools.py:sh")
 #: what a clone job holds that is the lock's value
 _CLONE_VALUES = frozenset(
     {
@@ -42,6 +42,8 @@ _CLONE_VALUES = frozenset(
         "job_id",
         "_sis_path",
         "_sis_id",
+        "_sis_id_cache",
+        "work_path",
     }
 )
 
@@ -95,6 +97,13 @@ class ValueUses:
         entry = {"what": what, "where": where, "repo": repo, "set": set_name}
         if entry not in self.found:
             self.found.append(entry)
+
+    def settings_checkouts(self) -> None:
+        """Record the checkouts asked for before the recording starts: settings.py's, run as Sisyphus loads."""
+        from sispin.sets import CHECKED_OUT
+
+        for set_name, repo in CHECKED_OUT:
+            self.add(f"exp.checkout({repo!r}) of set {set_name!r} (or imported)", "settings.py", repo, set_name)
 
     def depends(self, job: Any) -> bool:
         """Whether a job is a clone of a pin or holds one (or a job that does), anywhere in its state."""
@@ -205,6 +214,7 @@ class ValueUses:
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
         """Patch the places a value leaves through, for the block (the configs' loading)."""
+        self.settings_checkouts()
         patches = self._patches()
         originals = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in patches]
         for owner, name, value in patches:
