@@ -12,9 +12,10 @@ import pytest
 
 from conftest import RECIPE_DIR
 from sispin.cli import main as cli
+from sispin.cli.options import COMMANDS
 
 
-@pytest.mark.parametrize("name,module", cli._COMMANDS)
+@pytest.mark.parametrize("name,module", [(name, module) for name, (module, _) in COMMANDS.items()])
 def test_each_command_comes_from_the_module_that_registers_it(name, module):
     parser = cli.build_parser([name])
     commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
@@ -39,3 +40,23 @@ def test_a_command_imports_only_its_own_module():
         "sispin.cli.progress",
         "sispin.cli.status",
     ]
+
+
+def test_pin_help_lists_every_command_and_imports_none_of_them():
+    code = (
+        "import json, sys\n"
+        "from sispin.cli.main import main\n"
+        "main(['--help'])\n"
+        "heavy = ('sispin.cli.', 'git', 'tomlkit', 'filelock')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))"
+    )
+    environ = {**os.environ, "PYTHONPATH": str(RECIPE_DIR)}
+    result = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout.splitlines()[-1]) == [
+        "sispin.cli.main",
+        "sispin.cli.options",
+        "sispin.cli.output",
+        "sispin.cli.progress",
+    ]
+    for name, (_, line) in COMMANDS.items():
+        assert f"    {name}" in result.stdout and line[:40] in result.stdout, name

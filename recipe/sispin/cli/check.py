@@ -37,7 +37,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "check",
         run,
-        help="verify the lock, the pinned commits, the job graphs and the snapshot (for CI)",
         description="Check that pin.toml is valid, every pinned commit exists (skipped with --offline), each "
         "set's job graph (built by real Sisyphus) clones locked repositories only at the pinned commit and never "
         "with hash_overwrite, and every registered output still has the job id recorded in pin.snapshot.toml. "

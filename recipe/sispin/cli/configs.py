@@ -30,7 +30,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "configs",
         run,
-        help="list, add or remove the Sisyphus configs of a set",
         description="Without options, list the configs of set SET. --add appends existing config files (setup-"
         "relative) to sets.SET.configs, --remove takes listed ones out; comments and layout of pin.toml stay.",
     )

@@ -34,7 +34,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "explain",
         run,
-        help="say why job ids differ from the snapshot: the argument that changed, old -> new",
         description="For every registered output whose job id differs from pin.snapshot.toml, show the chain from "
         "the output down to the root causes (the deepest jobs whose own arguments changed) and the argument paths "
         "that differ, old -> new. Works from the snapshot alone. Exit 1 when some output differs.",

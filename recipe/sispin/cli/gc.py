@@ -24,7 +24,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "gc",
         run,
-        help="remove the store checkouts that no lockfile using the store pins",
         description="Remove every checkout in the store that no set pins, in this pin.toml or in any other "
         "lockfile the store serves (each setup records its pin.toml in the store when it makes a checkout there); "
         "forget recorded lockfiles that no longer exist; report the disk space freed. Each checkout is removed "

@@ -59,7 +59,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "import",
         run,
-        help="find hand-written CloneGitRepositoryJob pins and move them into pin.toml",
         description="Scan Python files (statically: nothing is executed) for CloneGitRepositoryJob calls, report "
         "each with its arguments and risks, and propose [repos.*] and the pins of set NAME. --write adds them to "
         "pin.toml without touching existing entries. Exit 1 when a call is blocked (it cannot be adopted with "

@@ -14,29 +14,13 @@ import sys
 from typing import Optional, Sequence
 
 from sispin import __version__
-from sispin.cli.options import output_of
+from sispin.cli.options import COMMANDS, output_of
 from sispin.cli.output import Output
 from sispin.cli.progress import TerminalProgress
 from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError
 from sispin.git.env import progress_to
 from sispin.lock.urls import redact_text
 
-#: every command, as it is typed, and its module in sispin.cli; a run imports only the module of its command (each
-#: brings its own dependencies: tomlkit, the scanner, Sisyphus probes), all of them only to list them
-_COMMANDS = (
-    ("sync", "sync"),
-    ("upgrade", "upgrade"),
-    ("new", "new"),
-    ("configs", "configs"),
-    ("status", "status"),
-    ("snapshot", "snapshot"),
-    ("check", "check"),
-    ("explain", "explain"),
-    ("import", "import_pins"),
-    ("verify", "verify"),
-    ("why", "why"),
-    ("gc", "gc"),
-)
 #: the exit codes that are no PinError's
 INTERNAL_ERROR, INTERRUPTED = 70, 130
 
@@ -54,13 +38,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"pin: error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     """
-    :param argv: the command line to be parsed; None for the parser of every subcommand
-    :return: the parser of ``pin`` with the subcommand argv names (every subcommand when it names none it knows)
+    :param argv: the command line to be parsed
+    :return: the parser of ``pin`` with the subcommand argv names (every subcommand listed, none of their modules
+        imported, when it names none it knows)
     """
-    named = next((word for word in argv or () if not word.startswith("-")), None)
-    modules = [module for name, module in _COMMANDS if name == named] or [module for _, module in _COMMANDS]
+    named = next((word for word in argv if not word.startswith("-")), None)
     parser = _Parser(
         prog="pin",
         description="Pin the recipe repositories of Sisyphus experiment sets (pin.toml).",
@@ -70,8 +54,11 @@ def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParse
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in modules:
-        importlib.import_module(f"sispin.cli.{module}").add_parser(subparsers)
+    if named in COMMANDS:
+        importlib.import_module(f"sispin.cli.{COMMANDS[named][0]}").add_parser(subparsers)
+    else:  # `pin --help`, or a command it does not know: the list is all that is needed
+        for name, (_, line) in COMMANDS.items():
+            subparsers.add_parser(name, help=line)
     return parser
 
 
@@ -142,13 +129,17 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Nam
 
 def _repair_after_a_kill(out: Output) -> None:
     """Before any command: finish what a killed command left half done beside the lockfile (when there is one)."""
-    from sispin.graph.snapshot import complete_interrupted
+    from sispin.lock.files import interrupted
     from sispin.lock.lockfile import find_lockfile
 
     try:
         path = find_lockfile()
     except LockfileError:
         return  # the command says so, if it needs one
+    if not interrupted(path):
+        return  # the repair (tomlkit, filelock, the graph package) is loaded only when there is one to make
+    from sispin.graph.snapshot import complete_interrupted
+
     note = complete_interrupted(path)
     if note:
         out.note(note)

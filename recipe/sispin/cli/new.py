@@ -48,7 +48,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "new",
         run,
-        help="start a new experiment set at the newest commits",
         description="Add experiment set SET to pin.toml, pinned to the head of each repository's branch: all "
         "repositories of [repos], or those OTHER pins (--from). Refuses an existing name (exit 4).",
     )

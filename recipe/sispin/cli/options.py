@@ -7,6 +7,7 @@ name, spelling and help everywhere.
 from __future__ import annotations
 
 __all__ = [
+    "COMMANDS",
     "add_command",
     "set_names",
     "one_set",
@@ -19,6 +20,26 @@ import argparse
 from typing import Any, Callable, Optional
 
 from sispin.cli.output import NORMAL, QUIET, VERBOSE, Output
+
+#: every command, as it is typed: its module in sispin.cli and its line in ``pin --help`` (listed from here, so that
+#: ``pin --help`` imports no command module; a run imports only its command's, which brings its own dependencies)
+COMMANDS = {
+    "sync": (
+        "sync",
+        "clone the setup's own checkouts ([setup.*]), or a set's store checkouts, at their pinned commits",
+    ),
+    "upgrade": ("upgrade", "move an experiment set's pins to newer commits"),
+    "new": ("new", "start a new experiment set at the newest commits"),
+    "configs": ("configs", "list, add or remove the Sisyphus configs of a set"),
+    "status": ("status", "show each set's pins and how far they are behind their branches"),
+    "snapshot": ("snapshot", "record the job id behind every output of each set (pin.snapshot.toml)"),
+    "check": ("check", "verify the lock, the pinned commits, the job graphs and the snapshot (for CI)"),
+    "explain": ("explain", "say why job ids differ from the snapshot: the argument that changed, old -> new"),
+    "import": ("import_pins", "find hand-written CloneGitRepositoryJob pins and move them into pin.toml"),
+    "verify": ("verify", "check that setup checkouts, store checkouts and finished clone jobs are untouched"),
+    "why": ("why", "show which sets, finished jobs and outputs use a commit or a repository"),
+    "gc": ("gc", "remove the store checkouts that no lockfile using the store pins"),
+}
 
 #: what every command takes: how much it prints
 _LEVELS = argparse.ArgumentParser(add_help=False)
@@ -42,7 +63,6 @@ def add_command(
     name: str,
     run: Callable[[argparse.Namespace, Output], int],
     *,
-    help: str,
     description: str,
     trailing: Optional[str] = None,
 ) -> argparse.ArgumentParser:
@@ -52,13 +72,12 @@ def add_command(
     :param subparsers: the ``pin`` subcommand registry
     :param name: the command as typed
     :param run: ``run(args, out) -> exit code``
-    :param help: one line for ``pin --help``
     :param description: the paragraph of ``pin NAME --help``
     :param trailing: the name of a trailing positional list that words after options join (``upgrade demo --to v1
         rc``: argparse alone would refuse ``rc``)
     :return: the command's parser, for its own arguments
     """
-    parser = subparsers.add_parser(name, help=help, description=description, parents=[_LEVELS])
+    parser = subparsers.add_parser(name, help=COMMANDS[name][1], description=description, parents=[_LEVELS])
     parser.set_defaults(run=run, trailing=trailing)
     return parser
 

@@ -27,7 +27,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "snapshot",
         run,
-        help="record the job id behind every output of each set (pin.snapshot.toml)",
         description="Load each set's configs with real Sisyphus (no job runs, nothing is written to work/) and "
         "record every registered output and the id of the job that creates it in pin.snapshot.toml, beside "
         "pin.toml. `pin check` compares against it. Exit 9 when Sisyphus is missing or a config fails to load, exit 7 "

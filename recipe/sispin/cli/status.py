@@ -30,7 +30,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "status",
         run,
-        help="show each set's pins and how far they are behind their branches",
         description="Show, per experiment set and repository, the pinned commit, its date and how many commits "
         "it is behind the head of the repository's branch. Offline: reads the store as last fetched.",
     )

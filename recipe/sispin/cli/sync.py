@@ -42,7 +42,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "sync",
         run,
-        help="clone the setup's own checkouts ([setup.*]), or a set's store checkouts, at their pinned commits",
         description="Without SET: clone every [setup.*] entry of pin.toml at its pinned commit into its path. "
         "Idempotent: a checkout already at the pinned commit with a clean tree is left alone; one at another "
         "commit or with local changes is an error (exit 6), never overwritten. With SETs: make the store's "

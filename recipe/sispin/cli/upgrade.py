@@ -55,7 +55,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "upgrade",
         run,
-        help="move an experiment set's pins to newer commits",
         description="Move the pins of experiment set SET (all its repositories, or the REPOs named) to the head "
         "of each repository's branch, or to --to REV. Shows every move with the commits in between; every job of "
         "the set that depends on a moved repository gets a new id. Exit 8 when a move needs --allow-downgrade or "

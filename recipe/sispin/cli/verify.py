@@ -30,7 +30,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "verify",
         run,
-        help="check that setup checkouts, store checkouts and finished clone jobs are untouched",
         description="Verify that every [setup.*] checkout, every store checkout of the sets' pins and every "
         "finished clone job of the sets in work/ is at its pinned commit with a clean tree. Lists tampered files; "
         "exit 1 when anything differs, exit 9 when the clone jobs in work/ cannot be identified (no Sisyphus).",

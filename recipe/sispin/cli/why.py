@@ -28,7 +28,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "why",
         run,
-        help="show which sets, finished jobs and outputs use a commit or a repository",
         description="Show what uses a commit (a full SHA or a prefix of at least 4 hex digits) or, given a "
         "repository name of pin.toml, each commit of that repository: the sets that pin it in pin.toml and in the "
         "other lockfiles the store serves, its finished CloneGitRepositoryJobs in work/ with the finished jobs "

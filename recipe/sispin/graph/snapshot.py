@@ -37,7 +37,18 @@ from sispin.errors import LockfileError
 from sispin.graph.build import Output, SetGraph
 from sispin.graph.recordcache import write_records
 from sispin.lock.editing import edit_lockfile
-from sispin.lock.files import check_writable, file_lock, leftovers, remove, remove_leftovers, write_atomically
+from sispin.lock.files import (
+    JOURNAL_NAME,
+    SNAPSHOT_NAME,
+    check_writable,
+    file_lock,
+    interrupted,
+    journal_path,
+    remove,
+    remove_leftovers,
+    snapshot_path,
+    write_atomically,
+)
 from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text, shown_key
 
 if sys.version_info >= (3, 11):
@@ -45,8 +56,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised by the Python 3.9 CI run
     import tomli as tomllib
 
-SNAPSHOT_NAME = "pin.snapshot.toml"
-JOURNAL_NAME = ".pin.journal.json"
 _HEADER = (
     "Written by `pin snapshot` (and `pin upgrade`, `pin new`): the job id behind every registered output of each set.\n"
     "`pin check` fails when a config change gives an output another id; `pin explain` names the argument that\n"
@@ -56,16 +65,6 @@ _HEADER = (
 Snapshot = Dict[str, Dict[str, Output]]
 #: one set's part of the snapshot, as plain data: {"outputs": {name: {"job", "path"}}, "aliases": {repo: {...}}}
 Entry = Dict[str, Any]
-
-
-def snapshot_path(lockfile_path: Path) -> Path:
-    """:return: the snapshot file that belongs to a lockfile"""
-    return Path(lockfile_path).with_name(SNAPSHOT_NAME)
-
-
-def journal_path(lockfile_path: Path) -> Path:
-    """:return: where a change of the lock and its snapshot is recorded until both are written"""
-    return Path(lockfile_path).with_name(JOURNAL_NAME)
 
 
 def _load(path: Path) -> Dict[str, Entry]:
@@ -330,9 +329,9 @@ def complete_interrupted(path: Path) -> Optional[str]:
     :return: what was done to the pair, for the user; None when that was nothing
     :raises LockfileError: when the journal is unreadable
     """
-    files = (path, snapshot_path(path), journal_path(path))
-    if not journal_path(path).exists() and not any(leftovers(file) for file in files):
+    if not interrupted(path):
         return None
+    files = (path, snapshot_path(path), journal_path(path))
     with file_lock(path), file_lock(snapshot_path(path)):
         done = _complete(path)
         for file in files:

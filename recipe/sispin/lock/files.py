@@ -6,7 +6,20 @@ a read-only file, and with the temporary files of a killed writer removed.
 
 from __future__ import annotations
 
-__all__ = ["file_lock", "check_writable", "replace_file", "write_atomically", "leftovers", "remove_leftovers", "remove"]
+__all__ = [
+    "file_lock",
+    "check_writable",
+    "replace_file",
+    "write_atomically",
+    "SNAPSHOT_NAME",
+    "JOURNAL_NAME",
+    "snapshot_path",
+    "journal_path",
+    "interrupted",
+    "leftovers",
+    "remove_leftovers",
+    "remove",
+]
 
 import contextlib
 import os
@@ -115,6 +128,30 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+#: the snapshot beside pin.toml, and the journal of a change of both while it is written
+SNAPSHOT_NAME = "pin.snapshot.toml"
+JOURNAL_NAME = ".pin.journal.json"
+
+
+def snapshot_path(lockfile_path: Path) -> Path:
+    """:return: the snapshot file that belongs to a lockfile"""
+    return Path(lockfile_path).with_name(SNAPSHOT_NAME)
+
+
+def journal_path(lockfile_path: Path) -> Path:
+    """:return: where a change of the lock and its snapshot is recorded until both are written"""
+    return Path(lockfile_path).with_name(JOURNAL_NAME)
+
+
+def interrupted(lockfile_path: Path) -> bool:
+    """
+    :return: whether a killed command left something beside the lockfile to complete or remove (a journal, a
+        temporary file): a directory listing, so that every command can ask before it loads the repair
+    """
+    files = (lockfile_path, snapshot_path(lockfile_path), journal_path(lockfile_path))
+    return journal_path(lockfile_path).exists() or any(leftovers(file) for file in files)
 
 
 def leftovers(path: Path) -> List[Path]:
