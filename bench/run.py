@@ -24,6 +24,7 @@ sys.path[:0] = [str(_ROOT), str(_ROOT / "recipe")]
 
 from bench.checkout import bench_checkout  # noqa: E402
 from bench.common import Result  # noqa: E402
+from bench.graph import bench_graph  # noqa: E402
 from bench.lockload import bench_lockfile_load  # noqa: E402
 from bench.scan import bench_import_scan  # noqa: E402
 from bench.startup import bench_startup  # noqa: E402
@@ -61,6 +62,8 @@ def main() -> int:
             ("checkout", bench_checkout),
             ("status", lambda directory: [bench_status(directory)]),
             ("import", lambda directory: [bench_import_scan(directory)]),
+            ("graph1000", lambda directory: bench_graph(directory, jobs=1000)),
+            ("graph5000", lambda directory: bench_graph(directory, jobs=5000)),
         ]
         for name, bench in benchmarks:
             (work / name).mkdir()

@@ -53,3 +53,12 @@ def test_manager_benchmark_runs(bench, real_sisyphus, tmp_path: Path):
         result = startup.bench_manager(tmp_path / str(edited), sets=20, runs=1, edited=edited)
         assert result.figure is not None and result.goal.text.endswith("ms"), result
         assert result.met == (result.figure <= result.goal.limit)
+
+
+def test_graph_benchmark_runs(bench, real_sisyphus, tmp_path: Path, monkeypatch):
+    from bench import graph
+
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    rows = graph.bench_graph(tmp_path, jobs=20, runs=1)
+    assert [row.goal.text for row in rows] == ["<= 1.5x", "<= 2.0x", "<= 200 B"]
+    assert all(row.figure is not None for row in rows) and "10 outputs" in rows[2].name, rows

@@ -15,6 +15,8 @@ from conftest import git, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
 from sispin.graph.explain import argument_order, explain_output
+from sispin.graph.recordcache import read_records
+from sispin.graph.snapshot import read_snapshot
 from sispin.lock.lockfile import load_lockfile
 
 CONFIG = """\
@@ -313,3 +315,21 @@ def test_without_the_local_records_explain_points_to_the_history(setup, capsys):
     assert "because  no record of the old job's arguments here (`pin explain --against REV` builds" in (
         capsys.readouterr().out
     )
+
+
+def test_a_snapshot_keeps_the_records_of_what_did_not_change_and_walks_the_rest(setup, capsys):
+    assert main(["snapshot"]) == 0
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    assert main(["snapshot"]) == 0  # only the jobs below the changed outputs are walked; the rest is kept
+    lockfile = load_lockfile(setup.root / "pin.toml")
+    graph = load_graph(lockfile, "exp", records="all")
+    kept = read_records(lockfile.path, "exp", read_snapshot(setup.root / "pin.snapshot.toml")["exp"])
+    assert kept == graph.records, "the same records as a walk of every job"
+    records = setup.root / ".sispin-cache" / "records" / "exp.json"
+    written = records.stat().st_mtime_ns
+    assert main(["snapshot"]) == 0  # nothing changed: the records are neither read nor written
+    assert records.stat().st_mtime_ns == written
+    setup.edit("LEARNING_RATE = 2e-3", "LEARNING_RATE = 3e-3")
+    capsys.readouterr()
+    assert main(["explain", "--output", "exp/copy"]) == 1
+    assert "0.002 -> 0.003" in capsys.readouterr().out

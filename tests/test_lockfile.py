@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -260,3 +261,22 @@ def test_load_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (tmp_path / "pin.toml").write_bytes(b"\xff\xfe")
     with pytest.raises(LockfileError, match="^pin.toml: cannot read"):
         load_lockfile(tmp_path / "pin.toml")
+
+
+def test_the_snapshot_text_reads_back_as_what_was_recorded_whatever_the_names():
+    from sispin.graph.snapshot import _render
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    sets = {
+        "exp.v2": {
+            "outputs": {'a "q"/b\\c': {"job": "x/Y.z", "path": "é\x7f\t"}, "plain": {"job": "j", "path": ""}},
+            "aliases": {"i6.models": {"commit": "a" * 40, "hash_overwrite": 'V/ä"'}},
+        },
+        "b-1": {"outputs": {}},
+    }
+    bound = {'V/ä"': ["a" * 40, "b" * 40], "X": ["c" * 40]}
+    data = tomllib.loads(_render(sets, bound))
+    assert data["sets"] == sets and data["bound"] == bound and data["version"] == 1

@@ -27,6 +27,7 @@ __all__ = [
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Tuple
@@ -173,36 +174,46 @@ def _entry(graph: SetGraph) -> Entry:
 
 
 def _render(sets: Mapping[str, Entry], bound: Mapping[str, List[str]]) -> str:
-    document = tomlkit.document()
-    for line in _HEADER.splitlines():
-        document.add(tomlkit.comment(line))
-    document.add("version", 1)
-    tables = tomlkit.table(is_super_table=True)
+    """
+    The snapshot's text, written out directly: a generated file of one line per output, where tomlkit's document
+    model (built for keeping a user's file intact) would cost more than the build it records at thousands of outputs.
+    """
+    lines = [f"# {line}" for line in _HEADER.splitlines()] + ["version = 1"]
     for set_name in sorted(sets):
-        outputs = tomlkit.table()
-        for name, output in sorted(sets[set_name]["outputs"].items()):
-            inline = tomlkit.inline_table()
-            inline.update({"job": output["job"], "path": output.get("path", "")})
-            outputs[name] = inline
-        entry = tomlkit.table(is_super_table=True)
-        entry["outputs"] = outputs
+        lines += ["", f"[sets.{_key(set_name)}.outputs]"]
+        lines += [
+            f"{_key(name)} = {{job = {_string(output['job'])}, path = {_string(output.get('path', ''))}}}"
+            for name, output in sorted(sets[set_name]["outputs"].items())
+        ]
         aliases = sets[set_name].get("aliases") or {}
         if aliases:
-            table = tomlkit.table()
-            for repo, alias in sorted(aliases.items()):
-                inline = tomlkit.inline_table()
-                inline.update(alias)
-                table[repo] = inline
-            entry["aliases"] = table
-        tables[set_name] = entry
-    document["sets"] = tables
+            lines += ["", f"[sets.{_key(set_name)}.aliases]"]
+            lines += [
+                f"{_key(repo)} = {{commit = {_string(alias['commit'])}, "
+                f"hash_overwrite = {_string(alias['hash_overwrite'])}}}"
+                for repo, alias in sorted(aliases.items())
+            ]
     if bound:
-        history = tomlkit.table()
-        history.add(tomlkit.comment("every commit each hash_overwrite value stood for: it never stands for another"))
-        for value in sorted(bound):
-            history[value] = sorted(bound[value])
-        document["bound"] = history
-    return tomlkit.dumps(document)
+        lines += ["", "[bound]", "# every commit each hash_overwrite value stood for: it never stands for another"]
+        lines += [
+            f"{_key(value)} = [{', '.join(_string(commit) for commit in sorted(bound[value]))}]"
+            for value in sorted(bound)
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _key(name: str) -> str:
+    """A TOML key: bare when TOML reads it bare, else a basic string."""
+    return name if _BARE_KEY.fullmatch(name) else _string(name)
+
+
+def _string(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's; DEL, which JSON leaves as it is, TOML wants escaped)."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+#: a key TOML reads bare
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _write_sets(path: Path, entries: Mapping[str, Entry], sets_in_lock: Collection[str]) -> bool:

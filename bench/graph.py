@@ -1,0 +1,140 @@
+"""
+``pin check --offline`` and ``pin snapshot`` of a generated set against a plain Sisyphus build of the same graph: the
+config loaded as ``sis manager`` loads it and every job id computed, with the pinned clone written by hand. Each run
+is a fresh process, as a user (or CI, or the pre-commit hook) starts it, and both sides start warm: bytecode cached,
+the set recorded before, nothing changed since.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import List
+
+from bench.common import RECIPE, ROOT, SISYPHUS, Goal, Result, child_cpu, git, interleaved, python
+
+#: about two jobs per model (its config and a copy of it), all using the pinned clone, each with a nested net dict
+_CONFIG = """\
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
+from i6_core.text.processing import WriteToTextFileJob
+from sisyphus import tk
+
+{clone_import}
+
+
+def network(i):
+    return {{
+        f"layer{{j}}": {{"class": "linear", "n_out": 512 + j, "from": [f"layer{{j - 1}}"] if j else "data"}}
+        for j in range(12)
+    }}
+
+
+def py():
+    root = {clone}
+    features = WriteToTextFileJob("features")
+    for i in range({models}):
+        config = ReturnnConfig(
+            {{"features": features.out_file, "rc": root, "index": i, "network": network(i)}}, black_formatting=False
+        )
+        write = WriteReturnnConfigJob(config)
+        tk.register_output(f"big/model{{i}}", WriteToTextFileJob(write.out_returnn_config_file).out_file)
+"""
+
+#: the plain build: what `sis manager` does before its engine starts (see /work/real's plain_build.py)
+_PLAIN = """\
+import asyncio, sys
+sys.path.insert(0, "tools/sisyphus")
+import sisyphus.toolkit as tk
+from sisyphus.loader import config_manager
+tk._sis_running_in_manager = True
+asyncio.set_event_loop(asyncio.new_event_loop())
+config_manager.load_configs(["config/plain.py"])
+print(len({job._sis_id() for job in tk.sis_graph.jobs()}), len(tk.sis_graph.targets))
+"""
+
+
+def _setup(work: Path, jobs: int) -> Path:
+    """A setup of one set of about ``jobs`` jobs pinning a generated repository, and the same graph by hand."""
+    remote = work / "remote"
+    remote.mkdir()
+    git(remote, "init", "-q", "-b", "main")
+    (remote / "__init__.py").write_text("X = 1\n")
+    git(remote, "add", "-A")
+    git(remote, "commit", "-q", "-m", "first")
+    commit = git(remote, "rev-parse", "HEAD")
+    root = work / "setup"
+    for folder in ("config", "recipe", "tools", "work"):
+        (root / folder).mkdir(parents=True)
+    shutil.copy(ROOT / "settings.py", root)
+    (root / "recipe" / "i6_core").symlink_to(RECIPE / "i6_core")
+    (root / "tools" / "sisyphus").symlink_to(SISYPHUS)
+    sisyphus = git(SISYPHUS, "rev-parse", "HEAD")
+    (root / "pin.toml").write_text(
+        f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.big]\nconfigs = ["config/big.py"]\n'
+        f'rc = "{commit}"\n\n[setup.sisyphus]\nurl = "file://{SISYPHUS}"\ncommit = "{sisyphus}"\n'
+        'path = "tools/sisyphus"\n'
+    )
+    models = max(1, jobs // 2)
+    pinned = 'experiment_set("big").repo("rc")'
+    by_hand = f'CloneGitRepositoryJob("file://{remote}", commit="{commit}").out_repository'
+    (root / "config" / "big.py").write_text(
+        _CONFIG.format(clone_import="from sispin import experiment_set", clone=pinned, models=models)
+    )
+    (root / "config" / "plain.py").write_text(
+        _CONFIG.format(clone_import="from i6_core.tools.git import CloneGitRepositoryJob", clone=by_hand, models=models)
+    )
+    (root / "plain.py").write_text(_PLAIN)
+    return root
+
+
+def bench_graph(work: Path, jobs: int = 1000, runs: int = 3) -> List[Result]:
+    """
+    :param jobs: about how many jobs the set builds
+    :return: the rows of ``pin check --offline`` and ``pin snapshot`` against the plain build, CPU of the whole
+        command (interpreter start, the probe's and Sisyphus's work)
+    """
+    name = f"{jobs:,} jobs"
+    if not (SISYPHUS / "sisyphus" / "toolkit.py").is_file() or not (RECIPE / "i6_core").is_dir():
+        reason = "needs the setup's Sisyphus and i6_core (pin sync)"
+        return [Result(f"pin {verb}, {name}", "", "", "", skipped=reason) for verb in ("check", "snapshot")]
+    root = _setup(work, jobs)
+    pycache, env = work / "pycache", {"PIN_HOME": str(work / "store")}
+
+    def pin(*arguments: str) -> str:
+        return python(["-m", "sispin", *arguments], root, pycache, env)
+
+    built = python(["plain.py"], root, pycache).split()
+    pin("snapshot")  # recorded once: the state a later check starts from
+    assert pin("check", "--offline").startswith("pin check: ok"), "the set passes, as the rows assume"
+    rows = []
+    for verb, command, limit in (("check --offline", ("check", "--offline"), 1.5), ("snapshot", ("snapshot",), 2.0)):
+        mine, plain = interleaved(
+            [
+                lambda command=command: child_cpu(lambda: pin(*command)),
+                lambda: child_cpu(lambda: python(["plain.py"], root, pycache)),
+            ],
+            runs,
+        )
+        rows.append(
+            Result(
+                f"pin {verb}, {built[0]} jobs, {built[1]} outputs, unchanged: vs a plain Sisyphus build, CPU",
+                f"{mine:.2f} s",
+                f"{plain:.2f} s",
+                f"{mine / plain:.2f}x",
+                Goal(f"<= {limit}x", limit),
+                mine / plain,
+            )
+        )
+    snapshot = (root / "pin.snapshot.toml").stat().st_size
+    outputs = int(built[1])
+    rows.append(
+        Result(
+            f"pin.snapshot.toml, {outputs} outputs: bytes per output",
+            f"{snapshot / outputs:.0f} B",
+            "-",
+            "-",
+            Goal("<= 200 B", 200),
+            snapshot / outputs,
+        )
+    )
+    return rows
