@@ -32,7 +32,14 @@ def py():
     for i in range(300):
         config = WriteReturnnConfigJob(
             ReturnnConfig(
-                {{"features": features.out_file, "rc": root, "index": i, "lr": LEARNING_RATE}}, black_formatting=False
+                {{
+                    "features": features.out_file,
+                    "rc": root,
+                    "index": i,
+                    "lr": LEARNING_RATE,
+                    "schedule": [LEARNING_RATE * step for step in range(1, 41)],
+                }},
+                black_formatting=False,
             )
         )
         tk.register_output(f"big/model{{i}}", WriteToTextFileJob(config.out_returnn_config_file).out_file)
@@ -113,7 +120,10 @@ def test_one_argument_changed_in_300_jobs_of_their_own_is_one_line(big, capsys):
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert len(lines) <= 5, result.stdout
-    assert "300 outputs changed" in lines[1] and "returnn_config.config['lr']: 0.001 -> 0.002" in lines[1], lines[1]
+    assert lines[1].startswith(
+        "problem: sets.big: 300 outputs changed because returnn_config.config['lr']: 0.001 -> 0.002 (+40 more "
+        "arguments: pin explain) in WriteReturnnConfigJob (300 jobs: WriteReturnnConfigJob."
+    ), lines[1]
     explained = subprocess.run(
         [sys.executable, "-m", "sispin", "explain"], cwd=big, capture_output=True, text=True, check=False
     )
@@ -121,3 +131,5 @@ def test_one_argument_changed_in_300_jobs_of_their_own_is_one_line(big, capsys):
     assert len(lines) <= 20, explained.stdout[:3000]
     assert lines[0].startswith("300 outputs changed the same way: big/model0, big/model1, big/model10"), lines[0]
     assert "  because  returnn_config.config['lr']: 0.001 -> 0.002" in lines
+    assert "  because  returnn_config.config['schedule'][3]: 0.004 -> 0.008" in lines, "positions in numeric order"
+    assert "  because  ... and 36 more arguments of this job (--verbose lists them)" in lines

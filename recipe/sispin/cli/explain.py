@@ -95,7 +95,8 @@ def explain(
                 continue
             explanation = explain_output(output_name, old, new, records, graph.records)
             report.append({"set": name, **_as_json(explanation, lockfile, name, graph.records)})
-            text = explanation_lines(explanation, lockfile, name, graph.records, snapshot_name(lockfile))
+            every = out.level >= VERBOSE
+            text = explanation_lines(explanation, lockfile, name, graph.records, snapshot_name(lockfile), every)
             shape = (name, *_shape(explanation, text))
             shapes.setdefault(shape, []).append(text)
             same_way.setdefault(shape, []).append(output_name)
@@ -123,15 +124,25 @@ def _before(
     return ({}, {}) if old is None else (old.outputs, old.records)
 
 
+#: the differing arguments of one root cause shown before the rest are counted (all of them with --verbose)
+_LISTED_DIFFERENCES = 5
+
+
 def snapshot_name(lockfile: Lockfile) -> str:
     """:return: the snapshot file as messages name it"""
     return display_path(snapshot_path(lockfile.path))
 
 
 def explanation_lines(
-    explanation: Explanation, lockfile: Lockfile, set_name: str, records: Mapping[str, JobRecord], snapshot: str
+    explanation: Explanation,
+    lockfile: Lockfile,
+    set_name: str,
+    records: Mapping[str, JobRecord],
+    snapshot: str,
+    every: bool = True,
 ) -> List[str]:
     """
+    :param every: every differing argument of a root cause (else the first few, and how many more)
     :return: the explanation as text: a headline per output, then per root cause the chain and the differences
     """
     old, new = explanation.old, explanation.new
@@ -146,9 +157,13 @@ def explanation_lines(
         for (argument, _, _), (step_old, step_new) in zip(cause.via, below):
             lines.append(f"  via      {argument}: {short_id(step_old)} -> {_new_id(step_old, step_new)}")
         moved = pin_moved(cause, lockfile, set_name, records)
-        for difference in cause.differences:
+        shown_here = cause.differences if every else cause.differences[:_LISTED_DIFFERENCES]
+        for difference in shown_here:
             note = f"   (pin moved: {moved})" if moved else ""
             lines.append(f"  because  {difference.path}: {shown(difference.old)} -> {shown(difference.new)}{note}")
+        if len(shown_here) < len(cause.differences):
+            more = len(cause.differences) - len(shown_here)
+            lines.append(f"  because  ... and {more} more arguments of this job (--verbose lists them)")
         if cause.reason:
             lines.append(f"  because  {cause.reason}")
         if cause.custom_hash:

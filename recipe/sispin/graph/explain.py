@@ -203,16 +203,12 @@ def pin_moved(cause: Cause, lockfile: Lockfile, set_name: str, records: Mapping[
     return None
 
 
-def summary(explanation: Explanation, by_class: bool = False) -> str:
-    """
-    :param by_class: name each cause's job by its class only, so that outputs whose own jobs changed the same way
-        share one phrase
-    :return: one phrase naming the root causes, for a line of ``pin check``
-    """
+def summary(explanation: Explanation) -> str:
+    """:return: one phrase naming the root causes, for the upgrade advisor's line of an output"""
     parts = []
     for cause in explanation.causes:
         # the job is always named (by its recorded id), so that outputs renewed by one cause share one phrase
-        where = f" in {_job_class(cause.old) if by_class else short_id(cause.old)}"
+        where = f" in {short_id(cause.old)}"
         if cause.reason:
             parts.append(f"{short_id(cause.new)}: {cause.reason}")
         for difference in cause.differences:
@@ -274,9 +270,9 @@ def compare_set(
     :param graph: the set's graph now
     :param work: the setup's work directory (to count renewed jobs that had finished)
     """
-    # one cause: the same arguments changed the same way in jobs of one class, whether the outputs share the job
+    # one line per root cause: the same arguments changed the same way in jobs of one class, whether the outputs share
+    # the job or each has its own; an output with several root causes is counted under each
     by_cause: Dict[str, List[Tuple[str, str, str]]] = {}
-    explained: Dict[str, Explanation] = {}
     jobs: Dict[str, Set[str]] = {}
     changed, moved = [], []
     for name in sorted(set(recorded) & set(graph.outputs)):
@@ -284,17 +280,17 @@ def compare_set(
         if old.job != new.job:
             changed.append(name)
             explanation = explain_output(name, old.job, new.job, records or {}, graph.records)
-            cause = summary(explanation, by_class=True) or _NO_RECORDS
-            by_cause.setdefault(cause, []).append((name, old.job, new.job))
-            explained.setdefault(cause, explanation)
-            jobs.setdefault(cause, set()).update(c.old for c in explanation.causes)
+            for cause in explanation.causes or [None]:
+                key = _NO_RECORDS if cause is None else _cause_phrase(cause, _job_class(cause.old))
+                by_cause.setdefault(key, []).append((name, old.job, new.job))
+                jobs.setdefault(key, set()).update(() if cause is None else (cause.old,))
         elif old.path != new.path:
             moved.append((name, old.path, new.path))
     renewed = None if records is None else [job for job in records if job not in graph.jobs]
     return SetChanges(
         changed=changed,
         groups=sorted(
-            ChangeGroup(_group_phrase(cause, explained[cause], sorted(jobs[cause])), outputs)
+            ChangeGroup(_in_jobs(cause, sorted(jobs[cause])), list(dict.fromkeys(outputs)))
             for cause, outputs in by_cause.items()
         ),
         new=sorted(set(graph.outputs) - set(recorded)),
@@ -305,8 +301,19 @@ def compare_set(
     )
 
 
-def _group_phrase(cause: str, first: Explanation, jobs: List[str]) -> str:
-    """:return: the cause naming its job by id when there is one, else how many jobs and the first"""
-    if len(jobs) <= 1:
-        return summary(first) or cause
-    return f"{cause} ({len(jobs)} jobs: {short_id(jobs[0])}, ...)"
+def _cause_phrase(cause: Cause, job: str) -> str:
+    """:return: ``because <the first argument, old -> new> (+N more) in <job>`` for one root cause"""
+    if cause.reason or not cause.differences:
+        return f"because {cause.reason or 'of its own hash()'} in {job}"
+    first, more = cause.differences[0], len(cause.differences) - 1
+    rest = f" (+{more} more arguments: pin explain)" if more else ""
+    return f"because {first.path}: {shown(first.old)} -> {shown(first.new)}{rest} in {job}"
+
+
+def _in_jobs(phrase: str, jobs: List[str]) -> str:
+    """:return: the root cause naming its job by id when there is one, else how many jobs and the first"""
+    if not jobs or not phrase.endswith(f" in {_job_class(jobs[0])}"):
+        return phrase
+    if len(jobs) == 1:
+        return phrase[: -len(_job_class(jobs[0]))] + short_id(jobs[0])
+    return f"{phrase} ({len(jobs)} jobs: {short_id(jobs[0])}, ...)"
