@@ -59,6 +59,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(_hermetic_home, ignore_errors=True)
 
 
+#: a Sisyphus job that hashes whatever it is given, for the configs tests write (needs `from sisyphus import Job, Task`)
+USE_JOB = """\
+class Use(Job):
+    def __init__(self, thing):
+        self.thing = thing
+        self.out = self.output_path("out")
+
+    def tasks(self):
+        yield Task("run")
+"""
+
+
 def git(cwd: Path, *args: str) -> str:
     """Run a real git command in cwd and return its stripped stdout."""
     env = {**os.environ, **_GIT_FIXTURE_ENV}

@@ -16,7 +16,7 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import PROJECT_ROOT, RECIPE_DIR, git_commit, run
+from conftest import PROJECT_ROOT, RECIPE_DIR, USE_JOB, git_commit, run
 from sispin.cli.main import main
 from sispin.graph.build import Output
 from sispin.graph.snapshot import read_snapshot
@@ -288,19 +288,15 @@ def test_running_it_again_adds_nothing_and_never_records_a_changed_id(existing, 
     assert (lock.read_text(), snapshot.read_text()) == written
 
 
-MOVING = """\
+MOVING = (
+    """\
 from i6_core.tools.git import CloneGitRepositoryJob
 from sisyphus import Job, Task, tk
 
 
-class Use(Job):
-    def __init__(self, thing):
-        self.thing = thing
-        self.out = self.output_path("out")
-
-    def tasks(self):
-        yield Task("run")
-
+"""
+    + USE_JOB
+    + """
 
 def py():
     own = CloneGitRepositoryJob({lm!r}, commit={lm0!r}).out_repository
@@ -312,6 +308,7 @@ def py():
     tk.register_output("m/legacy", Use(legacy).out)
     tk.register_output("m/plain", Use(rc).out)
 """
+)
 
 
 def test_moving_a_call_to_exp_repo_is_advised_only_where_it_keeps_the_ids(existing, capsys):

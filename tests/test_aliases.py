@@ -10,26 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git_commit, make_setup, sisyphus_entry
+from conftest import USE_JOB, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 from sispin.errors import LockfileError
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.lockfile import parse_lockfile
 
 #: what existing setups do: a clone at a literal commit, its output's commit hidden behind a name
-HAND_WRITTEN = """\
+HAND_WRITTEN = (
+    """\
 from i6_core.tools.git import CloneGitRepositoryJob
 from sisyphus import Job, Task, tk
 
 
-class Use(Job):
-    def __init__(self, thing):
-        self.thing = thing
-        self.out = self.output_path("out")
-
-    def tasks(self):
-        yield Task("run")
-
+"""
+    + USE_JOB
+    + """
 
 def py():
     root = CloneGitRepositoryJob({url!r}, commit={commit!r}).out_repository
@@ -37,28 +33,26 @@ def py():
     tk.register_output("s/use", Use(root).out)
     tk.register_output("s/sub", Use(root.join_right("pkg")).out)
 """
+)
 
 #: the same set written with sispin: exp.repo() applies the alias the lock binds
-WITH_SISPIN = """\
+WITH_SISPIN = (
+    """\
 from sisyphus import Job, Task, tk
 
 from sispin import experiment_set
 
 
-class Use(Job):
-    def __init__(self, thing):
-        self.thing = thing
-        self.out = self.output_path("out")
-
-    def tasks(self):
-        yield Task("run")
-
+"""
+    + USE_JOB
+    + """
 
 def py():
     root = experiment_set("s").repo("rc")
     tk.register_output("s/use", Use(root).out)
     tk.register_output("s/sub", Use(root.join_right("pkg")).out)
 """
+)
 
 
 class Setup:

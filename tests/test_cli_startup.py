@@ -23,17 +23,22 @@ def test_each_command_comes_from_the_module_that_registers_it(name, module):
     assert commands.choices[name].get_default("run").__module__ == f"sispin.cli.{module}"
 
 
-def test_a_command_imports_only_its_own_module():
+def _imported_by(argv: list, prefixes: tuple) -> tuple:
+    """:return: (the modules with those prefixes that ``pin ARGV`` imported, what it printed), in a fresh process"""
     code = (
         "import json, sys\n"
         "from sispin.cli.main import main\n"
-        "main(['status', '--help'])\n"
-        "print(json.dumps(sorted(m for m in sys.modules\n"
-        "                        if m.startswith(('sispin.cli.', 'tomlkit', 'sispin.adopt.')))))"
+        f"main({argv!r})\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))"
     )
     environ = {**os.environ, "PYTHONPATH": str(RECIPE_DIR)}
     result = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
-    assert json.loads(result.stdout.splitlines()[-1]) == [
+    return json.loads(result.stdout.splitlines()[-1]), result.stdout
+
+
+def test_a_command_imports_only_its_own_module():
+    modules, _ = _imported_by(["status", "--help"], ("sispin.cli.", "tomlkit", "sispin.adopt."))
+    assert modules == [
         "sispin.cli.main",
         "sispin.cli.options",
         "sispin.cli.output",
@@ -43,20 +48,7 @@ def test_a_command_imports_only_its_own_module():
 
 
 def test_pin_help_lists_every_command_and_imports_none_of_them():
-    code = (
-        "import json, sys\n"
-        "from sispin.cli.main import main\n"
-        "main(['--help'])\n"
-        "heavy = ('sispin.cli.', 'git', 'tomlkit', 'filelock')\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))"
-    )
-    environ = {**os.environ, "PYTHONPATH": str(RECIPE_DIR)}
-    result = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
-    assert json.loads(result.stdout.splitlines()[-1]) == [
-        "sispin.cli.main",
-        "sispin.cli.options",
-        "sispin.cli.output",
-        "sispin.cli.progress",
-    ]
+    modules, printed = _imported_by(["--help"], ("sispin.cli.", "git", "tomlkit", "filelock"))
+    assert modules == ["sispin.cli.main", "sispin.cli.options", "sispin.cli.output", "sispin.cli.progress"]
     for name, (_, line) in COMMANDS.items():
-        assert f"    {name}" in result.stdout and line[:40] in result.stdout, name
+        assert f"    {name}" in printed and line[:40] in printed, name

@@ -9,19 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import git_commit, make_setup, sisyphus_entry
+from conftest import USE_JOB, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
-
-#: a job that hashes whatever it is given, for both configs below (the braces of the configs' own code are doubled)
-USE = """\
-class Use(Job):
-    def __init__(self, thing):
-        self.thing = thing
-        self.out = self.output_path("out")
-
-    def tasks(self):
-        yield Task("run")
-"""
 
 CONFIG = """\
 from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
@@ -105,7 +94,9 @@ def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
             f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.s]\nconfigs = ["config/s.py"]\n'
             f'rc = "{commit}"\n\n' + sisyphus_entry(real_sisyphus)
         )
-        root = make_setup(tmp_path / f"setup-{hide}", lock, real_sisyphus, {"s.py": CONFIG.format(hide=hide, use=USE)})
+        root = make_setup(
+            tmp_path / f"setup-{hide}", lock, real_sisyphus, {"s.py": CONFIG.format(hide=hide, use=USE_JOB)}
+        )
         monkeypatch.chdir(root)
         monkeypatch.delenv("PIN_LOCK", raising=False)
         return root
@@ -155,7 +146,7 @@ def test_objects_named_by_their_address_are_explained_the_same_in_every_process(
     real_sisyphus, tmp_path, monkeypatch, capsys
 ):
     lock = 'version = 1\n\n[sets.k]\nconfigs = ["config/k.py"]\n\n' + sisyphus_entry(real_sisyphus)
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"k.py": KEYED.format(value="b", use=USE)})
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"k.py": KEYED.format(value="b", use=USE_JOB)})
     monkeypatch.chdir(root)
     monkeypatch.delenv("PIN_LOCK", raising=False)
     assert main(["snapshot"]) == 0
@@ -163,7 +154,7 @@ def test_objects_named_by_their_address_are_explained_the_same_in_every_process(
     assert "0x" not in first
     assert main(["snapshot"]) == 0
     assert (root / "pin.snapshot.toml").read_text() == first, "another process, the same snapshot"
-    (root / "config" / "k.py").write_text(KEYED.format(value="c", use=USE))
+    (root / "config" / "k.py").write_text(KEYED.format(value="c", use=USE_JOB))
     capsys.readouterr()
     assert main(["explain"]) == 1
     because = [line for line in capsys.readouterr().out.splitlines() if "because" in line]

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git_commit, make_setup, run_manager, sisyphus_entry
+from conftest import USE_JOB, git_commit, make_setup, run_manager, sisyphus_entry
 from sispin.cli.main import main
 
 #: the beginning of every config below: a job that takes anything, and the set's experiment set
-HEAD = """\
+HEAD = (
+    """\
 from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
 from i6_core.tools.git import CloneGitRepositoryJob
 from sisyphus import Job, Task, tk
@@ -30,14 +31,9 @@ from sispin import current_set, experiment_set
 URL = {url!r}
 
 
-class Use(Job):
-    def __init__(self, thing):
-        self.thing = thing
-        self.out = self.output_path("out")
-
-    def tasks(self):
-        yield Task("run")
-
+"""
+    + USE_JOB
+    + """
 
 def unhashed(name, value):
     # a RETURNN config hashes its config, not its post_config
@@ -45,6 +41,7 @@ def unhashed(name, value):
     tk.register_output(name, WriteReturnnConfigJob(config).out_returnn_config_file)
 
 """
+)
 
 
 class Setup:

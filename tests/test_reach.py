@@ -11,25 +11,14 @@ from typing import Dict
 
 import pytest
 
-from conftest import git_commit, make_setup, sisyphus_entry
+from conftest import USE_JOB, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
 from sispin.graph.snapshot import read_bound
 from sispin.lock.lockfile import load_lockfile
 
 #: recipe/usejob.py: a job that hashes whatever it is given
-USE = """\
-from sisyphus import Job, Task
-
-
-class Use(Job):
-    def __init__(self, thing):
-        self.thing = thing
-        self.out = self.output_path("out")
-
-    def tasks(self):
-        yield Task("run")
-"""
+USE = "from sisyphus import Job, Task\n\n\n" + USE_JOB
 
 HEADER = """\
 from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
