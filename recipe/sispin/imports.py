@@ -67,7 +67,7 @@ class _PinnedFinder:
                 if path is not None and not all(_inside(entry, pinned.search_path) for entry in path):
                     raise ImportError(
                         f"{fullname} would be imported into a package from outside the checkout of {pinned.label} "
-                        f"(a module kept from before the block?): that would mix two copies"
+                        "(a module kept from before the block?): that would mix two copies"
                     )
                 search = [pinned.search_path] if path is None else list(path)
                 spec = importlib.machinery.PathFinder.find_spec(fullname, search, target)
@@ -81,7 +81,7 @@ class _PinnedFinder:
                 # from whatever copy is current now, not from that commit
                 raise ImportError(
                     f"{fullname} is imported by {importer}, from the checkout of {pinned.label}, outside its "
-                    f"`imported()` block: it would get another copy's module; use the pinned code inside the block"
+                    "`imported()` block: it would get another copy's module; use the pinned code inside the block"
                 )
         return None
 
@@ -130,7 +130,7 @@ def pinned_import(pinned: PinnedImport) -> Iterator[None]:
         if other is not pinned and set(other.names) & set(pinned.names):
             raise PinnedImportError(
                 f"cannot import {', '.join(pinned.names)} from {pinned.label} inside the block of {other.label}: "
-                f"one process can use one copy of a module at a time"
+                "one process can use one copy of a module at a time"
             )
     _refuse_holders_of_other_copies(pinned)
     if _FINDER in sys.meta_path:
@@ -177,7 +177,7 @@ def _refuse_holders_of_other_copies(pinned: PinnedImport) -> None:
                     f"cannot use {pinned.label}: module {name} ({getattr(module, '__file__', None) or 'built in'}) was "
                     f"first imported inside the block of {other.label} and holds its {held}; code calling it would "
                     f"run that commit's code. Import {held.split('.')[0]} inside functions that each set calls in its "
-                    f"own block, or run the sets in separate managers"
+                    "own block, or run the sets in separate managers"
                 )
 
 

@@ -238,7 +238,7 @@ def _check_recorded(adoption: SetupAdoption, before: SetGraph, path: Path, set_n
         ]
         line = (
             f"sets.{shown_key(set_name)} already differs from {display_path(snapshot_path(path))} in {len(drifted)} "
-            f"outputs "
+            "outputs "
             f"({listed(drifted)}): review it with `pin explain {set_name}`, record it with `pin snapshot {set_name}`"
         )
         adoption.problems.append(Problem(capped(line), details))

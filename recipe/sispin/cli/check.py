@@ -123,8 +123,7 @@ def check(lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store:
     recorded, bound = read_snapshot(target), read_bound(target)
     result.problems += [
         f"{display_path(target)}: sets.{shown_key(name)}: no such set in {display_path(lockfile.path)} (stale: `pin "
-        f"snapshot` "
-        "drops it)"
+        "snapshot` drops it)"
         for name in sorted(recorded)
         if name not in lockfile.sets
     ]

@@ -253,8 +253,7 @@ def _check_read_back(target: Path, before: Lockfile, after: Lockfile, proposal: 
         if name not in pinned and after.sets[set_name].pins[name].value != value:
             raise LockfileError(
                 f"{where}: sets.{shown_key(set_name)}.{shown_key(name)} would read back as another value than the "
-                f"call's (its job id "
-                "would differ); nothing written"
+                "call's (its job id would differ); nothing written"
             )
     for name, table in proposal.repos.items():
         if name not in before.repos and after.repos[name].url != table["url"]:

@@ -89,8 +89,7 @@ def write_setup(path: Path, whole: SetupAdoption, set_name: str) -> str:
         if set_inputs(updated, set_name) != built_from:
             raise ConcurrentChangeError(
                 f"{display_path(path)}: another process changed what sets.{shown_key(set_name)} is built from while "
-                f"this command "
-                "ran; nothing written"
+                "this command ran; nothing written"
             )
 
     edit_lock_and_snapshot(

@@ -181,7 +181,7 @@ def _adding(name: str, configs: Sequence[str], pins: Dict[str, Pin]) -> Edit:
         if name in current.sets:
             raise ConcurrentChangeError(
                 f"{display_path(current.path)}: another process added experiment set {name!r} while this command "
-                f"ran; nothing written"
+                "ran; nothing written"
             )
         table = tomlkit.table()
         table["configs"] = list(configs)
@@ -238,7 +238,7 @@ def _write_starter(root: Path, config: str, name: str, repos: Sequence[str]) -> 
     content = (
         f'"""\nSisyphus config of experiment set {name!r} (a starter written by `pin new`).\n\n'
         f"Its repositories are pinned in pin.toml ([sets.{shown_key(name)}]): exp.repo(NAME) is the "
-        f"CloneGitRepositoryJob output "
+        "CloneGitRepositoryJob output "
         f'at the\npinned commit, so the commit is part of every job hash that uses it.\n"""\n\n'
         "from sisyphus import tk\n\nfrom sispin import experiment_set\n\n\n"
         "def py():\n"

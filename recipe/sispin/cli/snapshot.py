@@ -82,8 +82,7 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
     if changed:
         raise ConcurrentChangeError(
             f"{', '.join(f'sets.{shown_key(name)}' for name in changed)} changed while this snapshot ran: not recorded "
-            f"(the "
-            f"other sets are); run `pin snapshot {' '.join(changed)}` again"
+            f"(the other sets are); run `pin snapshot {' '.join(changed)}` again"
         )
     return 0
 
@@ -92,8 +91,7 @@ def waiting_lines(graph: SetGraph) -> List[str]:
     """:return: a line per async config whose ``py()`` waits for unfinished jobs (what follows is not built yet)"""
     return [
         f"sets.{shown_key(graph.set_name)}: {config} waits for unfinished jobs: what it builds after that is recorded "
-        f"and "
-        "checked once they finished"
+        "and checked once they finished"
         for config in graph.waiting
     ]
 
@@ -103,8 +101,7 @@ def _recorded_line(graph: SetGraph, before: Snapshot, changed: Sequence[str], lo
     if graph.set_name in changed:
         return (
             f"sets.{shown_key(graph.set_name)}: not recorded: another process changed it in {display_path(lock)} while "
-            f"its graph "
-            "was built"
+            "its graph was built"
         )
     if graph.set_name in before:
         moved = len(compare_outputs(before[graph.set_name], graph.outputs))

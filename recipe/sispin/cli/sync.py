@@ -123,7 +123,7 @@ def _sync_one(root: Path, entry: SetupCheckout) -> str:
             # inside the setup
             raise CheckoutStateError(
                 f"{where} leads out of the setup through a symlink (to {os.path.realpath(target)}); pin sync clones "
-                f"only inside the setup: remove the link or clone there yourself"
+                "only inside the setup: remove the link or clone there yourself"
             )
         try:
             clone_at_commit(entry.url, entry.commit, target)

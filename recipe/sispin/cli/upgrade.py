@@ -214,7 +214,7 @@ def _refusal(planned: Sequence[_Planned], allowed: Allowed) -> Tuple[Optional[st
     what = [f"{m.repo} {m.old[:7]} -> {m.new[:7]} is a {_kind_name(m)}" for m in refused]
     what += [
         f"{m.repo} {m.new[:7]} is on no branch or tag of the remote (only the store still has it): a clone job "
-        f"could not check it out"
+        "could not check it out"
         for m in unreachable
     ]
     return f"{'; '.join(what)}: pass {' '.join(flags)} to move anyway (nothing written)", flags
@@ -235,7 +235,7 @@ def _write(path: Path, set_name: str, moving: List[Move], moved_graph: Optional[
     for move in already:
         out.info(
             f"{move.repo}: another process moved sets.{shown_key(set_name)}.{shown_key(move.repo)} to {move.new[:7]} "
-            f"meanwhile"
+            "meanwhile"
         )
     if len(already) == len(moving):
         out.info(f"{display_path(path)}: not changed (already as planned)")
@@ -426,8 +426,8 @@ def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, mov
     where = display_path(current.path)
     if set_name not in current.sets:
         raise ConcurrentChangeError(
-            f"{where}: sets.{shown_key(set_name)} was removed by another process while this upgrade ran; nothing "
-            f"written"
+            f"{where}: sets.{shown_key(set_name)} was removed by another process while this upgrade ran; "
+            "nothing written"
         )
     already = []
     for move in moves:
@@ -441,7 +441,7 @@ def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, mov
             became = f"changed to {now[:7]}" if now else "was removed"
             raise ConcurrentChangeError(
                 f"{where}: sets.{shown_key(set_name)}.{shown_key(move.repo)} {became} by another process while this "
-                f"upgrade ran (it "
+                "upgrade ran (it "
                 f"planned {move.old[:7]} -> {move.new[:7]}); nothing written: rerun to see the move from there"
             )
         set_pin_commit(document, set_name, move.repo, move.new)

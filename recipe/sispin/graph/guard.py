@@ -256,7 +256,7 @@ def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
             )
     problems += [
         f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) uses a pinned clone, and its "
-        f"arguments "
+        "arguments "
         "changed after it got its id: its id is not made of what it holds, so the id cannot follow the commit (pass "
         "what it should hold when the job is created)"
         for job in sorted(graph.changed_jobs)
@@ -309,8 +309,7 @@ def changed_clone_problems(graph: SetGraph) -> List[str]:
     """:return: one line per clone job whose object was changed after it got its id (it checks out something else)"""
     return [
         f"sets.{shown_key(graph.set_name)}: {clone.job} was changed after it got its id ({'; '.join(clone.changed)}): "
-        f"what it "
-        "checks out is not what its id says; pass the value when the job is created (a pin table can carry it)"
+        "what it checks out is not what its id says; pass the value when the job is created (a pin table can carry it)"
         for clone in graph.clones
         if clone.changed
     ]
@@ -337,7 +336,7 @@ def state_problems(graph: SetGraph, moved: SetGraph, aliased: Collection[str] = 
         if differing:
             problems.append(
                 f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) keeps its id when the "
-                f"pins move, "
+                "pins move, "
                 f"but its {differing[0]} differs: it holds something built from a pinned value it does not hash "
                 f"(taken at: {taken}{more})"
             )
@@ -351,8 +350,8 @@ def _other_set_problems(graph: SetGraph) -> List[str]:
     """
     return [
         f"sets.{shown_key(graph.set_name)}: {use.what} taken at {use.where}: the configs of set {graph.set_name!r} use "
-        f"another "
-        f"set's pinned values outside the job graph, which no check moves with that set's pins; pin the repository "
+        "another "
+        "set's pinned values outside the job graph, which no check moves with that set's pins; pin the repository "
         f"in set {graph.set_name!r} and use experiment_set({graph.set_name!r})"
         for use in graph.value_uses
         if use.set_name is not None and use.set_name != graph.set_name

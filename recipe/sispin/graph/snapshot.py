@@ -365,7 +365,7 @@ def _complete(path: Path) -> Optional[str]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError, LockfileError) as exc:
         raise LockfileError(
             f"{where}: unreadable ({type(exc).__name__}: {exc}); it records an interrupted `pin upgrade`/`pin new`: "
-            f"remove it, then run `pin snapshot` for the sets it names"
+            "remove it, then run `pin snapshot` for the sets it names"
         ) from None
     try:
         lockfile = parse_lockfile(read_lockfile_text(path), path)
@@ -379,7 +379,7 @@ def _complete(path: Path) -> Optional[str]:
         return f"completed an interrupted change of {_sets(done)}: {display_path(snapshot_path(path))} updated"
     return (
         f"dropped the journal of an interrupted change of {_sets(entries)}: pin.toml does not hold its pins (the "
-        f"change never reached it, or it was edited since)"
+        "change never reached it, or it was edited since)"
     )
 
 

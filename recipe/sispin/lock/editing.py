@@ -119,7 +119,7 @@ def _check_only_additions_and_shas(old: str, new: str, where: str, rewritable_ke
         raise LockfileError(
             f"{where}: line {i1 + 1}: this change would rewrite existing text there, not only add lines or move a "
             f'SHA (its layout is one the rewrite cannot keep; write the value as "<sha>" on one line); nothing '
-            f"written"
+            "written"
         )
 
 

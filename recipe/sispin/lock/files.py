@@ -69,13 +69,13 @@ def check_writable(path: Path) -> None:
     if mode is not None and (not mode & 0o222 or not os.access(target, os.W_OK)):
         raise FileSystemError(
             f"{display_path(path)} is read-only (mode {stat.S_IMODE(mode):04o}): nothing written; make it writable "
-            f"to change it"
+            "to change it"
         )
     directory = os.path.dirname(target)
     if not os.access(directory, os.W_OK | os.X_OK):
         raise FileSystemError(
             f"{display_path(path)}: its directory {directory} is not writable, so it cannot be replaced safely: "
-            f"nothing written"
+            "nothing written"
         )
 
 
