@@ -13,10 +13,8 @@ import pytest
 
 from conftest import git, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
-from sispin.graph.build import load_graph
-from sispin.graph.explain import argument_order, explain_output
-from sispin.graph.recordcache import read_records
-from sispin.graph.snapshot import read_snapshot
+from sispin.graph.build import Arg, JobRecord, Output, SetGraph, load_graph
+from sispin.graph.explain import argument_order, compare_set, explain_output
 from sispin.lock.lockfile import load_lockfile
 
 CONFIG = """\
@@ -317,19 +315,65 @@ def test_without_the_local_records_explain_points_to_the_history(setup, capsys):
     )
 
 
-def test_a_snapshot_keeps_the_records_of_what_did_not_change_and_walks_the_rest(setup, capsys):
+def test_a_snapshot_records_what_a_job_holds_now_even_where_its_id_stayed(setup, capsys):
+    # OwnHash leaves its comment out of its id: the record of the same id must still be the one of the last snapshot
     assert main(["snapshot"]) == 0
-    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
-    assert main(["snapshot"]) == 0  # only the jobs below the changed outputs are walked; the rest is kept
-    lockfile = load_lockfile(setup.root / "pin.toml")
-    graph = load_graph(lockfile, "exp", records="all")
-    kept = read_records(lockfile.path, "exp", read_snapshot(setup.root / "pin.snapshot.toml")["exp"])
-    assert kept == graph.records, "the same records as a walk of every job"
-    records = setup.root / ".sispin-cache" / "records" / "exp.json"
-    written = records.stat().st_mtime_ns
-    assert main(["snapshot"]) == 0  # nothing changed: the records are neither read nor written
-    assert records.stat().st_mtime_ns == written
-    setup.edit("LEARNING_RATE = 2e-3", "LEARNING_RATE = 3e-3")
+    setup.edit('OwnHash(SIZE, "a comment")', 'OwnHash(SIZE, "new comment")')
+    assert main(["snapshot"]) == 0
+    setup.edit("SIZE = 4", "SIZE = 5")
     capsys.readouterr()
-    assert main(["explain", "--output", "exp/copy"]) == 1
-    assert "0.002 -> 0.003" in capsys.readouterr().out
+    assert main(["explain", "--output", "exp/own_hash"]) == 1
+    out = capsys.readouterr().out
+    assert "because  size: 4 -> 5" in out and "comment" not in out.split("because", 1)[1].split("note")[0], out
+
+
+def test_against_a_revision_every_committed_file_is_used_and_its_errors_name_the_revision(setup, capsys):
+    # export-ignore (a packaging rule) must not make today's config stand in for the committed one
+    (setup.root / ".gitattributes").write_text("config/** export-ignore\n")
+    git(setup.root, "init", "-q", "-b", "main")
+    git(setup.root, "add", "-A")
+    git(setup.root, "commit", "-q", "-m", "first")
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    assert main(["explain", "--against", "HEAD", "--output", "exp/config"]) == 1
+    assert "0.001 -> 0.002" in capsys.readouterr().out
+    config = setup.root / "config" / "exp.py"
+    good = config.read_text()
+    config.write_text(good.replace("def py():", "def py():\n    raise RuntimeError('boom')"))
+    git(setup.root, "commit", "-q", "-am", "broken")
+    config.write_text(good)
+    assert main(["explain", "--against", "HEAD"]) == 9
+    err = capsys.readouterr().err
+    assert "pin: error: at HEAD: loading the configs of set 'exp' failed: config/exp.py:" in err and "boom" in err, err
+    lock = setup.root / "pin.toml"
+    text = lock.read_text()
+    lock.write_text("[broken\n")
+    git(setup.root, "commit", "-q", "-am", "broken lock")
+    lock.write_text(text)
+    assert main(["explain", "--against", "HEAD"]) == 3
+    assert "pin: error: at HEAD: HEAD:pin.toml: invalid TOML" in capsys.readouterr().err
+
+
+def test_root_causes_are_one_only_when_every_argument_changed_the_same_way(tmp_path):
+    # x and y share five changed arguments; the sixth differs (p6 in x, q in y): two causes, not one
+    def args(value: int, last: str) -> dict:
+        names = [f"thing['p{i}']" for i in range(1, 6)] + [f"thing['{last}']"]
+        return {name: Arg(str(value), str(value)) for name in names}
+
+    old = {"m/Use.x1": JobRecord(args(1, "p6")), "m/Use.y1": JobRecord(args(1, "q"))}
+    new = {"m/Use.x2": JobRecord(args(2, "p6")), "m/Use.y2": JobRecord(args(2, "q"))}
+    recorded = {"x": Output("m/Use.x1", "out"), "y": Output("m/Use.y1", "out")}
+    graph = SetGraph(
+        "s",
+        {"x": Output("m/Use.x2", "out"), "y": Output("m/Use.y2", "out")},
+        {"m/Use.x2": False, "m/Use.y2": False},
+        (),
+        records=new,
+    )
+    changes = compare_set(recorded, old, graph, tmp_path)
+    assert [group.outputs for group in changes.groups] == [
+        [("x", "m/Use.x1", "m/Use.x2")],
+        [("y", "m/Use.y1", "m/Use.y2")],
+    ]
+    assert all(
+        "(+5 more arguments: pin explain) in Use.x1" in g.cause or "in Use.y1" in g.cause for g in changes.groups
+    )

@@ -40,13 +40,13 @@ def test_a_set_without_configs_is_skipped_by_snapshot_and_check(setup, capsys):
     assert main(["snapshot"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "sets.empty: skipped (no configs: add one with `pin configs empty --add PATH`)",
-        "exp: 1 outputs, 1 jobs (new in the snapshot)",
+        "exp: 1 output, 1 job (new in the snapshot)",
         "pin.snapshot.toml: written",
     ]
     assert main(["check", "--offline"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "sets.empty: skipped (no configs: add one with `pin configs empty --add PATH`)",
-        "pin check: ok (1 set, 1 outputs, 1 skipped)",
+        "pin check: ok (1 set, 1 output, 1 skipped)",
     ]
     assert main(["check", "--offline", "--json"]) == 0
     assert '"skipped": [\n    "empty"\n  ]' in capsys.readouterr().out
@@ -58,7 +58,7 @@ def test_new_with_a_starter_config_builds_and_records_its_graph(setup, capsys):
     assert (
         "config/exp3.py: starter config written (it uses experiment_set('exp3'); build the set's graph in py())" in out
     )
-    assert "pin.snapshot.toml: recorded sets.exp3 (1 outputs)" in out
+    assert "pin.snapshot.toml: recorded sets.exp3 (1 output)" in out
     starter = (setup / "config" / "exp3.py").read_text()
     assert 'exp = experiment_set("exp3")' in starter
     assert load_lockfile(setup / "pin.toml").get_set("exp3").configs == ("config/exp3.py",)

@@ -1021,7 +1021,7 @@ def test_a_malformed_snapshot_stops_an_upgrade_before_anything_is_written(real_s
     setup.restore()
     result = setup.pin("new", "fresh", "--from", "exp", "--configs", "config/fresh.py")
     assert result.returncode == 0, result.stderr
-    assert "pin.snapshot.toml: recorded sets.fresh (1 outputs)" in result.stdout
+    assert "pin.snapshot.toml: recorded sets.fresh (1 output)" in result.stdout
     check = setup.pin("check", "--offline")
     assert check.returncode == 0 and check.stdout.splitlines()[0] == (
         "sets.plain: skipped (no configs: add one with `pin configs plain --add PATH`)"

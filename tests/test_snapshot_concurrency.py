@@ -103,7 +103,7 @@ def test_what_other_commands_write_while_a_snapshot_builds_is_kept(setup, capsys
         "other` again\n"
     )
     assert "sets.other: not recorded: another process changed it in pin.toml while its graph was built" in out
-    assert "slow: 1 outputs, 1 jobs (0 outputs changed)" in out
+    assert "slow: 1 output, 1 job (0 outputs changed)" in out
     after = read_snapshot(setup / "pin.snapshot.toml")
     assert after["other"] == meanwhile["other"], "the upgrade's outputs are not overwritten with the old pin's"
     assert after["fresh"] == meanwhile["fresh"], "the set added meanwhile keeps its entry"

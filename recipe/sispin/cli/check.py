@@ -186,7 +186,7 @@ def _print(result: CheckResult, out: Output) -> None:
         out.result(f"pin check: {count(len(result.problems), 'problem')}")
     else:
         skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
-        out.result(f"pin check: ok ({count(result.checked, 'set')}, {result.outputs} outputs{skipped})")
+        out.result(f"pin check: ok ({count(result.checked, 'set')}, {count(result.outputs, 'output')}{skipped})")
 
 
 #: outputs named per root cause before the rest are counted (all of them with --verbose)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.cli.options import add_command, json_output, set_names
-from sispin.cli.output import VERBOSE, Output
+from sispin.cli.output import VERBOSE, Output, count
 from sispin.errors import UnknownNameError
 from sispin.graph.against import graph_at_revision
 from sispin.graph.build import JobRecord, load_graph
@@ -97,7 +97,9 @@ def explain(
             report.append({"set": name, **_as_json(explanation, lockfile, name, graph.records)})
             every = out.level >= VERBOSE
             text = explanation_lines(explanation, lockfile, name, graph.records, snapshot_name(lockfile), every)
-            shape = (name, *_shape(explanation, text))
+            # grouped by the whole explanation, not by the lines a cap leaves
+            whole = text if every else explanation_lines(explanation, lockfile, name, graph.records, "", True)
+            shape = (name, *_shape(explanation, whole))
             shapes.setdefault(shape, []).append(text)
             same_way.setdefault(shape, []).append(output_name)
     for shape, texts in shapes.items():
@@ -163,7 +165,7 @@ def explanation_lines(
             lines.append(f"  because  {difference.path}: {shown(difference.old)} -> {shown(difference.new)}{note}")
         if len(shown_here) < len(cause.differences):
             more = len(cause.differences) - len(shown_here)
-            lines.append(f"  because  ... and {more} more arguments of this job (--verbose lists them)")
+            lines.append(f"  because  ... and {count(more, 'more argument')} of this job (--verbose lists them)")
         if cause.reason:
             lines.append(f"  because  {cause.reason}")
         if cause.custom_hash:

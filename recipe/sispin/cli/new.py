@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import tomlkit
 
 from sispin.cli.options import add_command
-from sispin.cli.output import Output
+from sispin.cli.output import Output, count
 from sispin.errors import ConcurrentChangeError, NameConflictError, RevisionError, SisyphusError, UsageError
 from sispin.git.history import branch_commit
 from sispin.git.store import Store
@@ -136,7 +136,8 @@ def new_set(
     for repo, sha in heads.items():
         out.result(f"{repo:<{width}}  {sha[:7]}  ({lockfile.get_repo(repo).branch or 'default branch'} head)")
     if graph is not None:
-        out.info(f"{display_path(snapshot_path(path))}: recorded sets.{shown_key(name)} ({len(graph.outputs)} outputs)")
+        recorded = count(len(graph.outputs), "output")
+        out.info(f"{display_path(snapshot_path(path))}: recorded sets.{shown_key(name)} ({recorded})")
     else:
         out.info(f"{display_path(snapshot_path(path))}: sets.{shown_key(name)} not recorded ({not_recorded})")
     return 0

@@ -15,9 +15,8 @@ from typing import List, Sequence
 from sispin.cli.options import add_command, set_names
 from sispin.cli.output import Output, count
 from sispin.errors import ConcurrentChangeError, HashOverwriteError
-from sispin.graph.build import SetGraph
+from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.guard import recording_problems
-from sispin.graph.recordcache import graph_to_record
 from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs, snapshot_path
 from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile, shown_key
 
@@ -59,7 +58,9 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
     names = [spec.name for spec in specs if spec.configs]
     target = snapshot_path(lockfile.path)
     before = read_snapshot(target)
-    graphs = [graph_to_record(lockfile, name, before.get(name, {})) for name in names]
+    # every job's record walked anew: one whose id stays can hold other unhashed state (its own hash(), a
+    # ReturnnConfig's post_config), and a record kept from before would explain that as a change later
+    graphs = [load_graph(lockfile, name, records="all") for name in names]
     # a snapshot of ids that do not depend on the commits would make `pin check` pass on exactly what it must catch
     bound = read_bound(target)
     hidden = [p for graph in graphs for p in recording_problems(lockfile, graph, bound)]
@@ -108,7 +109,7 @@ def _recorded_line(graph: SetGraph, before: Snapshot, changed: Sequence[str], lo
         news = f"{moved} output{'s' if moved != 1 else ''} changed"
     else:
         news = "new in the snapshot"
-    return f"{graph.set_name}: {len(graph.outputs)} outputs, {len(graph.jobs)} jobs ({news})"
+    return f"{graph.set_name}: {count(len(graph.outputs), 'output')}, {count(len(graph.jobs), 'job')} ({news})"
 
 
 def skipped_line(name: str) -> str:

@@ -1,15 +1,14 @@
 """
 The setup's own history: the setup directory as it was at a revision of the git repository that holds it, written
-out read-only from git's objects (``git archive``), so that an old graph can be built again without touching the
-user's working tree, index or worktree list.
+out from git's objects through a temporary index (never the user's), so that an old graph can be built again without
+touching the user's working tree, index or worktree list.
 """
 
 from __future__ import annotations
 
 __all__ = ["export_setup"]
 
-import io
-import tarfile
+import os
 from pathlib import Path
 
 import git
@@ -22,7 +21,7 @@ def export_setup(root: Path, revision: str, target: Path) -> Path:
     """
     :param root: the setup directory (where pin.toml is), inside a git repository
     :param revision: any revision git names a commit by (``HEAD~1``, ``main``, a tag, a SHA)
-    :param target: an empty directory to write the files into
+    :param target: an empty directory to work in
     :return: the setup directory as it was at the revision, under target
     :raises RevisionError: when the setup is in no git repository, or the revision names no commit
     """
@@ -36,17 +35,20 @@ def export_setup(root: Path, revision: str, target: Path) -> Path:
     except git.GitCommandError:
         raise RevisionError(f"no commit {revision!r} in the setup's repository ({top})") from None
     prefix = root.resolve().relative_to(top.resolve()).as_posix()
-    paths = [] if prefix == "." else ["--", prefix]
+    tree = commit if prefix == "." else f"{commit}:{prefix}"
+    # a temporary index of the commit's tree, checked out into target: every file as committed (git archive would
+    # leave out what .gitattributes marks export-ignore, and the setup's current file would stand in for it)
+    index = target / ".sispin-index"
+    files = target / "setup"
     try:
-        archive = runner(top).execute(["git", "archive", "--format=tar", commit, *paths], stdout_as_string=False)
+        run.execute(["git", "read-tree", f"--index-output={index}", "--end-of-options", tree])
+        runner(top).execute(
+            ["git", "checkout-index", "--all", f"--prefix={files}{os.sep}"], env={"GIT_INDEX_FILE": str(index)}
+        )
     except git.GitCommandError as exc:
         raise RevisionError(
             f"{revision}: the setup directory {prefix} is not in that commit ({message(exc)})"
         ) from None
-    with tarfile.open(fileobj=io.BytesIO(archive)) as files:
-        # the user's own files: their symlinks and modes as committed
-        if hasattr(tarfile, "tar_filter"):
-            files.extractall(target, filter="tar")
-        else:  # pragma: no cover - Pythons before the extraction filters
-            files.extractall(target)
-    return target if prefix == "." else target / prefix
+    finally:
+        index.unlink(missing_ok=True)
+    return files

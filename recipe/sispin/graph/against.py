@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from sispin.errors import LockfileError
+from sispin.errors import LockfileError, PinError
 from sispin.git.setup_history import export_setup
 from sispin.graph.build import SetGraph, load_graph
 from sispin.lock.lockfile import Lockfile, load_lockfile
@@ -39,10 +39,15 @@ def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optio
         if not old_path.is_file():
             raise LockfileError(f"{revision}: the setup had no {lockfile.path.name} then")
         _link_untracked(lockfile.root, old_root, depth=2)
-        old = load_lockfile(old_path)
-        if set_name not in old.sets:
-            return None
-        return load_graph(old, set_name, records="all")
+        try:
+            old = load_lockfile(old_path)
+            return load_graph(old, set_name, records="all") if set_name in old.sets else None
+        except PinError as exc:
+            # the revision's files, not today's: named as git names them, not by the temporary directory
+            said = str(exc).replace(f"{old_root}{os.sep}", f"{revision}:")
+            error = type(exc)(f"at {revision}: {said}")
+            error.details = exc.details
+            raise error from None
 
 
 def _link_untracked(current: Path, old: Path, depth: int) -> None:

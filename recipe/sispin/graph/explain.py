@@ -272,8 +272,9 @@ def compare_set(
     """
     # one line per root cause: the same arguments changed the same way in jobs of one class, whether the outputs share
     # the job or each has its own; an output with several root causes is counted under each
-    by_cause: Dict[str, List[Tuple[str, str, str]]] = {}
-    jobs: Dict[str, Set[str]] = {}
+    by_cause: Dict[Tuple[str, ...], List[Tuple[str, str, str]]] = {}
+    phrases: Dict[Tuple[str, ...], str] = {}
+    jobs: Dict[Tuple[str, ...], Set[str]] = {}
     changed, moved = [], []
     for name in sorted(set(recorded) & set(graph.outputs)):
         old, new = recorded[name], graph.outputs[name]
@@ -281,7 +282,9 @@ def compare_set(
             changed.append(name)
             explanation = explain_output(name, old.job, new.job, records or {}, graph.records)
             for cause in explanation.causes or [None]:
-                key = _NO_RECORDS if cause is None else _cause_phrase(cause, _job_class(cause.old))
+                # the same cause: every differing argument the same (the line shows the first and how many more)
+                key = (_NO_RECORDS,) if cause is None else _cause_key(cause)
+                phrases.setdefault(key, _NO_RECORDS if cause is None else _cause_phrase(cause, _job_class(cause.old)))
                 by_cause.setdefault(key, []).append((name, old.job, new.job))
                 jobs.setdefault(key, set()).update(() if cause is None else (cause.old,))
         elif old.path != new.path:
@@ -290,8 +293,8 @@ def compare_set(
     return SetChanges(
         changed=changed,
         groups=sorted(
-            ChangeGroup(_in_jobs(cause, sorted(jobs[cause])), list(dict.fromkeys(outputs)))
-            for cause, outputs in by_cause.items()
+            ChangeGroup(_in_jobs(phrases[key], sorted(jobs[key])), list(dict.fromkeys(outputs)))
+            for key, outputs in by_cause.items()
         ),
         new=sorted(set(graph.outputs) - set(recorded)),
         gone=sorted(set(recorded) - set(graph.outputs)),
@@ -301,12 +304,18 @@ def compare_set(
     )
 
 
+def _cause_key(cause: Cause) -> Tuple[str, ...]:
+    """:return: what makes two root causes one: the job's class and every differing argument, old -> new"""
+    differences = (f"{d.path}: {shown(d.old)} -> {shown(d.new)}" for d in cause.differences)
+    return (_job_class(cause.old), cause.reason or "", *differences)
+
+
 def _cause_phrase(cause: Cause, job: str) -> str:
     """:return: ``because <the first argument, old -> new> (+N more) in <job>`` for one root cause"""
     if cause.reason or not cause.differences:
         return f"because {cause.reason or 'of its own hash()'} in {job}"
     first, more = cause.differences[0], len(cause.differences) - 1
-    rest = f" (+{more} more arguments: pin explain)" if more else ""
+    rest = f" (+{more} more {'argument' if more == 1 else 'arguments'}: pin explain)" if more else ""
     return f"because {first.path}: {shown(first.old)} -> {shown(first.new)}{rest} in {job}"
 
 

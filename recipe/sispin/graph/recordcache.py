@@ -8,27 +8,21 @@ history. Only a cache: what cannot be read or written is as if it were not there
 
 from __future__ import annotations
 
-__all__ = ["write_records", "read_records", "graph_to_record"]
+__all__ = ["write_records", "read_records"]
 
-import dataclasses
 import hashlib
 import json
 import os
-import re
 import stat
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
-from sispin.graph.build import Arg, JobRecord, Output, SetGraph, load_graph
+from sispin.graph.build import Arg, JobRecord, Output, SetGraph
 from sispin.lock.cache import CACHE_DIR, cache_directory
 from sispin.lock.files import replace_file
-from sispin.lock.lockfile import Lockfile
 
 #: the format of a records file; another one is not read
 _VERSION = 1
-#: how a records file starts: its version, and the fingerprint of the outputs it stands for
-_HEAD_RE = re.compile(rf'\{{"version":{_VERSION},"outputs":"([0-9a-f]{{64}})"')
-_HEAD = 100
 
 
 def _file(directory: Path, set_name: str) -> Path:
@@ -43,12 +37,9 @@ def write_records(lockfile_path: Path, graph: SetGraph) -> None:
     :param lockfile_path: the pin.toml
     :param graph: the set's graph, as recorded in the snapshot
     """
-    fingerprint = _fingerprint(graph.outputs)
-    if _kept_fingerprint(lockfile_path, graph.set_name) == fingerprint:
-        return  # kept for exactly these outputs already: the same jobs, the same records
     data = {
         "version": _VERSION,
-        "outputs": fingerprint,
+        "outputs": _fingerprint(graph.outputs),
         "jobs": {job: _encoded(record) for job, record in sorted(graph.records.items())},
     }
     try:
@@ -76,45 +67,6 @@ def read_records(lockfile_path: Path, set_name: str, recorded: Mapping[str, Outp
         return {job: _decoded(record) for job, record in data["jobs"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-
-
-def graph_to_record(lockfile: Lockfile, set_name: str, recorded: Mapping[str, Output]) -> SetGraph:
-    """
-    The set's graph with the record of every job, for ``pin snapshot``: the records kept for the outputs recorded
-    before are reused, and only the jobs below an output whose id differs are walked (a set that did not change costs
-    one build, as ``pin check`` does); all of them when nothing usable is kept.
-
-    :param lockfile: the setup's lockfile
-    :param set_name: the set to build
-    :param recorded: the set's outputs in the snapshot (empty: not recorded yet)
-    """
-    if not recorded or _kept_fingerprint(lockfile.path, set_name) != _fingerprint(recorded):
-        return load_graph(lockfile, set_name, records="all")
-    graph = load_graph(lockfile, set_name, records={name: output.job for name, output in recorded.items()})
-    if _fingerprint(graph.outputs) == _fingerprint(recorded):
-        return graph  # nothing changed: the records kept stand (write_records leaves them), none is read
-    kept = read_records(lockfile.path, set_name, recorded)
-    if kept is None:
-        return load_graph(lockfile, set_name, records="all")
-    records = {job: kept[job] for job in graph.jobs if job in kept}
-    records.update(graph.records)
-    if any(job not in records for job in graph.jobs):
-        return load_graph(lockfile, set_name, records="all")  # a job no output leads to that was not kept
-    return dataclasses.replace(graph, records=records)
-
-
-def _kept_fingerprint(lockfile_path: Path, set_name: str) -> Optional[str]:
-    """
-    :return: the fingerprint of the outputs the kept records stand for, read from the file's first bytes (json.dumps
-        writes "version" and "outputs" before the jobs), without reading the records; None when there is none
-    """
-    try:
-        with open(_file(Path(lockfile_path).parent / CACHE_DIR, set_name), "rb") as file:
-            head = file.read(_HEAD).decode("ascii", "replace")
-    except OSError:
-        return None
-    match = _HEAD_RE.match(head)
-    return match.group(1) if match else None
 
 
 def _fingerprint(outputs: Mapping[str, Output]) -> str:
