@@ -46,7 +46,9 @@ def record(job: Any) -> Dict[str, Any]:
         for name, value in sorted(hashed.items()):
             _walk(value, name, 1, leaves, budget)
         records.append(leaves)
-    args, detail = records
+        if len(leaves) < MAX_LEAVES:
+            break  # no container was cut for the budget (only for depth, the same in both): the detail is the same
+    args, detail = records[0], records[-1]
     return {
         "args": args,
         "detail": detail if detail != args else None,
