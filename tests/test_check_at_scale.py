@@ -129,7 +129,9 @@ def test_one_argument_changed_in_300_jobs_of_their_own_is_one_line(big, capsys):
     )
     lines = explained.stdout.splitlines()
     assert len(lines) <= 20, explained.stdout[:3000]
-    assert lines[0].startswith("300 outputs changed the same way: big/model0, big/model1, big/model10"), lines[0]
+    assert lines[0].startswith(
+        "300 outputs changed for the same root causes: big/model0, big/model1, big/model10"
+    ), lines[0]
     assert "  because  returnn_config.config['lr']: 0.001 -> 0.002" in lines
     assert "  because  returnn_config.config['schedule'][3]: 0.004 -> 0.008" in lines, "positions in numeric order"
     assert "  because  ... and 36 more arguments of this job (--verbose lists them)" in lines

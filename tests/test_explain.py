@@ -377,3 +377,14 @@ def test_root_causes_are_one_only_when_every_argument_changed_the_same_way(tmp_p
     assert all(
         "(+5 more arguments: pin explain) in Use.x1" in g.cause or "in Use.y1" in g.cause for g in changes.groups
     )
+
+
+def test_outputs_reaching_one_root_cause_through_other_chains_are_explained_once(setup, capsys):
+    # exp/config is the changed job's own output, exp/copy reaches it through a copy: one root cause
+    assert main(["snapshot"]) == 0
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    capsys.readouterr()
+    assert main(["explain"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "2 outputs changed for the same root causes: exp/config, exp/copy (each: --verbose)", lines
+    assert sum(line.startswith("output/") for line in lines) == 1, lines

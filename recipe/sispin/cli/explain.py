@@ -21,7 +21,7 @@ from sispin.errors import UnknownNameError
 from sispin.graph.against import graph_at_revision
 from sispin.graph.build import JobRecord, load_graph
 from sispin.graph.build import Output as RecordedOutput
-from sispin.graph.explain import Explanation, explain_output, pin_moved, short_id, shown
+from sispin.graph.explain import Explanation, cause_key, explain_output, pin_moved, short_id, shown
 from sispin.graph.guard import capped, listed
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_snapshot, snapshot_path
@@ -79,7 +79,7 @@ def explain(
     found = output is None
     report: List[Dict[str, Any]] = []
     lines: List[str] = []
-    # outputs changed the same way (the same arguments, old -> new, in jobs of the same classes) are said once
+    # outputs with the same root causes (the same arguments, old -> new, in jobs of the same classes) are said once
     shapes: Dict[Tuple[str, ...], List[List[str]]] = {}
     same_way: Dict[Tuple[str, ...], List[str]] = {}
     for name in names:
@@ -97,9 +97,7 @@ def explain(
             report.append({"set": name, **_as_json(explanation, lockfile, name, graph.records)})
             every = out.level >= VERBOSE
             text = explanation_lines(explanation, lockfile, name, graph.records, snapshot_name(lockfile), every)
-            # grouped by the whole explanation, not by the lines a cap leaves
-            whole = text if every else explanation_lines(explanation, lockfile, name, graph.records, "", True)
-            shape = (name, *_shape(explanation, whole))
+            shape = (name, *_shape(explanation))
             shapes.setdefault(shape, []).append(text)
             same_way.setdefault(shape, []).append(output_name)
     for shape, texts in shapes.items():
@@ -176,25 +174,22 @@ def explanation_lines(
     return lines
 
 
-def _shape(explanation: Explanation, text: List[str]) -> Tuple[str, ...]:
-    """:return: the explanation's text less its output and job ids: what outputs changed the same way share"""
+def _shape(explanation: Explanation) -> Tuple[Any, ...]:
+    """
+    :return: what outputs changed for the same reasons share: their root causes (each job's class and every argument
+        that differs, old -> new), whatever chain of jobs leads an output to them
+    """
     if explanation.old is None or explanation.new is None:
         return (explanation.output,)  # new or gone: each is its own
-    shape = []
-    for line in text[1:]:
-        if line.startswith("  via "):
-            argument, _, step = line.partition(": ")
-            line = f"{argument}: {step.split(' -> ')[0].rsplit('.', 1)[0]}"
-        shape.append(line)
-    return (explanation.old.rsplit(".", 1)[0], *shape)
+    return tuple(sorted({cause_key(cause) for cause in explanation.causes}))
 
 
 def _grouped(texts: List[List[str]], outputs: List[str], every: bool) -> List[str]:
-    """:return: one explanation for outputs changed the same way (the first in full), or each in full (--verbose)"""
+    """:return: one explanation for outputs with the same root causes (the first in full), or each (--verbose)"""
     if every or len(texts) == 1:
         return [line for text in texts for line in text]
     return [
-        capped(f"{len(outputs)} outputs changed the same way: {listed(outputs)} (each: --verbose)"),
+        capped(f"{len(outputs)} outputs changed for the same root causes: {listed(outputs)} (each: --verbose)"),
         *texts[0],
     ]
 

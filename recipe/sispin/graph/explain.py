@@ -21,6 +21,7 @@ __all__ = [
     "shown",
     "short_id",
     "is_commit_only",
+    "cause_key",
     "pin_moved",
     "summary",
     "ChangeGroup",
@@ -283,7 +284,7 @@ def compare_set(
             explanation = explain_output(name, old.job, new.job, records or {}, graph.records)
             for cause in explanation.causes or [None]:
                 # the same cause: every differing argument the same (the line shows the first and how many more)
-                key = (_NO_RECORDS,) if cause is None else _cause_key(cause)
+                key = (_NO_RECORDS,) if cause is None else cause_key(cause)
                 phrases.setdefault(key, _NO_RECORDS if cause is None else _cause_phrase(cause, _job_class(cause.old)))
                 by_cause.setdefault(key, []).append((name, old.job, new.job))
                 jobs.setdefault(key, set()).update(() if cause is None else (cause.old,))
@@ -304,7 +305,7 @@ def compare_set(
     )
 
 
-def _cause_key(cause: Cause) -> Tuple[str, ...]:
+def cause_key(cause: Cause) -> Tuple[str, ...]:
     """:return: what makes two root causes one: the job's class and every differing argument, old -> new"""
     differences = (f"{d.path}: {shown(d.old)} -> {shown(d.new)}" for d in cause.differences)
     return (_job_class(cause.old), cause.reason or "", *differences)
