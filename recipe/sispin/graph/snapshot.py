@@ -27,7 +27,6 @@ __all__ = [
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Tuple
@@ -50,7 +49,7 @@ from sispin.lock.files import (
     snapshot_path,
     write_atomically,
 )
-from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text, shown_key
+from sispin.lock.lockfile import Lockfile, display_path, is_bare_key, parse_lockfile, read_lockfile_text, shown_key
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -204,16 +203,12 @@ def _render(sets: Mapping[str, Entry], bound: Mapping[str, List[str]]) -> str:
 
 def _key(name: str) -> str:
     """A TOML key: bare when TOML reads it bare, else a basic string."""
-    return name if _BARE_KEY.fullmatch(name) else _string(name)
+    return name if is_bare_key(name) else _string(name)
 
 
 def _string(text: str) -> str:
     """A TOML basic string (JSON's escapes are TOML's; DEL, which JSON leaves as it is, TOML wants escaped)."""
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
-#: a key TOML reads bare
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _write_sets(path: Path, entries: Mapping[str, Entry], sets_in_lock: Collection[str]) -> bool:

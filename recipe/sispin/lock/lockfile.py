@@ -12,6 +12,7 @@ Rewriting pin.toml, which must keep comments, lives in :mod:`sispin.lock.editing
 # and every Sisyphus manager imports this module. The annotations below are all valid at run time on Python 3.9.
 
 __all__ = [
+    "is_bare_key",
     "LOCKFILE_NAME",
     "LOCK_ENV",
     "PROBE_TEXT_ENV",
@@ -216,12 +217,17 @@ def known_names(names: Mapping[str, Any]) -> str:
 _SHOWN_LIMIT = 80
 
 
+def is_bare_key(name: str) -> bool:
+    """:return: whether TOML reads the key bare (letters, digits, ``_``, ``-``), unquoted"""
+    return bool(_BARE_KEY_RE.fullmatch(name))
+
+
 def shown_key(name: str) -> str:
     """
     A TOML key as a key path in a message: bare when TOML takes it bare (letters, digits, ``_``, ``-``), else quoted
     like :func:`shown_value` (``sets.'exp.v2'`` is set ``exp.v2``, not set ``exp``'s key ``v2``).
     """
-    return name if _BARE_KEY_RE.fullmatch(name) else shown_value(name)
+    return name if is_bare_key(name) else shown_value(name)
 
 
 def shown_value(value: Any, quote: str = "'") -> str:
