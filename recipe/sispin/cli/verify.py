@@ -20,7 +20,8 @@ from sispin.clonejob import checkout_folder
 from sispin.errors import PinError, SisyphusError
 from sispin.git.store import Store
 from sispin.git.verify import verify_checkout
-from sispin.graph.build import load_graph, run_probe
+from sispin.graph.build import load_graph
+from sispin.graph.runner import run_probe
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
 
 

@@ -1,0 +1,147 @@
+"""
+Running :mod:`sispin.graph.probe` in a subprocess, as ``sis manager`` in the setup root would run: Sisyphus from a
+``[setup.*]`` checkout when pin.toml has one, else from the environment (pip or PYTHONPATH); i6_core and the setup's
+packages through Sisyphus's own finder of ``recipe/``. sispin itself is loaded from this very package without putting
+its directory on the path, so a sispin installed editable from another setup never lends that setup's recipe code.
+
+While :func:`recording_inputs` is in use, every graph build records what it read (see :mod:`sispin.graph.inputs`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["find_sisyphus", "probe_environment", "run_probe", "recording_inputs", "InputsRead"]
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+from sispin.errors import SisyphusError
+from sispin.lock.lockfile import LOCK_ENV, PROBE_TEXT_ENV, Lockfile
+from sispin.lock.urls import name_from_url
+
+#: loading a set's configs must not take longer than this
+PROBE_TIMEOUT = 600
+#: the probe's first lines: load this sispin package (its directory is argv[1]) under its name, then run the probe
+#: on the remaining arguments; the working directory (the setup root) is not put on the path, as under `sis`
+_BOOTSTRAP = """\
+import importlib.util, os, sys
+del sys.path[0]
+package = sys.argv[1]
+spec = importlib.util.spec_from_file_location(
+    "sispin", os.path.join(package, "__init__.py"), submodule_search_locations=[package]
+)
+module = sys.modules["sispin"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+from sispin.graph.probe import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+class InputsRead:
+    """:param ledgers: what each graph build made while recording read (None: a build that recorded nothing)"""
+
+    def __init__(self) -> None:
+        self.ledgers: List[Optional[Dict[str, Any]]] = []
+
+
+_RECORDING: List[InputsRead] = []
+
+
+@contextlib.contextmanager
+def recording_inputs() -> Iterator[InputsRead]:
+    """Record what every graph build made inside the block reads (the set's own and its moved-commit builds)."""
+    found = InputsRead()
+    _RECORDING.append(found)
+    try:
+        yield found
+    finally:
+        _RECORDING.remove(found)
+
+
+def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
+    """
+    :param lockfile: the setup's lockfile
+    :return: the directory holding the setup's Sisyphus package (a ``[setup.*]`` checkout), or None when pin.toml
+        pins no Sisyphus (then the environment's is used, as by a ``sis`` installed with pip)
+    :raises SisyphusError: when pin.toml pins Sisyphus but its checkout is missing: an unpinned one must not stand in
+    """
+    for entry in lockfile.setup.values():
+        candidate = lockfile.root / entry.path
+        if (candidate / "sisyphus" / "toolkit.py").is_file():
+            return candidate
+    for entry in lockfile.setup.values():
+        if name_from_url(entry.url).lower() == "sisyphus":
+            raise SisyphusError(f"setup.{entry.name}: no Sisyphus checkout at {entry.path} (run `pin sync`)")
+    return None
+
+
+def probe_environment(lockfile: Lockfile) -> Dict[str, str]:
+    """:return: the environment a probe of the setup runs in (the lock found by name, Sisyphus on the path)"""
+    sisyphus_dir = find_sisyphus(lockfile)
+    python_path = os.pathsep.join(p for p in (sisyphus_dir and str(sisyphus_dir), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, LOCK_ENV: str(lockfile.path), "PYTHONPATH": python_path}
+    env.pop(PROBE_TEXT_ENV, None)
+    return env
+
+
+def run_probe(
+    lockfile: Lockfile,
+    arguments: List[str],
+    what: str,
+    lock_text: Optional[str] = None,
+    *,
+    request: Optional[Any] = None,
+) -> Any:
+    """
+    Run :mod:`sispin.graph.probe` in the setup root with the setup's Sisyphus, and return what it reports.
+
+    :param lockfile: the setup's lockfile (its root, and its ``[setup.*]`` Sisyphus)
+    :param arguments: the probe's mode, then its arguments after OUT
+    :param what: what is being done, for error messages
+    :param lock_text: run against this lockfile content instead of the file
+    :param request: a JSON request, handed to the probe as a file after OUT (before the other arguments)
+    :raises SisyphusError: when no Sisyphus can be imported or the probe fails
+    """
+    env = probe_environment(lockfile)
+    if arguments[0] == "graph" and request is not None:
+        request = {**request, "inputs": bool(_RECORDING)}
+    with tempfile.TemporaryDirectory(prefix="sispin-probe-") as scratch:
+        if lock_text is not None:
+            # the text only: the lockfile stays where it is, so that the setup root, the configs' owners
+            # (current_set) and the store's record of its users are the real ones
+            text_path = Path(scratch) / "pin.toml"
+            text_path.write_text(lock_text, encoding="utf-8")
+            env[PROBE_TEXT_ENV] = str(text_path)
+        report_path = Path(scratch) / "report.json"
+        package = str(Path(__file__).resolve().parent.parent)
+        extra = list(arguments[1:])
+        if request is not None:
+            request_path = Path(scratch) / "request.json"
+            request_path.write_text(json.dumps(request), encoding="utf-8")
+            extra.insert(0, str(request_path))
+        command = [sys.executable, "-c", _BOOTSTRAP, package, arguments[0], str(report_path), *extra]
+        try:
+            result = subprocess.run(
+                command, cwd=lockfile.root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                timeout=PROBE_TIMEOUT, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise SisyphusError(f"{what} took over {PROBE_TIMEOUT} s") from None
+        report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None
+        if isinstance(report, dict) and "error" in report:
+            error = report["error"]
+            failure = SisyphusError(f"{what} failed: {error['where']}: {error['exception']}")
+            failure.details = error["traceback"]
+            raise failure
+        if result.returncode != 0 or report is None:
+            lines = [line for line in result.stderr.splitlines() if line.strip()]
+            reason = lines[-1].strip() if lines else f"exit code {result.returncode}"
+            raise SisyphusError(f"{what} failed: {reason}")
+    for found in _RECORDING:
+        found.ledgers.append(report.get("read") if isinstance(report, dict) else None)
+    return report
