@@ -19,7 +19,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 from sispin.clonejob import checkout_folder, job_class, job_kwargs
 from sispin.errors import GitError, HashOverwriteError, UnknownNameError
@@ -184,6 +184,11 @@ def experiment_set(name: str) -> ExperimentSet:
     if exp is None:
         exp = known[name] = ExperimentSet(lockfile, name)
     return exp
+
+
+def asked_for() -> List[str]:
+    """:return: the names of the sets asked for in this process so far (each one's lock section is an input)"""
+    return sorted(_found[1]) if _found else []
 
 
 def _find() -> Tuple[Lockfile, Dict[str, ExperimentSet]]:

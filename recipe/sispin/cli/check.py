@@ -26,7 +26,9 @@ from sispin.graph.build import Output as RecordedOutput
 from sispin.graph.build import load_graph
 from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
+from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
 from sispin.graph.recordcache import read_records
+from sispin.graph.runner import recording_inputs
 from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
 
@@ -44,6 +46,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     set_names(parser, "check")
     parser.add_argument("--offline", action="store_true", help="do not contact remotes to verify the commits")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="build every set's graph, also the sets whose earlier pass still stands because nothing their builds "
+        "read has changed since (what CI should run)",
+    )
     json_output(parser)
     parser.add_argument(
         "--lock-only",
@@ -65,10 +73,18 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return exc.exit_code
     if args.lock_only:
         return check_lock_only(lockfile, args.sets, out)
-    result = check(lockfile, args.sets, offline=args.offline, store=Store(), verbose=out.verbose)
+    result = check(lockfile, args.sets, offline=args.offline, store=Store(), verbose=out.verbose, full=args.full)
     if args.json:
         details = {problem: list(problem.details) for problem in result.problems if getattr(problem, "details", ())}
-        out.json({"sets": result.changes, "skipped": result.skipped, "problems": result.problems, "details": details})
+        out.json(
+            {
+                "sets": result.changes,
+                "skipped": result.skipped,
+                "kept": result.kept,
+                "problems": result.problems,
+                "details": details,
+            }
+        )
     else:
         _print(result, out)
     return 1 if result.problems else 0
@@ -95,8 +111,10 @@ class CheckResult:
     :param summaries: one line per set whose outputs changed
     :param skipped: the sets without configs (nothing builds a graph to check)
     :param changes: set name -> how its graph differs from the snapshot (see :class:`SetChanges`), as plain data
-    :param checked: how many sets' graphs were built
-    :param outputs: how many outputs those graphs register
+    :param checked: how many sets were checked (built, or their earlier pass still standing)
+    :param outputs: how many outputs their graphs register
+    :param kept: the sets whose earlier pass still stands (not built: nothing they read changed)
+    :param built: set name -> why it was built (no earlier pass, or the first input that changed)
     """
 
     problems: List[str] = field(default_factory=list)
@@ -105,15 +123,20 @@ class CheckResult:
     changes: Dict[str, Any] = field(default_factory=dict)
     checked: int = 0
     outputs: int = 0
+    kept: List[str] = field(default_factory=list)
+    built: Dict[str, str] = field(default_factory=dict)
 
 
-def check(lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store: Store, verbose: bool) -> CheckResult:
+def check(
+    lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store: Store, verbose: bool, full: bool = False
+) -> CheckResult:
     """
     :param lockfile: the validated pin.toml
     :param set_names: sets to check; empty for all
     :param offline: skip verifying that pinned commits exist in their remotes
     :param store: where the mirrors are (fetched unless offline)
     :param verbose: list every changed output with its ids, not only a few per root cause
+    :param full: build every set, also those whose earlier pass still stands (see :mod:`sispin.graph.incremental`)
     """
     specs = lockfile.select_sets(set_names)
     result = CheckResult(skipped=[spec.name for spec in specs if not spec.configs])
@@ -129,8 +152,39 @@ def check(lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store:
     ]
     for spec in specs:
         if spec.configs:  # a set without configs has no graph to check (its pins were verified above)
-            _check_set(lockfile, spec.name, recorded, bound, result, verbose)
+            _check_set_unless_kept(lockfile, spec.name, recorded, bound, result, verbose, full)
     return result
+
+
+def _check_set_unless_kept(
+    lockfile: Lockfile,
+    name: str,
+    recorded: Mapping[str, Mapping[str, RecordedOutput]],
+    bound: Mapping[str, Sequence[str]],
+    result: CheckResult,
+    verbose: bool,
+    full: bool,
+) -> None:
+    """Take the set's earlier pass when nothing it read changed since; else build it, and keep a pass."""
+    snapshot = recorded.get(name, {})
+    if full:
+        result.built[name] = "--full"
+    else:
+        kept, why = kept_pass(lockfile, name, snapshot, bound)
+        if kept is not None:
+            result.checked, result.outputs = result.checked + 1, result.outputs + kept.outputs
+            result.changes[name] = kept.changes
+            result.kept.append(name)
+            return
+        result.built[name] = why
+    problems_before, outputs_before = len(result.problems), result.outputs
+    with recording_inputs() as inputs:
+        _check_set(lockfile, name, recorded, bound, result, verbose)
+    if len(result.problems) == problems_before and name in result.changes:
+        passed = KeptPass(result.outputs - outputs_before, result.changes[name])
+        keep_pass(lockfile, name, snapshot, bound, inputs.ledgers, passed)
+    else:
+        forget_pass(lockfile, name)
 
 
 def _check_set(
@@ -176,6 +230,10 @@ def _check_set(
 def _print(result: CheckResult, out: Output) -> None:
     for name in result.skipped:
         out.info(skipped_line(name))
+    for name in result.kept:
+        out.detail(f"sets.{shown_key(name)}: not built: nothing it read changed since it passed (--full builds it)")
+    for name, why in result.built.items():
+        out.detail(f"sets.{shown_key(name)}: built ({why})")
     for line in result.summaries:
         out.result(f"summary: {line}")
     for problem in result.problems:
@@ -186,7 +244,8 @@ def _print(result: CheckResult, out: Output) -> None:
         out.result(f"pin check: {count(len(result.problems), 'problem')}")
     else:
         skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
-        out.result(f"pin check: ok ({count(result.checked, 'set')}, {count(result.outputs, 'output')}{skipped})")
+        kept = f", {len(result.kept)} unchanged since the last pass" if result.kept else ""
+        out.result(f"pin check: ok ({count(result.checked, 'set')}, {count(result.outputs, 'output')}{skipped}{kept})")
 
 
 #: outputs named per root cause before the rest are counted (all of them with --verbose)

@@ -293,20 +293,64 @@ def main(argv: List[str]) -> int:
     """:param argv: ``graph OUT REQUEST``, ``clone-ids OUT REQUEST`` or ``set-clones OUT SET ...``"""
     mode, out, rest = argv[0], argv[1], argv[2:]
     _never_stale_bytecode(os.getcwd())
+    request: Any = None
+    if mode != "set-clones":
+        with open(rest[0], encoding="utf-8") as handle:
+            request = json.load(handle)
+    # from before Sisyphus is imported: its settings.py is an input of the build too
+    recorder = _input_recorder(rest[0]) if mode == "graph" and request.get("inputs") else None
+    if recorder:
+        recorder.start()
     _find_sisyphus()
     code = 0
     try:
         if mode == "set-clones":
             report: Any = set_clones(rest)
         else:
-            with open(rest[0], encoding="utf-8") as handle:
-                request = json.load(handle)
             report = describe(request) if mode == "graph" else clone_ids(request)
     except (Exception, SystemExit) as exc:  # the configs' own error (or exit): its place, for one line and --debug
         report, code = {"error": _config_error(exc)}, CONFIG_FAILED
+    if recorder and code == 0:
+        recorder.stop()
+        report["read"] = _ledger(recorder, report)
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(report, handle)
     return code
+
+
+def _input_recorder(request_path: str) -> Any:
+    """An InputRecorder for this build: the setup's own code is what lies below the root but outside sispin and
+    Sisyphus; pin.toml, the caches and the probe's scratch files are keyed on by the core (or are no input)."""
+    import importlib.util
+
+    from sispin.graph.inputs import InputRecorder
+    from sispin.lock.cache import CACHE_DIR
+    from sispin.lock.files import SNAPSHOT_NAME
+    from sispin.lock.lockfile import LOCK_ENV
+
+    lock = os.environ[LOCK_ENV]
+    found = importlib.util.find_spec("sisyphus")
+    # sispin, and the Python installation with its packages (a virtual environment may live in the setup root)
+    foreign = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), sys.prefix, sys.base_prefix]
+    if found is not None and found.origin:
+        foreign.append(os.path.dirname(found.origin))
+    root = os.path.dirname(lock)
+    ignored = [lock, os.path.join(root, SNAPSHOT_NAME), os.path.join(root, CACHE_DIR), os.path.dirname(request_path)]
+    return InputRecorder(os.getcwd(), foreign, ignored)
+
+
+def _ledger(recorder: Any, report: Dict[str, Any]) -> Dict[str, Any]:
+    from sisyphus import global_settings
+
+    from sispin.lock.lockfile import PROBE_TEXT_ENV
+    from sispin.sets import asked_for
+
+    # Sisyphus takes a setting from every SIS_* variable
+    ledger = recorder.ledger(asked_for(), [global_settings.ENVIRONMENT_SETTINGS_PREFIX])
+    ledger["environment"].pop(PROBE_TEXT_ENV, None)  # the moved pins' text: keyed on by the core
+    if not ledger["volatile"] and (any(report.get("awaits", {}).values()) or report.get("waiting")):
+        ledger["volatile"] = "an async config waits for jobs: its graph depends on work/"
+    return ledger
 
 
 def _config_error(exc: BaseException) -> Dict[str, str]:

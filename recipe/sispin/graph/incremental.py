@@ -1,0 +1,169 @@
+"""
+The incremental ``pin check``: a set whose check passed is not built again while nothing its builds read changed.
+
+A pass is kept in ``.sispin-cache/checks/SET.json`` (outside git) with what its builds read (see
+:mod:`sispin.graph.inputs`: every file opened or imported, directory listed, path looked at, environment variable
+read) and a key of everything else the verdict depends on: the set's lock section and those of the sets its configs
+asked for, the repositories and ``[setup.*]`` checkouts (Sisyphus, i6_core), every alias the lock binds, the set's
+snapshot entry and alias history, the Python and the source of sispin itself, and the environment the probe starts
+with. Only passes are kept: a set with a problem is built again on every check, and a build that read the clock,
+unseeded randomness, a process or the network (volatile) is never kept. Only a cache: what cannot be read or written
+is as if it were not there.
+"""
+
+from __future__ import annotations
+
+__all__ = ["KeptPass", "kept_pass", "keep_pass", "forget_pass"]
+
+import hashlib
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+
+from sispin.graph.build import Output
+from sispin.graph.inputs import changed_input
+from sispin.graph.runner import probe_environment
+from sispin.lock.cache import CACHE_DIR, cache_directory
+from sispin.lock.files import replace_file
+from sispin.lock.lockfile import Lockfile
+
+#: the format of a kept pass; another one is not read
+_VERSION = 1
+#: the sispin package, whose source decides every verdict
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+class KeptPass(NamedTuple):
+    """
+    :param outputs: how many outputs the set's graph registers
+    :param changes: how the graph differed from the snapshot (as ``pin check --json`` shows it)
+    """
+
+    outputs: int
+    changes: Dict[str, Any]
+
+
+def _file(root: Path, set_name: str) -> Path:
+    # a set name is a valid file name (letters, digits, '_', '.', '-'), never '.' or '..' (pin.toml's rule)
+    return root / CACHE_DIR / "checks" / f"{set_name}.json"
+
+
+def _sispin_source() -> List[Tuple[str, int, int]]:
+    found = []
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        status = path.stat()
+        found.append((str(path.relative_to(_PACKAGE)), status.st_size, status.st_mtime_ns))
+    return found
+
+
+def _key(
+    lockfile: Lockfile,
+    set_name: str,
+    sets_read: Sequence[str],
+    recorded: Mapping[str, Output],
+    bound: Mapping[str, Sequence[str]],
+) -> str:
+    """Everything a set's verdict depends on beside what its builds read."""
+    environment = probe_environment(lockfile)
+    aliases = sorted(
+        (name, repo, pin.commit, pin.hash_overwrite)
+        for name, spec in lockfile.sets.items()
+        for repo, pin in spec.pins.items()
+        if pin.hash_overwrite is not None
+    )
+    parts = {
+        "version": _VERSION,
+        "python": [sys.version, sys.executable],
+        "sispin": _sispin_source(),
+        "sets": [repr(lockfile.sets.get(name)) for name in sorted({set_name, *sets_read})],
+        "repos": repr(lockfile.repos),
+        "setup": repr(lockfile.setup),
+        "aliases": aliases,
+        "snapshot": sorted((name, output.job, output.path) for name, output in recorded.items()),
+        "bound": sorted((value, list(commits)) for value, commits in bound.items()),
+        "python_environment": sorted((k, v) for k, v in environment.items() if k.startswith("PYTHON")),
+    }
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
+def kept_pass(
+    lockfile: Lockfile, set_name: str, recorded: Mapping[str, Output], bound: Mapping[str, Sequence[str]]
+) -> Tuple[Optional[KeptPass], str]:
+    """
+    :param lockfile: the setup's lockfile
+    :param set_name: a set with configs
+    :param recorded: its outputs in the snapshot
+    :param bound: the snapshot's alias history
+    :return: (the set's kept pass, when it still stands; why it does not, one phrase)
+    """
+    try:
+        data = json.loads(_file(lockfile.root, set_name).read_bytes())
+        if data.get("version") != _VERSION:
+            return None, "no earlier pass"
+        if data["key"] != _key(lockfile, set_name, data["sets"], recorded, bound):
+            return None, "pin.toml, the snapshot, Python or sispin changed"
+        environment = probe_environment(lockfile)
+        for ledger in data["ledgers"]:
+            changed = changed_input(ledger, environment, str(lockfile.root))
+            if changed:
+                return None, changed
+        return KeptPass(int(data["outputs"]), dict(data["changes"])), ""
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None, "no earlier pass"
+
+
+def keep_pass(
+    lockfile: Lockfile,
+    set_name: str,
+    recorded: Mapping[str, Output],
+    bound: Mapping[str, Sequence[str]],
+    ledgers: Sequence[Optional[Mapping[str, Any]]],
+    passed: KeptPass,
+) -> Optional[str]:
+    """
+    Keep a set's pass with what its builds read (replacing an earlier one).
+
+    :param ledgers: what each build of the check read
+    :param passed: what the check found
+    :return: why it cannot be kept (a volatile build), or None
+    """
+    target = _file(lockfile.root, set_name)
+    if not ledgers or any(ledger is None for ledger in ledgers):
+        _forget(target)
+        return "a build recorded nothing"
+    volatile = next((ledger["volatile"] for ledger in ledgers if ledger["volatile"]), None)
+    if volatile:
+        _forget(target)
+        return volatile
+    sets_read = sorted({name for ledger in ledgers if ledger for name in ledger["sets"]})
+    data = {
+        "version": _VERSION,
+        "key": _key(lockfile, set_name, sets_read, recorded, bound),
+        "sets": sets_read,
+        "ledgers": list(ledgers),
+        "outputs": passed.outputs,
+        "changes": passed.changes,
+    }
+    try:
+        cache_directory(lockfile.root)
+        target.parent.mkdir(exist_ok=True)
+        mode = stat.S_IMODE(os.stat(lockfile.path).st_mode) & 0o666
+        replace_file(target, json.dumps(data, separators=(",", ":")).encode(), mode)
+    except OSError:
+        pass  # a setup that cannot hold the cache builds every set on every check
+    return None
+
+
+def _forget(target: Path) -> None:
+    try:
+        target.unlink()
+    except OSError:
+        pass
+
+
+def forget_pass(lockfile: Lockfile, set_name: str) -> None:
+    """Drop a set's kept pass (its check found a problem)."""
+    _forget(_file(lockfile.root, set_name))

@@ -1,0 +1,208 @@
+"""
+The incremental ``pin check`` (real Sisyphus, real git): a set whose check passed is not built again while nothing its
+build read changed, and is built again, finding the change, as soon as anything it read did: its config, a recipe
+module it imports, a file it reads, an environment variable it reads, its lock section, its snapshot entry, a module
+that appears where an import looked. A build that reads the clock or unseeded randomness is never kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import USE_JOB, git_commit, make_setup, sisyphus_entry
+from sispin.cli.main import main
+from sispin.graph.build import load_graph
+from sispin.graph.runner import recording_inputs
+from sispin.lock.lockfile import find_lockfile, load_lockfile
+
+CONFIG = (
+    """\
+import os
+import random
+import time
+
+from sisyphus import Job, Task, tk
+
+from incmod.helper import FACTOR
+from sispin import experiment_set
+
+try:
+    from incmod.extra import EXTRA
+except ImportError:
+    EXTRA = None
+
+"""
+    + USE_JOB
+    + """
+
+def py():
+    with open("config/lr.txt") as handle:
+        lr = handle.read().strip()
+    read = {volatile}  # read, not hashed
+    thing = {{"rc": experiment_set("inc").repo("rc"), "lr": lr, "factor": FACTOR, "extra": EXTRA}}
+    thing["mode"] = os.environ.get("INC_MODE", "a")
+    tk.register_output("inc/out", Use(thing).out)
+"""
+)
+NOT_BUILT = "sets.inc: not built: nothing it read changed since it passed"
+
+
+def _age(*roots: Path) -> None:
+    """Date every file back a minute: a file written in the last two seconds may still be changing (see inputs.py)."""
+    past = time.time() - 60
+    for root in roots:
+        for directory, _, files in os.walk(root):
+            for name in files:
+                os.utime(os.path.join(directory, name), (past, past), follow_symlinks=False)
+
+
+def _check(capsys, *args: str):
+    code = main(["check", "--offline", "--verbose", *args])
+    return code, capsys.readouterr().out
+
+
+@pytest.fixture
+def inc(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
+    def make(volatile: str = "None") -> Path:
+        remote = make_repo("rc")
+        commits = [git_commit(remote, {"__init__.py": f"X = {i}\n"}, f"c{i}") for i in range(2)]
+        lock = (
+            f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.inc]\nconfigs = ["config/inc.py"]\n'
+            f'rc = "{commits[0]}"\n\n' + sisyphus_entry(real_sisyphus)
+        )
+        root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"inc.py": CONFIG.format(volatile=volatile)})
+        (root / "config" / "lr.txt").write_text("0.001\n")
+        (root / "recipe" / "incmod").mkdir()
+        (root / "recipe" / "incmod" / "__init__.py").write_text("")
+        (root / "recipe" / "incmod" / "helper.py").write_text("FACTOR = 2\n")
+        monkeypatch.chdir(root)
+        monkeypatch.delenv("PIN_LOCK", raising=False)
+        monkeypatch.delenv("INC_MODE", raising=False)
+        root.joinpath("commits").write_text(json.dumps(commits))
+        assert main(["snapshot"]) == 0
+        _age(root)
+        return root
+
+    return make
+
+
+def _move_pin(root: Path) -> None:
+    first, second = json.loads((root / "commits").read_text())
+    lock = root / "pin.toml"
+    lock.write_text(lock.read_text().replace(first, second))
+
+
+def _replace(path: Path, old: str, new: str) -> None:
+    path.write_text(path.read_text().replace(old, new))
+
+
+CHANGES = {
+    "config": lambda root, _: _replace(root / "config" / "inc.py", '"a")', '"b")'),
+    "imported recipe module": lambda root, _: (root / "recipe" / "incmod" / "helper.py").write_text("FACTOR = 3\n"),
+    "file the config reads": lambda root, _: (root / "config" / "lr.txt").write_text("0.002\n"),
+    "environment variable": lambda _, monkeypatch: monkeypatch.setenv("INC_MODE", "b"),
+    "lock section": lambda root, _: _move_pin(root),
+    "new module where an import looked": lambda root, _: (root / "recipe" / "incmod" / "extra.py").write_text(
+        "EXTRA = 1\n"
+    ),
+    "snapshot entry": lambda root, _: _replace(root / "pin.snapshot.toml", "inc/out", "inc/old"),
+}
+
+
+def test_an_unchanged_set_is_not_built_again(inc, capsys):
+    inc()
+    code, out = _check(capsys)
+    assert code == 0 and "sets.inc: built (no earlier pass)" in out and NOT_BUILT not in out, out
+    code, out = _check(capsys)
+    assert code == 0 and NOT_BUILT in out and "1 unchanged since the last pass" in out, out
+    code, out = main(["check", "--offline", "--json"]), capsys.readouterr().out
+    assert json.loads(out)["kept"] == ["inc"]
+    # touched, not changed: the setup's own files are compared by content
+    past = time.time() - 30
+    os.utime("config/inc.py", (past, past))
+    assert NOT_BUILT in _check(capsys)[1]
+    code, out = _check(capsys, "--full")
+    assert code == 0 and "sets.inc: built (--full)" in out, out
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_any_input_that_changed_builds_the_set_again_and_the_change_is_found(inc, capsys, monkeypatch, change):
+    root = inc()
+    assert _check(capsys)[0] == 0
+    assert NOT_BUILT in _check(capsys)[1]
+    CHANGES[change](root, monkeypatch)
+    code, out = _check(capsys)
+    assert code == 1 and "sets.inc: built (" in out and NOT_BUILT not in out, out
+    # a failing set keeps no pass: the next check builds it again and fails again
+    code, out = _check(capsys)
+    assert code == 1 and NOT_BUILT not in out, out
+
+
+@pytest.mark.parametrize(
+    "volatile, why",
+    [
+        ("time.time()", "config/inc.py:LINE reads the clock"),
+        ("random.random()", "config/inc.py:LINE draws random numbers"),
+        ("__import__('datetime').datetime.now()", "config/inc.py may read the clock (datetime)"),
+        ("os.popen('true').read()", "config/inc.py:LINE runs a process"),
+    ],
+)
+def test_a_build_that_reads_the_clock_randomness_or_a_process_is_never_kept(inc, capsys, volatile, why):
+    root = inc(volatile)
+    for _ in range(2):
+        code, out = _check(capsys)
+        assert code == 0 and "sets.inc: built (no earlier pass)" in out and NOT_BUILT not in out, out
+    with recording_inputs() as read:
+        load_graph(load_lockfile(find_lockfile()), "inc")
+    line = next(
+        n for n, text in enumerate((root / "config" / "inc.py").read_text().splitlines(), 1) if "read =" in text
+    )
+    assert read.ledgers[0]["volatile"] == why.replace("LINE", str(line))
+
+
+def test_seeded_randomness_is_reproducible_and_kept(inc, capsys):
+    inc("(random.seed(4), random.random())[1]")
+    assert _check(capsys)[0] == 0
+    assert NOT_BUILT in _check(capsys)[1]
+
+
+def test_settings_py_and_sisyphus_are_inputs_too(inc, capsys):
+    root = inc()
+    assert _check(capsys)[0] == 0
+    with open(root / "settings.py", "a") as handle:
+        handle.write("# a new line\n")
+    assert "sets.inc: built (settings.py: changed)" in _check(capsys)[1]
+    with recording_inputs() as read:
+        load_graph(load_lockfile(find_lockfile()), "inc")
+    files = read.ledgers[0]["files"]
+    assert str(root / "tools" / "sisyphus" / "sisyphus" / "toolkit.py") in files
+    assert str(root / "recipe" / "incmod" / "helper.py") in files
+
+
+@pytest.mark.parametrize("prefix", [False, True], ids=["__pycache__", "PYTHONPYCACHEPREFIX"])
+def test_a_module_read_from_its_bytecode_is_recorded_as_its_source(inc, capsys, monkeypatch, tmp_path, prefix):
+    root = inc()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if prefix:
+        monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "pycache"))
+        env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    # what `sis manager` leaves: the recipe module's bytecode, valid for its source
+    importing = "import sys; sys.path.insert(0, 'recipe'); import incmod.helper as h; print(h.__cached__)"
+    compiled = subprocess.run(
+        [sys.executable, "-c", importing], cwd=root, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert os.path.isfile(compiled) and (prefix == compiled.startswith(str(tmp_path / "pycache")))
+    # written after the source (dated back a minute by inc()): the probe trusts it and reads it, not the source
+    os.utime(compiled, (time.time() - 30, time.time() - 30))
+    assert _check(capsys)[0] == 0 and NOT_BUILT in _check(capsys)[1]
+    (root / "recipe" / "incmod" / "helper.py").write_text("FACTOR = 5\n")  # same size: only its time tells
+    code, out = _check(capsys)
+    assert code == 1 and "recipe/incmod/helper.py: changed" in out, out
