@@ -52,3 +52,10 @@ def test_pin_help_lists_every_command_and_imports_none_of_them():
     assert modules == ["sispin.cli.main", "sispin.cli.options", "sispin.cli.output", "sispin.cli.progress"]
     for name, (_, line) in COMMANDS.items():
         assert f"    {name}" in printed and line[:40] in printed, name
+
+
+def test_pin_status_reads_the_mirrors_without_gitpython_tomlkit_or_filelock(history, capsys):
+    assert cli.main(["status", "--fetch"]) == 0  # the mirror, as after an earlier fetch
+    capsys.readouterr()
+    modules, printed = _imported_by(["status"], ("git", "tomlkit", "filelock"))
+    assert modules == [] and f"demo   rc    {history.c[0][:7]}" in printed, (modules, printed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -191,7 +192,7 @@ def test_pin_facts_agree_with_git_on_a_history_with_merges(make_repo):
     git(repo, "checkout", "-q", "-b", "other", base)
     off = git_commit(repo, {"o": "1"}, "off branch")
     commits = [base, *side, *main_line, merge, after, off]
-    facts = sispin_git.pin_facts(repo, after, commits + ["0" * 40])
+    facts = sispin_git.pin_facts(repo, "main", commits + ["0" * 40])
     assert set(facts) == set(commits), "a commit the repository lacks is left out"
     for commit in commits:
         expected = (sispin_git.count_commits(repo, commit, after), sispin_git.count_commits(repo, after, commit))
@@ -282,3 +283,13 @@ def test_status_fetch_shows_every_row_when_one_remote_fails(history, make_repo, 
     assert main(["status", "--fetch", "--json"]) == 5
     records = json.loads(capsys.readouterr().out)["pins"]
     assert [(r["repo"], bool(r["fetch_error"])) for r in records] == [("rc", False), ("rc", False), ("gone", True)]
+
+
+def test_a_mirror_keeps_a_commit_graph_for_status_to_walk_its_history_fast(history, store_dir, capsys):
+    from sispin.git.store import Store
+
+    assert main(["status", "--fetch"]) == 0
+    info = Store().mirror(history.url) / "objects" / "info"
+    assert (info / "commit-graph").is_file() or (info / "commit-graphs").is_dir(), sorted(os.listdir(info))
+    git_commit(history.remote, {"nn.py": "VERSION = 5\n"}, "another")
+    assert main(["status", "--fetch"]) == 0 and "5       main" in capsys.readouterr().out

@@ -16,8 +16,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sispin.cli.options import add_command, json_output, set_names
 from sispin.cli.output import Output
-from sispin.errors import GitError, RevisionError
-from sispin.git.history import PinFacts, branch_commit, pin_facts
+from sispin.errors import GitError
+from sispin.git.history import PinFacts, pin_facts
 from sispin.git.store import Store
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
 
@@ -72,7 +72,7 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
                     failed[repo.url] = str(exc)
             mirror = mirror or store.mirror(repo.url)
             mirrors[repo.url] = mirror
-            facts[repo.url] = pin_facts(mirror, _branch_head(mirror, repo.branch), pinned[repo.url]) if mirror else {}
+            facts[repo.url] = pin_facts(mirror, repo.branch, pinned[repo.url]) if mirror else {}
     records = []
     for spec in specs:
         for name, pin in spec.pins.items():
@@ -95,13 +95,6 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
                 }
             )
     return records
-
-
-def _branch_head(mirror: Path, branch: Optional[str]) -> Optional[str]:
-    try:
-        return branch_commit(mirror, branch)
-    except RevisionError:
-        return None
 
 
 def status(path: Path, set_names: Sequence[str], out: Output, *, as_json: bool, fetch: bool, store: Store) -> int:

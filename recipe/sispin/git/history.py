@@ -21,11 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import git
-
-from sispin.errors import RevisionError
-from sispin.git.env import missing_commits
-from sispin.git.process import runner
+from sispin.errors import GitError, RevisionError
+from sispin.git.env import missing_commits, read_git
 from sispin.lock.lockfile import is_sha_prefix
 
 # what `pin upgrade --to` accepts: ref-name characters only, so that no revision syntax (a..b, @{...}, :path)
@@ -48,8 +45,8 @@ class PinFacts:
 
 def _rev_parse(path: Path, ref: str) -> Optional[str]:
     try:
-        return runner(path).rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
-    except git.GitCommandError:
+        return read_git(path, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    except GitError:
         return None
 
 
@@ -96,8 +93,8 @@ def resolve_revision(path: Path, revision: str) -> str:
 def on_a_ref(path: Path, commit: str) -> bool:
     """:return: whether some branch or tag of the repository contains commit (it may hold unreachable ones too)"""
     try:
-        return bool(runner(path).for_each_ref("--count=1", f"--contains={commit}", "refs/heads", "refs/tags"))
-    except git.GitCommandError:
+        return bool(read_git(path, "for-each-ref", "--count=1", f"--contains={commit}", "refs/heads", "refs/tags"))
+    except GitError:
         return False
 
 
@@ -106,8 +103,8 @@ def _commits_with_prefix(path: Path, prefix: str) -> List[str]:
         candidates = [prefix]
     else:
         try:
-            candidates = runner(path).rev_parse(f"--disambiguate={prefix}").split()
-        except git.GitCommandError:
+            candidates = read_git(path, "rev-parse", f"--disambiguate={prefix}").split()
+        except GitError:
             return []
     missing = set(missing_commits(path, candidates))  # blobs and trees share the prefix space
     return [sha for sha in candidates if sha not in missing]
@@ -120,65 +117,73 @@ def parent_commit(path: Path, commit: str) -> Optional[str]:
 
 def count_commits(path: Path, exclude: str, include: str) -> int:
     """:return: how many commits are reachable from include but not from exclude"""
-    return int(runner(path).rev_list("--count", f"{exclude}..{include}"))
+    return int(read_git(path, "rev-list", "--count", f"{exclude}..{include}"))
 
 
 def log_oneline(path: Path, exclude: str, include: str, limit: int) -> List[str]:
     """:return: up to limit lines "<short sha> <subject>" of exclude..include, newest first"""
-    out = runner(path).log(f"--max-count={limit}", "--format=%h %s", f"{exclude}..{include}")
+    out = read_git(path, "log", f"--max-count={limit}", "--format=%h %s", f"{exclude}..{include}")
     return out.splitlines()
 
 
-def pin_facts(path: Path, head: Optional[str], commits: Sequence[str]) -> Dict[str, PinFacts]:
+def pin_facts(path: Path, branch: Optional[str], commits: Sequence[str]) -> Dict[str, PinFacts]:
     """
-    Date and distance to the branch head of many commits at once: a few git processes per repository, however
-    many sets pin it (``pin status`` over many sets stays fast).
+    Date and distance to the branch head of many commits at once: three git processes per repository, however many
+    sets pin it (``pin status`` over many sets stays fast).
 
     :param path: a mirror
-    :param head: the branch head to measure against (None: distances unknown)
+    :param branch: the branch whose head to measure against (None: the default branch; distances are unknown when
+        the mirror has no such branch)
     :param commits: pinned commits
     :return: facts for each commit the repository holds (missing ones are left out)
     """
-    missing = set(missing_commits(path, commits))
-    present = [commit for commit in dict.fromkeys(commits) if commit not in missing]
+    wanted = list(dict.fromkeys(commits))
+    head_name = f"refs/heads/{branch}^{{commit}}" if branch else "HEAD^{commit}"
+    # one process says which of them exist, and where the branch points
+    found = read_git(
+        path,
+        "cat-file",
+        "--batch-check=%(objectname) %(objecttype)",
+        stdin="".join(f"{n}\n" for n in [head_name, *wanted]),
+    ).splitlines()
+    head = found[0].split()[0] if found and found[0].endswith(" commit") else None
+    present = [commit for commit, line in zip(wanted, found[1:]) if line == f"{commit} commit"]
     if not present:
         return {}
-    lines = runner(path).show("-s", "--format=%H %cI", *present).splitlines()
+    lines = read_git(path, "show", "-s", "--format=%H %cI", *present).splitlines()
     dates = dict(line.split(" ", 1) for line in lines if line)
     if head is None:
         return {commit: PinFacts(dates[commit], None, None) for commit in present}
-    history = runner(path).rev_list("--topo-order", "--reverse", "--parents", head, *present).splitlines()
-    if len(history) > _MAX_BITSET_HISTORY:
-        return {c: PinFacts(dates[c], count_commits(path, c, head), count_commits(path, head, c)) for c in present}
-    reachable = _ancestor_sets(history)
-    return {
-        commit: PinFacts(
-            dates[commit],
-            _bit_count(reachable[head] & ~reachable[commit]),
-            _bit_count(reachable[commit] & ~reachable[head]),
-        )
-        for commit in present
-    }
+    # every commit of the branch and the pins that not all of them reach (those count for none), children first
+    try:
+        common = ["--not", read_git(path, "merge-base", "--octopus", head, *present)]
+    except GitError:
+        common = []  # no commit they all reach
+    history = read_git(path, "rev-list", "--topo-order", "--parents", head, *present, *common).splitlines()
+    reaching = _tips_reaching(history, [head, *present])
+    facts = {}
+    for bit, commit in enumerate(present, start=1):
+        behind = sum(n for mask, n in reaching.items() if mask & 1 and not mask >> bit & 1)
+        off_branch = sum(n for mask, n in reaching.items() if mask >> bit & 1 and not mask & 1)
+        facts[commit] = PinFacts(dates[commit], behind, off_branch)
+    return facts
 
 
-#: above this many commits, per-commit ``rev-list --count`` replaces the in-memory ancestor sets (N^2/16 bytes)
-_MAX_BITSET_HISTORY = 50_000
-
-
-def _ancestor_sets(history: List[str]) -> Dict[str, int]:
+def _tips_reaching(history: List[str], tips: Sequence[str]) -> Dict[int, int]:
     """
-    :param history: ``rev-list --reverse --topo-order --parents`` lines: every commit after its parents
-    :return: commit -> its ancestors (itself included) as a bit set over the listed commits
+    :param history: ``rev-list --topo-order --parents`` lines of the tips: every commit before its parents
+    :param tips: commits (bit i of a mask stands for tips[i])
+    :return: which tips reach a commit (a mask) -> how many commits those tips reach, each of them only: a few
+        masks, however long the history (the commits between two pins share one)
     """
-    reachable: Dict[str, int] = {}
-    for position, line in enumerate(history):
+    masks: Dict[str, int] = {}
+    for bit, tip in enumerate(tips):
+        masks[tip] = masks.get(tip, 0) | 1 << bit
+    counts: Dict[int, int] = {}
+    for line in history:
         commit, *parents = line.split()
-        mask = 1 << position
+        mask = masks.pop(commit, 0)
+        counts[mask] = counts.get(mask, 0) + 1
         for parent in parents:
-            mask |= reachable[parent]
-        reachable[commit] = mask
-    return reachable
-
-
-def _bit_count(value: int) -> int:
-    return bin(value).count("1")
+            masks[parent] = masks.get(parent, 0) | mask
+    return counts
