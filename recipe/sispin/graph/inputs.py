@@ -1,10 +1,12 @@
 """
 What a build of a set's graph read, so that ``pin check`` can tell, without building, that nothing it read changed.
 
-The probe records while the configs load (:class:`InputRecorder`): every file opened for reading (the configs, every
-module imported, anything a config reads; Python's audit hooks see them all), every directory listed (the import
-system lists each directory on the path, so a new module that would shadow another is seen), every path whose
-existence or kind the setup's own code asked for, and every environment variable read. The recording ends as
+The probe records while the configs load (:class:`InputRecorder`, through wrappers of Python's functions that open,
+list, look at paths, read the environment, the clock and randomness, and start processes): every file opened for
+reading (the configs, every module imported, anything a config reads), every module's file (extension modules are
+loaded, not opened), every directory listed (the import system lists each directory on the path, so a new module
+that would shadow another is seen), every path whose existence or kind the setup's own code asked for, and every
+environment variable it read. The recording ends as
 :func:`InputRecorder.ledger`: each input with what identifies its content (a file's size, modification time and
 inode; for the setup's own files also their content digest, so that a ``git checkout`` of the same bytes changes
 nothing). :func:`changed_input` tells later whether they still hold.
@@ -26,16 +28,6 @@ import sysconfig
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-#: audit events after which the build depends on something no record can hold
-_OUTSIDE_EVENTS = {
-    "subprocess.Popen": "runs a process",
-    "os.system": "runs a process",
-    "os.exec": "runs a process",
-    "os.posix_spawn": "runs a process",
-    "os.spawn": "runs a process",
-    "socket.connect": "opens a connection",
-    "urllib.Request": "opens a URL",
-}
 #: module functions of random that draw from its shared generator
 _RANDOM = (
     "random uniform triangular randint choice randrange sample shuffle choices normalvariate lognormvariate "
@@ -137,45 +129,73 @@ class InputRecorder:
         self.active = False
 
     def _install(self) -> None:
-        sys.addaudithook(self._audit)
+        # wrappers of the functions that read, not an audit hook: Python calls a hook on every event, every id() too
+        # (400,000 in a build of 1,000 jobs), which cost a third of the build
+        import builtins
+        import io
+        import pathlib
+        import socket
+        import subprocess
+
+        system = sys.modules[os.name]  # posix: what the import system calls os.listdir through
+        builtins.open = io.open = self._opening(io.open)
+        io.open_code = self._opening(io.open_code)
+        _io = sys.modules["_io"]
+        _io.open_code = io.open_code  # how the import system reads a module's source and bytecode
+        os.open = self._opening(os.open, flags=True)
+        for name in ("listdir", "scandir"):
+            for module in (os, system):
+                setattr(module, name, self._listing(getattr(module, name)))
         for name in ("stat", "lstat"):
             setattr(os, name, self._watching_paths(getattr(os, name)))
-        import pathlib
-
-        accessor = getattr(pathlib, "_NormalAccessor", None)  # Python < 3.11 took os.stat before we could wrap it
+        accessor = getattr(pathlib, "_NormalAccessor", None)  # Python < 3.11 took them before we could wrap them
         if accessor is not None:
-            for name in ("stat", "lstat"):
+            for name in ("stat", "lstat", "listdir", "scandir"):
                 setattr(accessor, name, staticmethod(getattr(os, name)))
+            accessor.open = staticmethod(os.open if sys.version_info < (3, 10) else io.open)
         for name in _CLOCK:
-            setattr(time, name, self._volatile_when_called(getattr(time, name), "reads the clock", clock=name))
+            clock = getattr(time, name)
+            setattr(
+                time, name, self._volatile_when(clock, "reads the clock", lambda args, n=name: _reads_clock(n, args))
+            )
         import random
 
         for name in _RANDOM:
             if hasattr(random, name):
-                setattr(random, name, self._volatile_when_called(getattr(random, name), "draws random numbers"))
+                draw = getattr(random, name)
+                setattr(random, name, self._volatile_when(draw, "draws random numbers", lambda _: not self.seeded))
         random.seed = self._seeding(random.seed)
-        os.urandom = self._volatile_when_called(os.urandom, "draws random bytes")
+        os.urandom = self._volatile_when(os.urandom, "draws random bytes", lambda _: True)
+        subprocess.Popen.__init__ = self._volatile_when(  # type: ignore[method-assign]
+            subprocess.Popen.__init__, "runs a process", lambda _: True
+        )
+        for name in ("system", "posix_spawn", "posix_spawnp", "fork", "execv", "execve"):
+            if hasattr(os, name):
+                setattr(os, name, self._volatile_when(getattr(os, name), "runs a process", lambda _: True))
+        connect = socket.socket.connect
+        socket.socket.connect = self._volatile_when(connect, "opens a connection", lambda _: True)  # type: ignore
         os.environ.__class__ = _recording_environment(type(os.environ), self)
 
-    def _audit(self, event: str, args: Any) -> None:
-        if not self.active:
-            return
-        try:
-            if event == "open":
-                path, mode, flags = args
-                reading = (flags & os.O_ACCMODE) == os.O_RDONLY if mode is None else not set(mode) & set("wax+")
-                if reading and not isinstance(path, int):
-                    self.files.setdefault(_source_of(os.path.abspath(os.fsdecode(path))), None)
-            elif event in ("os.listdir", "os.scandir"):
-                path = args[0]
-                if not isinstance(path, int):
-                    self.directories.setdefault(os.path.abspath(os.fsdecode(path if path is not None else ".")), None)
-            elif event in _OUTSIDE_EVENTS and self.volatile is None:
-                where = self.setup_caller()  # sispin's own git, the standard library's `uname`: not the setup's
-                if where:
-                    self.volatile = f"{where} {_OUTSIDE_EVENTS[event]}"
-        except Exception:  # noqa: BLE001 - a hook must never break what it watches; unreadable: volatile
-            self.volatile = self.volatile or f"an {event} event could not be recorded"
+    def _opening(self, function: Callable[..., Any], flags: bool = False) -> Callable[..., Any]:
+        """:param flags: the function takes os.open's flags (else open's mode) after the file"""
+
+        def watched(file: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.active and not isinstance(file, int):
+                how = args[0] if args else kwargs.get("flags" if flags else "mode", os.O_RDONLY if flags else "r")
+                if (how & os.O_ACCMODE) == os.O_RDONLY if flags else not set(how) & set("wax+"):
+                    self.files.setdefault(_source_of(os.path.abspath(os.fsdecode(file))), None)
+            return function(file, *args, **kwargs)
+
+        return watched
+
+    def _listing(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            path = args[0] if args else kwargs.get("path")
+            if self.active and not isinstance(path, int):
+                self.directories.setdefault(os.path.abspath(os.fsdecode(path if path is not None else ".")), None)
+            return function(*args, **kwargs)
+
+        return watched
 
     def setup_caller(self) -> Optional[str]:
         """:return: ``file:line`` of the nearest caller outside the standard library when it is the setup's own code"""
@@ -201,12 +221,14 @@ class InputRecorder:
 
         return watched
 
-    def _volatile_when_called(self, function: Callable[..., Any], what: str, clock: str = "") -> Callable[..., Any]:
+    def _volatile_when(
+        self, function: Callable[..., Any], what: str, reads: Callable[[Sequence[Any]], bool]
+    ) -> Callable[..., Any]:
+        """:param reads: whether a call with these arguments reads what no record can hold"""
+
         def watched(*args: Any, **kwargs: Any) -> Any:
-            # a draw after the setup seeded random is reproducible
-            reads = _reads_clock(clock, args) if clock else not self.seeded
-            if self.active and self.volatile is None and reads:
-                where = self.setup_caller()
+            if self.active and self.volatile is None and reads(args):
+                where = self.setup_caller()  # sispin's own git, the standard library's `uname`: not the setup's
                 if where:
                     self.volatile = f"{where} {what}"
             return function(*args, **kwargs)
