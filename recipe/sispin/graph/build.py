@@ -16,12 +16,11 @@ __all__ = [
     "Overwrite",
     "SetGraph",
     "load_graph",
-    "outputs_using",
-    "uses",
+    "outputs_above",
 ]
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from sispin.errors import SisyphusError
 from sispin.graph.runner import run_probe
@@ -273,6 +272,7 @@ def load_graph(
 
 def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
     """The probe's report of a graph as a SetGraph."""
+    above = outputs_above({name: o["job"] or "" for name, o in report["outputs"].items()}, report["inputs"])
     return SetGraph(
         set_name=set_name,
         outputs={name: Output(job=o["job"] or "", path=o["path"]) for name, o in report["outputs"].items()},
@@ -294,9 +294,7 @@ def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
             for c in report["clones"]
         ),
         escapes=tuple(
-            Escape(
-                e["job"], e["argument"], e["clone"], e["hash_overwrite"], outputs_using(report, e["job"]), e["alias"]
-            )
+            Escape(e["job"], e["argument"], e["clone"], e["hash_overwrite"], above(e["job"]), e["alias"])
             for e in report["escapes"]
         ),
         records={
@@ -324,21 +322,31 @@ def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
     )
 
 
-def outputs_using(report: Dict[str, Any], job: str) -> Tuple[str, ...]:
-    """:return: the registered outputs of a probe's graph whose job is job or uses it, directly or through others"""
-    return tuple(
-        sorted(name for name, o in report["outputs"].items() if o["job"] and uses(report["inputs"], o["job"], job))
-    )
+def outputs_above(outputs: Mapping[str, str], inputs: Mapping[str, Sequence[str]]) -> Callable[[str], Tuple[str, ...]]:
+    """
+    :param outputs: registered output name -> id of the job that creates it ("" for none)
+    :param inputs: job id -> ids of the jobs whose outputs it uses
+    :return: job id -> the outputs whose job is that job or uses it, directly or through others, sorted (each asked
+        walks only the jobs above the job: a graph with hundreds of overwrites asks hundreds of times)
+    """
+    users: Dict[str, List[str]] = {}
+    for job, used in inputs.items():
+        for dependency in used:
+            users.setdefault(dependency, []).append(job)
+    created: Dict[str, List[str]] = {}
+    for name, job in outputs.items():
+        if job:
+            created.setdefault(job, []).append(name)
 
+    def above(job: str) -> Tuple[str, ...]:
+        seen, stack, names = {job}, [job], []
+        while stack:
+            current = stack.pop()
+            names += created.get(current, ())
+            for user in users.get(current, ()):
+                if user not in seen:
+                    seen.add(user)
+                    stack.append(user)
+        return tuple(sorted(names))
 
-def uses(inputs: Mapping[str, Sequence[str]], job: str, dependency: str) -> bool:
-    """:return: whether job is dependency or uses its outputs, directly or through other jobs"""
-    seen, stack = set(), [job]
-    while stack:
-        current = stack.pop()
-        if current == dependency:
-            return True
-        if current not in seen:
-            seen.add(current)
-            stack.extend(inputs.get(current, ()))
-    return False
+    return above

@@ -26,7 +26,7 @@ __all__ = [
 from typing import Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.git.store import Store
-from sispin.graph.build import Clone, Escape, SetGraph, uses
+from sispin.graph.build import Clone, Escape, SetGraph, outputs_above
 from sispin.graph.explain import short_id
 from sispin.graph.moved import moved_builds
 from sispin.lock.lockfile import Lockfile, SetSpec, is_full_sha, shown_key
@@ -271,9 +271,7 @@ def _pin(lockfile: Lockfile, graph: SetGraph, repo: str) -> str:
 
 def _outputs_of(graph: SetGraph, job: str) -> str:
     """The registered outputs that depend on a job: the first few, and how many more."""
-    return listed(
-        sorted(name for name, output in graph.outputs.items() if output.job and uses(graph.inputs, output.job, job))
-    )
+    return listed(list(outputs_above({name: output.job for name, output in graph.outputs.items()}, graph.inputs)(job)))
 
 
 def rebound_alias_problems(graph: SetGraph, bound: Mapping[str, Sequence[str]]) -> List[str]:
