@@ -39,6 +39,8 @@ _CLOCK = ("time", "time_ns", "localtime", "gmtime", "ctime", "asctime", "strftim
 _DATETIME_CLOCK = re.compile(rb"\.(?:now|today|utcnow)\(")
 #: an input modified this close to the start of the build may have changed while it was read (coarse file times)
 _RACY_NS = 2_000_000_000
+#: the pseudo file systems of the kernel
+_MACHINE_STATE = ("/proc/", "/sys/", "/dev/")
 #: what a path was, as recorded for an existence check
 STAT_KINDS = ("missing", "file", "directory", "other")
 
@@ -281,7 +283,10 @@ class InputRecorder:
         return path.startswith(self.root) and not path.startswith(self.foreign) and "-packages" + os.sep not in path
 
     def _ignored(self, path: str) -> bool:
-        return any(path == ignored or path.startswith(os.path.join(ignored, "")) for ignored in self.ignored)
+        # /proc, /sys, /dev: the state of the process and the machine (torch reads /proc/self/maps), not an input
+        return path.startswith(_MACHINE_STATE) or any(
+            path == ignored or path.startswith(os.path.join(ignored, "")) for ignored in self.ignored
+        )
 
     def _clock_in_source(self, own: Sequence[str]) -> Optional[str]:
         for path in own:

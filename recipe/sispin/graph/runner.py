@@ -27,7 +27,9 @@ from sispin.lock.urls import name_from_url
 #: loading a set's configs must not take longer than this
 PROBE_TIMEOUT = 600
 #: the probe's first lines: load this sispin package (its directory is argv[1]) under its name, then run the probe
-#: on the remaining arguments; the working directory (the setup root) is not put on the path, as under `sis`
+#: on the remaining arguments; the working directory (the setup root) is not put on the path, as under `sis`. It
+#: ends without tearing the interpreter down (its report is written and closed by then): freeing a graph of 5,000
+#: jobs object by object took a fifth of the build
 _BOOTSTRAP = """\
 import importlib.util, os, sys
 del sys.path[0]
@@ -38,7 +40,10 @@ spec = importlib.util.spec_from_file_location(
 module = sys.modules["sispin"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 from sispin.graph.probe import main
-sys.exit(main(sys.argv[2:]))
+code = main(sys.argv[2:])
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(code)
 """
 
 
