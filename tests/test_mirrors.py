@@ -10,7 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from conftest import git, git_commit, make_setup, run, run_manager
 from sispin.cli.main import main
@@ -231,3 +234,33 @@ def test_urls_that_continue_a_redirected_one_keep_the_users_own_redirect(tmp_pat
     for asked, answer in expected.items():
         got = subprocess.run(["git", "ls-remote", "--get-url", asked], env=env, capture_output=True, text=True)
         assert got.stdout.rstrip("\n") == answer, repr(asked)
+
+
+def test_a_manager_asks_git_about_a_mirror_only_when_its_object_store_changed(history, store_dir, monkeypatch):
+    store = Store(store_dir)
+    mirror = store.fetch(history.url)
+    lock = load_lockfile(history.lock)
+    past = time.time() - 60  # a fetch a minute ago: its directory times can no longer change unseen
+    for directory in (mirror / "objects", *(mirror / "objects").iterdir()):
+        os.utime(directory, (past, past))
+    assert store_redirects(lock, store) == [(str(mirror), history.url)]
+    assert (mirror / "sispin-commits.json").is_file()
+    # git's answer is kept: a manager where no git can run (nothing else changed) still redirects
+    monkeypatch.setenv("PATH", str(history.lock.parent / "no-git-here"))
+    assert store_redirects(lock, store) == [(str(mirror), history.url)]
+    # a repack changes objects/pack: git is asked again (and here cannot answer: no redirect, the remote is used)
+    subprocess.run(
+        ["/usr/bin/env", "git", "-C", str(mirror), "repack", "-adq"], env={**os.environ, "PATH": "/usr/bin:/bin"}
+    )
+    assert store_redirects(lock, store) == []
+
+
+def test_the_settings_hook_takes_the_validated_lock_from_its_cache(history, store_dir, monkeypatch):
+    from sispin.lock import cache, lockfile
+    from sispin.settings_hook import use_store_mirrors
+
+    cache.load_cached(history.lock)  # as after an earlier manager start
+    for module in (cache, lockfile):
+        monkeypatch.setattr(module, "parse_lockfile", lambda text, path: pytest.fail("validated again"))
+    monkeypatch.delenv("SISPIN_STORE_REDIRECTS", raising=False)
+    assert use_store_mirrors()["SISPIN_STORE_REDIRECTS"] == str(history.lock)

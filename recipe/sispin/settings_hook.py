@@ -22,9 +22,10 @@ import os
 from typing import Dict, List, Sequence, Tuple
 
 from sispin.errors import PinError
-from sispin.git.env import missing_commits
+from sispin.git.presence import missing_in_mirror
 from sispin.git.store import Store
-from sispin.lock.lockfile import Lockfile, find_lockfile, load_lockfile
+from sispin.lock.cache import load_cached
+from sispin.lock.lockfile import Lockfile, find_lockfile
 
 #: set by the process that decided the redirects (to the lockfile it read), inherited by the processes below it
 REDIRECT_MARKER = "SISPIN_STORE_REDIRECTS"
@@ -55,7 +56,7 @@ def store_redirects(lockfile: Lockfile, store: Store) -> List[Tuple[str, str]]:
     redirects = []
     for url, wanted in commits.items():
         mirror = store.mirror(url)
-        if mirror is not None and not missing_commits(mirror, sorted(wanted)):
+        if mirror is not None and not missing_in_mirror(mirror, sorted(wanted)):
             redirects.append((str(mirror), url))
     return redirects
 
@@ -129,7 +130,7 @@ def use_store_mirrors() -> Dict[str, str]:
         store = Store()
         entries = _without_store_redirects(inherited, store)
         try:
-            lockfile = load_lockfile(find_lockfile())
+            lockfile = load_cached(find_lockfile())
         except PinError as exc:
             _log.warning("sispin: no store redirect active: %s", exc)
             marker = _NO_LOCKFILE

@@ -1,0 +1,61 @@
+"""
+Which pinned commits a mirror holds, known without a git process while nothing in the mirror's object store changed
+since git last said: every Sisyphus manager asks (settings.py decides the store redirects), for every pinned URL.
+
+A commit is a loose object in ``objects/<first two hex digits>/`` or lies in a pack in ``objects/pack/``; whatever
+adds or removes it (a fetch, a repack, a prune) changes the time of one of those directories. git's answer is kept in
+the mirror (``sispin-commits.json``) with those times, and taken again while they are the same.
+"""
+
+from __future__ import annotations
+
+__all__ = ["missing_in_mirror"]
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from sispin.git.env import missing_commits
+
+#: the answer kept in a mirror
+_ANSWER = "sispin-commits.json"
+#: directory times this close to now may still change within their granularity: such an answer is not kept
+_RACY_NS = 2_000_000_000
+
+
+def _time(path: Path) -> Optional[int]:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def missing_in_mirror(mirror: Path, commits: Sequence[str]) -> List[str]:
+    """
+    :param mirror: a bare mirror of the store
+    :param commits: full commit SHAs
+    :return: those the mirror does not hold (git's answer, kept while the object store is unchanged)
+    """
+    wanted = sorted(set(commits))
+    objects = Path(mirror) / "objects"
+    times = [_time(objects / "pack"), *(_time(objects / commit[:2]) for commit in wanted)]
+    key = hashlib.sha256(json.dumps([wanted, times]).encode()).hexdigest()
+    answer = Path(mirror) / _ANSWER
+    try:
+        kept = json.loads(answer.read_bytes())
+        if kept["key"] == key:
+            return list(kept["missing"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    missing = missing_commits(Path(mirror), wanted)
+    if all(t is None or t < time.time_ns() - _RACY_NS for t in times):
+        from sispin.lock.files import replace_file  # only a new answer is written: not imported by every manager
+
+        try:
+            replace_file(answer, json.dumps({"key": key, "missing": missing}).encode(), 0o644)
+        except OSError:
+            pass  # a read-only store: git answers every time
+    return missing
