@@ -135,20 +135,19 @@ def bench_checkout(work: Path, commits: int = 12000, files: int = 600, runs: int
             cold / by_url,
         ),
         Result(
-            "pinned checkout, warm store vs file:// clone",
-            s(warm),
-            s(by_url),
-            f"{by_url / warm:.1f}x faster",
-            Goal(">= 10x faster", 10, at_most=False),
-            by_url / warm,
-        ),
-        Result(
-            "pinned checkout, warm store vs clone of the local path (hardlinks)",
+            "pinned checkout, warm store vs clone of the local path: the same transfer (hardlinks)",
             s(warm),
             s(by_path),
             f"{warm / by_path:.2f}x",
             Goal("<= 1.25x", 1.25),
             warm / by_path,
+        ),
+        # not the same transfer (a local clone against git's pack transfer): what a job saves, with no goal
+        Result(
+            "pinned checkout, warm store vs the job's own file:// clone (another transfer: what a job saves)",
+            s(warm),
+            s(by_url),
+            f"{by_url / warm:.1f}x faster",
         ),
         Result(
             "disk of a checkout, store and work/ on one filesystem, vs its tree",
@@ -171,13 +170,12 @@ def bench_checkout(work: Path, commits: int = 12000, files: int = 600, runs: int
         copied = checkouts.make(away, redirect)
         across_disk, across_tree = unique_disk_bytes(copied, mirror), tree_disk_bytes(copied)
     rows += [
+        # the store's clone copies the objects across, the job's own clone transfers a pack: another transfer
         Result(
-            "pinned checkout, warm store on another filesystem vs file:// clone there",
+            "pinned checkout, warm store on another filesystem vs the job's own file:// clone there (another transfer)",
             s(across),
             s(across_by_url),
             f"{across_by_url / across:.1f}x faster",
-            Goal(">= 2x faster", 2, at_most=False),
-            across_by_url / across,
         ),
         Result(
             "disk of a checkout, store on another filesystem (objects copied), vs its tree",

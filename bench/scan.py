@@ -1,4 +1,8 @@
-"""``pin import`` over a recipe tree, against the naive way: parse every file with ``ast`` and walk it."""
+"""
+``pin import`` over a recipe tree, against the plain way with the same text pre-filter: read every file, and parse
+and walk with ``ast`` those that name the class (what ``pin import`` parses too). The scan does more (helpers,
+overwrites, imports followed); the row says what that costs over the bare parse.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,14 @@ from typing import List
 from bench.common import Goal, Result, interleaved, s, timed
 
 
-def _naive_scan(tree: Path) -> List[int]:
-    """Every file parsed and walked: the line of each call of a name or attribute CloneGitRepositoryJob."""
+def _plain_scan(tree: Path) -> List[int]:
+    """Every file that names the class parsed and walked: the line of each call of CloneGitRepositoryJob."""
     found = []
     for path in sorted(tree.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+        data = path.read_bytes()
+        if b"CloneGitRepositoryJob" not in data:
+            continue
+        for node in ast.walk(ast.parse(data, str(path))):
             if isinstance(node, ast.Call):
                 name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
                 if name == "CloneGitRepositoryJob":
@@ -36,15 +43,15 @@ def bench_import_scan(work: Path, files: int = 10_000, runs: int = 3) -> Result:
                 f"job = CloneGitRepositoryJob('https://github.com/rwth-i6/returnn', commit='{number:040x}')\n"
             )
         (package / f"module_{number}.py").write_text(f'"""module {number}"""\nimport os\n\n{call}{body}')
-    assert len(scan_paths([work / "tree"])[0]) == len(_naive_scan(work / "tree")) == (files + 99) // 100
-    ours, naive = interleaved(
-        [lambda: timed(lambda: scan_paths([work / "tree"])), lambda: timed(lambda: _naive_scan(work / "tree"))], runs
+    assert len(scan_paths([work / "tree"])[0]) == len(_plain_scan(work / "tree")) == (files + 99) // 100
+    ours, plain = interleaved(
+        [lambda: timed(lambda: scan_paths([work / "tree"])), lambda: timed(lambda: _plain_scan(work / "tree"))], runs
     )
     return Result(
-        f"pin import scan: {files:,} files vs ast.parse of every file",
+        f"pin import scan: {files:,} files vs the same text pre-filter and ast.parse of the files it keeps",
         s(ours),
-        s(naive),
-        f"{naive / ours:.1f}x faster",
-        Goal(">= 5x faster", 5, at_most=False),
-        naive / ours,
+        s(plain),
+        f"{ours / plain:.2f}x",
+        Goal("<= 2x", 2),
+        ours / plain,
     )

@@ -35,7 +35,9 @@ def test_benchmarks_run_at_tiny_sizes(bench, tmp_path: Path, monkeypatch):
     results.append(scan.bench_import_scan(tmp_path / "scan", files=200, runs=1))
     assert len(results) == 11
     goals = [r for r in results if r.goal is not None]
-    assert len(goals) == 10 and all(r.measured and r.figure is not None for r in goals), goals
+    assert len(goals) == 8 and all(r.measured and r.figure is not None for r in goals), goals
+    # the rows of other transfers say what a job saves, and judge nothing
+    assert all("another transfer" in r.name for r in results if r.goal is None and "faster" in r.ratio)
     table = bench.report(results)
     assert len(table.splitlines()) == 1 + len(results)
     # each goal is judged on its row's figure, so a figure beyond the limit is reported as missed
