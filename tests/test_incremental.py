@@ -52,6 +52,15 @@ def py():
 """
 )
 NOT_BUILT = "sets.inc: not built: nothing it read changed since it passed"
+SECOND_CONFIG = """\
+from sisyphus import tk
+
+from sispin import experiment_set
+
+
+def py():
+    tk.register_output("two/repo", experiment_set("two").repo("rc"))
+"""
 
 
 def _age(*roots: Path) -> None:
@@ -70,14 +79,18 @@ def _check(capsys, *args: str):
 
 @pytest.fixture
 def inc(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
-    def make(volatile: str = "None") -> Path:
+    def make(volatile: str = "None", second: bool = False) -> Path:
         remote = make_repo("rc")
         commits = [git_commit(remote, {"__init__.py": f"X = {i}\n"}, f"c{i}") for i in range(2)]
         lock = (
             f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.inc]\nconfigs = ["config/inc.py"]\n'
             f'rc = "{commits[0]}"\n\n' + sisyphus_entry(real_sisyphus)
         )
-        root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"inc.py": CONFIG.format(volatile=volatile)})
+        configs = {"inc.py": CONFIG.format(volatile=volatile)}
+        if second:  # another set, of another config that reads nothing of the first's
+            lock += f'\n[sets.two]\nconfigs = ["config/two.py"]\nrc = "{commits[1]}"\n'
+            configs["two.py"] = SECOND_CONFIG
+        root = make_setup(tmp_path / "setup", lock, real_sisyphus, configs)
         (root / "config" / "lr.txt").write_text("0.001\n")
         (root / "recipe" / "incmod").mkdir()
         (root / "recipe" / "incmod" / "__init__.py").write_text("")
@@ -206,3 +219,14 @@ def test_a_module_read_from_its_bytecode_is_recorded_as_its_source(inc, capsys, 
     (root / "recipe" / "incmod" / "helper.py").write_text("FACTOR = 5\n")  # same size: only its time tells
     code, out = _check(capsys)
     assert code == 1 and "recipe/incmod/helper.py: changed" in out, out
+
+
+def test_sets_are_built_side_by_side_and_each_keeps_what_it_read(inc, capsys):
+    root = inc(second=True)
+    code, out = _check(capsys)
+    assert code == 0 and out.endswith("pin check: ok (2 sets, 2 outputs)\n"), out
+    assert out.index("sets.inc: built") < out.index("sets.two: built"), "reported in pin.toml's order"
+    _replace(root / "config" / "inc.py", '"a")', '"b")')
+    code, out = _check(capsys)
+    assert code == 1 and "sets.inc: built (config/inc.py: changed)" in out, out
+    assert "sets.two: not built: nothing it read changed since it passed" in out, out

@@ -12,13 +12,14 @@ from __future__ import annotations
 __all__ = ["find_sisyphus", "probe_environment", "run_probe", "recording_inputs", "InputsRead"]
 
 import contextlib
+import contextvars
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from sispin.errors import SisyphusError
 from sispin.lock.lockfile import LOCK_ENV, PROBE_TEXT_ENV, Lockfile
@@ -54,18 +55,19 @@ class InputsRead:
         self.ledgers: List[Optional[Dict[str, Any]]] = []
 
 
-_RECORDING: List[InputsRead] = []
+#: who records the builds made in this context (a thread's own: `pin check` builds sets side by side)
+_RECORDING: contextvars.ContextVar[Tuple[InputsRead, ...]] = contextvars.ContextVar("sispin_recording", default=())
 
 
 @contextlib.contextmanager
 def recording_inputs() -> Iterator[InputsRead]:
     """Record what every graph build made inside the block reads (the set's own and its moved-commit builds)."""
     found = InputsRead()
-    _RECORDING.append(found)
+    token = _RECORDING.set((*_RECORDING.get(), found))
     try:
         yield found
     finally:
-        _RECORDING.remove(found)
+        _RECORDING.reset(token)
 
 
 def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
@@ -114,7 +116,7 @@ def run_probe(
     """
     env = probe_environment(lockfile)
     if arguments[0] == "graph" and request is not None:
-        request = {**request, "inputs": bool(_RECORDING)}
+        request = {**request, "inputs": bool(_RECORDING.get())}
     with tempfile.TemporaryDirectory(prefix="sispin-probe-") as scratch:
         if lock_text is not None:
             # the text only: the lockfile stays where it is, so that the setup root, the configs' owners
@@ -147,6 +149,6 @@ def run_probe(
             lines = [line for line in result.stderr.splitlines() if line.strip()]
             reason = lines[-1].strip() if lines else f"exit code {result.returncode}"
             raise SisyphusError(f"{what} failed: {reason}")
-    for found in _RECORDING:
+    for found in _RECORDING.get():
         found.ledgers.append(report.get("read") if isinstance(report, dict) else None)
     return report
