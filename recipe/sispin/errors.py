@@ -22,6 +22,7 @@ __all__ = [
     "SisyphusError",
     "FileSystemError",
     "ConcurrentChangeError",
+    "FrozenSetError",
     "PinnedImportError",
     "StoreError",
 ]
@@ -42,6 +43,7 @@ EXIT_CODES: Dict[int, str] = {
     9: "the job graph cannot be built (no Sisyphus, a config fails)",
     10: "a file or directory cannot be read or written",
     11: "another process changed the same pins meanwhile (nothing written)",
+    12: "the set is frozen (freeze = true: `pin thaw SET` first)",
     70: "internal error (a bug: pin --debug shows the traceback)",
     130: "interrupted",
 }
@@ -127,6 +129,12 @@ class ConcurrentChangeError(PinError):
     """Another process changed what this command was about to change; nothing that depended on it was written."""
 
     exit_code = 11
+
+
+class FrozenSetError(PinError):
+    """A command would move a frozen set's pins, configs or snapshot entry."""
+
+    exit_code = 12
 
 
 class PinnedImportError(PinError):

@@ -62,6 +62,7 @@ def edit_configs(path: Path, name: str, out: Output, *, add: Sequence[str], remo
         if not spec.configs:
             out.result(f"sets.{shown_key(name)}: no configs (add one with `pin configs {name} --add PATH`)")
         return 0
+    spec.check_not_frozen("pin configs --add/--remove")
     for config in add:
         if config in spec.configs or add.count(config) > 1:
             raise UsageError(f"--add {config}: already listed in sets.{shown_key(name)}.configs")

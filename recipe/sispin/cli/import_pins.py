@@ -162,6 +162,8 @@ def import_pins(
     lockfile = load_lockfile(lock_path) if lock_path else None
     path = lockfile.path if lockfile else Path(os.environ.get(LOCK_ENV) or LOCKFILE_NAME).absolute()
     configs = _config_paths(configs, path.parent)
+    if write and lockfile and set_name in lockfile.sets:
+        lockfile.sets[set_name].check_not_frozen("pin import --write")
     if write:  # say it before the costly part, not after
         for target in ([path] if lockfile else []) + ([snapshot_path(path)] if configs else []):
             check_writable(target)

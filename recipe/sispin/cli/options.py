@@ -31,6 +31,8 @@ COMMANDS = {
     "upgrade": ("upgrade", "move an experiment set's pins to newer commits"),
     "new": ("new", "start a new experiment set at the newest commits"),
     "configs": ("configs", "list, add or remove the Sisyphus configs of a set"),
+    "freeze": ("freeze", "freeze sets whose results are published: nothing moves them until `pin thaw`"),
+    "thaw": ("thaw", "thaw frozen sets: they may change again"),
     "status": ("status", "show each set's pins and how far they are behind their branches"),
     "snapshot": ("snapshot", "record the job id behind every output of each set (pin.snapshot.toml)"),
     "check": ("check", "verify the lock, the pinned commits, the job graphs and the snapshot (for CI)"),

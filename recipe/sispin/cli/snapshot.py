@@ -51,11 +51,18 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
     """
     lockfile = load_lockfile(path)
     specs = lockfile.select_sets(names)
-    # a set without configs has no graph yet (just created): said once, and no failure of the sets that have one
+    for spec in specs if names else ():
+        spec.check_not_frozen("pin snapshot")
+    # a set without configs has no graph yet (just created), a frozen one keeps its ids: said once each, and no
+    # failure of the sets that are recorded
     for spec in specs:
-        if not spec.configs:
+        if spec.freeze:
+            out.info(
+                f"sets.{shown_key(spec.name)}: frozen: its recorded ids stay (`pin thaw {spec.name}` to record anew)"
+            )
+        elif not spec.configs:
             out.info(skipped_line(spec.name))
-    names = [spec.name for spec in specs if spec.configs]
+    names = [spec.name for spec in specs if spec.configs and not spec.freeze]
     target = snapshot_path(lockfile.path)
     before = read_snapshot(target)
     # every job's record walked anew: one whose id stays can hold other unhashed state (its own hash(), a

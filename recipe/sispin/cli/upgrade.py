@@ -150,6 +150,7 @@ def upgrade(
     # one read: the blast radius, the check of what changed meanwhile and the rewrite all start from this text
     text = read_lockfile_text(path)
     lockfile = parse_lockfile(text, path)
+    lockfile.get_set(set_name).check_not_frozen("pin upgrade")
     if not dry_run:
         check_writable(path)  # say it before fetching and planning, not after
     planned = _plan_set(lockfile, set_name, repos, to, store or Store())

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 __all__ = [
     "edit_lockfile",
+    "edit_freeze",
+    "set_frozen",
     "append_table",
     "add_value",
     "set_pin_commit",
@@ -25,7 +27,7 @@ import difflib
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import tomlkit
 from tomlkit.items import Comment, InlineTable, String, StringType, Table, Trivia, Whitespace
@@ -292,6 +294,45 @@ def drop_pin_alias(document: tomlkit.TOMLDocument, set_name: str, repo: str) -> 
             return
 
 
+def set_frozen(document: tomlkit.TOMLDocument, set_name: str, frozen: bool) -> None:
+    """
+    Freeze a set (``freeze = true`` added at the end of its values) or thaw it (its ``freeze`` key removed, whatever
+    TOML spelling holds it).
+
+    :param document: pin.toml as tomlkit reads it, with the set in it
+    :param set_name: the set
+    :param frozen: whether it is to be frozen
+    """
+    for path, parent, _ in list(_keyed_items(document, ())):
+        if path == ("sets", set_name, "freeze"):
+            del parent[path[-1]]
+    if frozen:
+        add_value(document["sets"][set_name], "freeze", True)  # type: ignore[index]
+
+
+def edit_freeze(path: Path, names: Sequence[str], frozen: bool) -> List[str]:
+    """
+    Freeze or thaw sets in pin.toml (see :func:`set_frozen`), under its lock.
+
+    :param path: the pin.toml
+    :param names: the sets
+    :param frozen: freeze them, or thaw them
+    :return: the sets that changed (the others were frozen, or thawed, already)
+    :raises UnknownNameError: for a set pin.toml does not have
+    """
+    changed: List[str] = []
+
+    def change(current: Lockfile, document: tomlkit.TOMLDocument) -> None:
+        changed.clear()
+        for name in dict.fromkeys(names):
+            if current.get_set(name).freeze != frozen:
+                set_frozen(document, name, frozen)
+                changed.append(name)
+
+    edit_lockfile(path, change, rewritable_key="freeze")
+    return changed
+
+
 def _keyed_items(container: Any, prefix: Tuple[str, ...]) -> Iterator[Tuple[Tuple[str, ...], Any, Any]]:
     """
     Every keyed item below a document or table, with its full key path and the table that holds it. tomlkit keeps
@@ -392,7 +433,7 @@ def render_lockfile(lockfile: Lockfile) -> str:
         for name, entry in entries.items():
             table = tomlkit.table()
             for key, value in entry._asdict().items():
-                if key in ("name", "pins") or value in (None, ()):
+                if key in ("name", "pins") or value is None or value == () or value is False:
                     continue
                 table[key] = list(value) if isinstance(value, tuple) else value
             for repo, pin in getattr(entry, "pins", {}).items():

@@ -45,7 +45,7 @@ import sys
 from pathlib import Path
 from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from sispin.errors import LockfileError, UnknownNameError
+from sispin.errors import FrozenSetError, LockfileError, UnknownNameError
 
 LOCKFILE_NAME = "pin.toml"
 #: environment variable naming the lockfile explicitly (otherwise pin.toml is searched upwards from the cwd)
@@ -119,6 +119,8 @@ class SetSpec(NamedTuple):
     :param pins: repository name -> its pin, in file order
     :param allow_unpinned: URLs of clones outside the lock the set accepts without a full commit (deliberately)
     :param allow_hash_overwrite: URLs of clones outside the lock whose output may carry a hash_overwrite
+    :param freeze: the set's results are published: nothing moves its pins, configs or snapshot entry (``pin thaw``
+        first); ``pin check`` still checks it
     """
 
     name: str
@@ -126,6 +128,18 @@ class SetSpec(NamedTuple):
     pins: Mapping[str, Pin]
     allow_unpinned: Tuple[str, ...] = ()
     allow_hash_overwrite: Tuple[str, ...] = ()
+    freeze: bool = False
+
+    def check_not_frozen(self, change: str) -> None:
+        """
+        :param change: what would change the set, for the message (``pin upgrade``, ...)
+        :raises FrozenSetError: when the set is frozen
+        """
+        if self.freeze:
+            raise FrozenSetError(
+                f"sets.{shown_key(self.name)} is frozen (freeze = true in pin.toml): {change} would change it; run "
+                f"`pin thaw {self.name}` first"
+            )
 
     def pin(self, repo: str) -> Pin:
         """

@@ -11,7 +11,7 @@ lockfile is unchanged never imports this module.
 
 from __future__ import annotations
 
-__all__ = ["ALIAS_KEY", "SET_LIST_KEYS", "validate"]
+__all__ = ["ALIAS_KEY", "SET_KEYS", "validate"]
 
 import re
 import reprlib
@@ -91,9 +91,18 @@ _SETUP_KEYS: Dict[str, _Key] = {
     "commit": _Key("commit", lambda v, key, value: v.commit(key, value), required=True),
     "path": _Key("path", _string(lambda v, key, value: v.relative_path(key, value, "path")), required=True),
 }
-#: the keys of a ``[sets.NAME]`` table that are not repository pins: the set's configs, and the clones outside the
-#: lock it accepts by URL although they pin no commit, or hide theirs behind a hash_overwrite
-SET_LIST_KEYS: Dict[str, _Key] = {
+
+
+def _boolean(validator: _Validator, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise validator.fail(key, "must be true or false")
+    return value
+
+
+#: the keys of a ``[sets.NAME]`` table that are not repository pins: the set's configs, the clones outside the lock
+#: it accepts by URL although they pin no commit, or hide theirs behind a hash_overwrite, and whether it is frozen
+SET_KEYS: Dict[str, _Key] = {
+    "freeze": _Key("freeze", _boolean),
     "configs": _Key(
         "configs", _string_list("config file paths", lambda v, key, value: v.relative_path(key, value, "config path"))
     ),
@@ -266,12 +275,12 @@ class _Validator:
         return value
 
     def repo(self, key: str, name: str, table: Dict[str, Any]) -> RepoSpec:
-        if name in SET_LIST_KEYS:
+        if name in SET_KEYS:
             raise self.fail(key, f"{name!r} is reserved (it is a key of every [sets.*] table)")
         return RepoSpec(name=name, **self.fields(key, table, _REPO_KEYS))
 
     def set(self, key: str, name: str, table: Dict[str, Any], repos: Mapping[str, RepoSpec]) -> SetSpec:
-        lists = self.fields(key, {k: v for k, v in table.items() if k in SET_LIST_KEYS}, SET_LIST_KEYS)
+        lists = self.fields(key, {k: v for k, v in table.items() if k in SET_KEYS}, SET_KEYS)
         for accepting in ("allow_unpinned", "allow_hash_overwrite"):
             # any spelling of a locked repository: the guard knows its clones by same_repository, and accepting one
             # of them by a case variant would let a clone follow a branch past the lock
@@ -285,7 +294,7 @@ class _Validator:
                     )
         pins: Dict[str, Pin] = {}
         for repo, value in table.items():
-            if repo in SET_LIST_KEYS:
+            if repo in SET_KEYS:
                 continue
             if repo not in repos:
                 raise self.fail(

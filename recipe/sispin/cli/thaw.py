@@ -1,0 +1,32 @@
+"""``pin thaw SET ...``: undo ``pin freeze``: the sets' pins, configs and snapshot entries may change again."""
+
+from __future__ import annotations
+
+__all__ = ["add_parser", "run"]
+
+import argparse
+
+from sispin.cli.options import add_command
+from sispin.cli.output import Output
+from sispin.lock.editing import edit_freeze
+from sispin.lock.lockfile import find_lockfile, shown_key
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """:param subparsers: the ``pin`` subcommand registry"""
+    parser = add_command(
+        subparsers,
+        "thaw",
+        run,
+        description="Thaw frozen experiment sets: removes freeze = true from their tables in pin.toml, so that "
+        "upgrade, configs, snapshot and import may change them again.",
+    )
+    parser.add_argument("sets", metavar="SET", nargs="+", help="sets to thaw")
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    """:param args: parsed command line"""
+    changed = edit_freeze(find_lockfile(), args.sets, False)
+    for name in dict.fromkeys(args.sets):
+        out.info(f"sets.{shown_key(name)}: {'thawed' if name in changed else 'not frozen'}")
+    return 0

@@ -1,0 +1,94 @@
+"""
+Frozen sets (``pin freeze`` / ``pin thaw``, ``freeze = true``): nothing moves a published set's pins, configs or
+snapshot entry by accident; ``pin check`` still checks it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import git_commit, make_setup, sisyphus_entry
+from sispin.cli.main import main
+from sispin.graph.snapshot import read_snapshot, snapshot_path
+
+FROZEN = "sets.other is frozen (freeze = true in pin.toml): {} would change it; run `pin thaw other` first"
+
+
+def test_a_frozen_set_refuses_every_change_until_thawed(history, capsys):
+    before = history.text()
+    assert main(["freeze", "other"]) == 0
+    assert capsys.readouterr().out == "sets.other: frozen\n"
+    frozen = history.text()
+    # one line added to the set's table; comments and everything else stay
+    assert frozen.replace("freeze = true\n", "", 1) == before and "[sets.other]" in frozen.split("freeze")[0]
+    assert main(["freeze", "other"]) == 0 and capsys.readouterr().out == "sets.other: frozen already\n"
+    for command, what in (
+        (["upgrade", "other"], "pin upgrade"),
+        (["upgrade", "other", "--dry-run"], "pin upgrade"),
+        (["configs", "other", "--add", "pin.toml"], "pin configs --add/--remove"),
+        (["snapshot", "other"], "pin snapshot"),
+        (["import", ".", "--set", "other", "--write"], "pin import --write"),
+    ):
+        assert main(command) == 12, command
+        assert capsys.readouterr().err == f"pin: error: {FROZEN.format(what)}\n", command
+        assert history.text() == frozen, command
+    assert main(["configs", "other"]) == 0, "listing changes nothing"
+    assert main(["upgrade", "demo", "--dry-run"]) == 0, "the other sets move as before"
+    capsys.readouterr()
+    assert main(["thaw", "other"]) == 0 and capsys.readouterr().out == "sets.other: thawed\n"
+    assert history.text() == before, "thawing gives back the file as it was"
+    assert main(["thaw", "other"]) == 0 and capsys.readouterr().out == "sets.other: not frozen\n"
+    assert main(["upgrade", "other"]) == 0
+
+
+def test_freeze_is_a_boolean_and_a_reserved_name(history, capsys):
+    history.lock.write_text(history.text().replace("[sets.other]\n", '[sets.other]\nfreeze = "yes"\n'))
+    assert main(["status"]) == 3
+    assert "sets.other.freeze: must be true or false" in capsys.readouterr().err
+    history.lock.write_text(history.text().replace('freeze = "yes"\n', "").replace("[repos.rc]", "[repos.freeze]"))
+    assert main(["status"]) == 3
+    assert "'freeze' is reserved" in capsys.readouterr().err
+
+
+CONFIG = """\
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
+from sisyphus import tk
+
+from sispin import experiment_set
+
+
+def py():
+    config = ReturnnConfig({{"rc": experiment_set("{name}").repo("rc"), "learning_rate": 0.001}})
+    tk.register_output("{name}/config", WriteReturnnConfigJob(config).out_returnn_config_file)
+"""
+
+
+def test_a_set_is_frozen_with_its_ids_and_stays_checked(
+    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
+):
+    remote = make_repo("rc")
+    commit = git_commit(remote, {"__init__.py": "X = 1\n"})
+    sets = "".join(f'[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{commit}"\n\n' for name in ("a", "other"))
+    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n{sets}' + sisyphus_entry(real_sisyphus)
+    configs = {f"{name}.py": CONFIG.format(name=name) for name in ("a", "other")}
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, configs)
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    assert main(["freeze", "other"]) == 3
+    expected = "sets.other: not recorded; a frozen set keeps the ids it has: run `pin snapshot other` first"
+    assert expected in capsys.readouterr().err
+    assert main(["snapshot"]) == 0 and main(["freeze", "other"]) == 0
+    recorded = read_snapshot(snapshot_path(root / "pin.toml"))
+    capsys.readouterr()
+    for name in ("a", "other"):
+        config = root / "config" / f"{name}.py"
+        config.write_text(config.read_text().replace("0.001", "0.002"))
+    # the snapshot of every set records the others and leaves the frozen one as it was
+    assert main(["snapshot"]) == 0
+    assert "sets.other: frozen: its recorded ids stay (`pin thaw other` to record anew)" in capsys.readouterr().out
+    now = read_snapshot(snapshot_path(root / "pin.toml"))
+    assert now["other"] == recorded["other"] and now["a"] != recorded["a"]
+    # and pin check still checks it: the change shows
+    assert main(["check", "--offline", "--json"]) == 1
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    assert len(problems) == 1 and problems[0].startswith("sets.other: 1 output changed"), problems
