@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import git, git_commit
+from conftest import _real_required, git, git_commit
 from sispin.cli.main import main
 
 
@@ -321,3 +321,52 @@ def test_a_read_only_lockfile_is_refused_before_anything_is_fetched(history, sto
     assert capsys.readouterr().out == "", "nothing planned, nothing printed"
     assert not (store_dir / "mirrors").exists(), "nothing fetched"
     assert main(["upgrade", "demo", "--dry-run"]) == 0, "a dry run writes nothing, so it may run"
+
+
+def _dated_commits(remote, dates):
+    """Commits of nn.py on main, each committed (and authored) at its date."""
+    shas = []
+    for i, date in enumerate(dates):
+        env = {"GIT_COMMITTER_DATE": date, "GIT_AUTHOR_DATE": date}
+        (remote / "nn.py").write_text(f"VERSION = 'dated {i}'\n")
+        git(remote, "add", "-A")
+        subprocess.run(["git", "commit", "-q", "-m", f"dated {i}"], cwd=remote, env={**os.environ, **env}, check=True)
+        shas.append(git(remote, "rev-parse", "HEAD"))
+    return shas
+
+
+def test_upgrade_and_new_as_of_a_date_take_the_branch_as_it_was_then(history, capsys):
+    dated = _dated_commits(
+        history.remote, ["2031-01-10T12:00:00+00:00", "2031-02-01T09:30:00+02:00", "2031-03-01T00:00:00+00:00"]
+    )
+    # the moment in UTC unless it says its offset; a day means all of it
+    assert main(["upgrade", "demo", "--as-of", "2031-02-01T07:29:59"]) == 0
+    assert f'rc = "{dated[0]}"' in history.text()
+    assert main(["upgrade", "demo", "--as-of", "2031-02-01T09:30:00+02:00"]) == 0
+    assert f'rc = "{dated[1]}"' in history.text()
+    assert main(["new", "paper", "--as-of", "2031-02-28"]) == 0
+    assert f'[sets.paper]\nconfigs = []\nrc = "{dated[1]}"' in history.text()
+    capsys.readouterr()
+    assert main(["upgrade", "demo", "--as-of", "1999-01-01"]) == 5
+    assert "repos.rc (file://" in capsys.readouterr().err
+    for wrong in ("2031-02-30", "yesterday", "2031-02-01 10:00"):
+        assert main(["upgrade", "demo", "--as-of", wrong]) == 2
+        assert f"--as-of: '{wrong}'" in capsys.readouterr().err
+    assert main(["upgrade", "demo", "rc", "--to", "main", "--as-of", "2031-02-28"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_a_returnn_release_is_its_commit_time_on_master(write_lock, store_dir, capsys):
+    """RETURNN's version 1.20230426.105022 is the time master's commit 88cdc20 was made (in its committer's zone)."""
+    release = "88cdc20baf9ecc51eec63d96f452bc8d0ff429d8"
+    write_lock(
+        'version = 1\n[repos.returnn]\nurl = "https://github.com/rwth-i6/returnn"\nbranch = "master"\n'
+        f'[sets.paper]\nreturnn = "{release}"\n'
+    )
+    code = main(["upgrade", "paper", "--as-of", "2023-04-26T10:50:22+02:00", "--dry-run"])
+    out, err = capsys.readouterr()
+    if code == 5 and not _real_required():
+        pytest.skip(f"the real RETURNN history is not reachable: {err.strip()}")
+    assert code == 0 and "returnn  88cdc20  already up to date" in out, (out, err)
+    assert main(["upgrade", "paper", "--as-of", "2023-04-26T10:50:21+02:00", "--dry-run"]) == 0
+    assert "returnn  88cdc20 -> " in capsys.readouterr().out, "a second earlier: the commit before it"

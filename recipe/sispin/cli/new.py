@@ -12,16 +12,17 @@ from __future__ import annotations
 __all__ = ["add_parser", "run", "new_set"]
 
 import argparse
+import datetime
 import os
 from pathlib import Path, PurePosixPath
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import tomlkit
 
-from sispin.cli.options import add_command
+from sispin.cli.options import add_command, as_of
 from sispin.cli.output import Output, count
 from sispin.errors import ConcurrentChangeError, NameConflictError, RevisionError, SisyphusError, UsageError
-from sispin.git.history import branch_commit
+from sispin.git.history import branch_commit, commit_as_of
 from sispin.git.store import Store
 from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.snapshot import edit_lock_and_snapshot, snapshot_path
@@ -65,6 +66,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="write a starter config at PATH that uses experiment_set(SET), and list it in the set's configs",
     )
+    as_of(parser, "pin each repository's branch as it was then, not its head")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -77,6 +79,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         configs=args.configs,
         store=Store(),
         starter=args.config,
+        as_of=args.as_of,
     )
 
 
@@ -93,6 +96,7 @@ def new_set(
     configs: Sequence[str],
     store: Store,
     starter: Optional[str] = None,
+    as_of: Optional[datetime.datetime] = None,
 ) -> int:
     """
     :param path: the pin.toml
@@ -102,6 +106,7 @@ def new_set(
     :param configs: the new set's config files; each must exist
     :param store: the mirrors to resolve branch heads in (fetched first)
     :param starter: write a starter config here (setup-relative; must not exist) and add it to the configs
+    :param as_of: pin each branch as it was at this time (None: its head)
     :return: exit code
     :raises ConcurrentChangeError: when another process added a set of that name meanwhile
     :raises UsageError: when a config of ``configs`` does not exist, or the starter's file does
@@ -115,7 +120,7 @@ def new_set(
         pins: Dict[str, Dict[str, object]] = {repo: dict(pin.job_kwargs) for repo, pin in template.items()}
     else:
         pins = {repo: {} for repo in lockfile.repos}
-    heads = {repo: _head(lockfile, repo, store) for repo in pins}
+    heads = {repo: _head(lockfile, repo, store, as_of) for repo in pins}
     add = _adding(name, configs, {repo: Pin(repo, heads[repo], kwargs) for repo, kwargs in pins.items()})
     parse_lockfile(_with_set(text, lockfile, add), path)  # a bad config path fails here, before any file is written
     written = _write_starter(lockfile.root, starter, name, list(pins)) if starter is not None else None
@@ -166,11 +171,12 @@ def _checked_configs(lockfile: Lockfile, name: str, configs: Sequence[str], star
     return configs
 
 
-def _head(lockfile: Lockfile, repo: str, store: Store) -> str:
-    """:return: the head of the repository's branch, fetched now"""
+def _head(lockfile: Lockfile, repo: str, store: Store, as_of: Optional[datetime.datetime]) -> str:
+    """:return: the head of the repository's branch, fetched now (or as it was at as_of)"""
     spec = lockfile.get_repo(repo)
     try:
-        return branch_commit(store.fetch(spec.url), spec.branch)
+        mirror = store.fetch(spec.url)
+        return branch_commit(mirror, spec.branch) if as_of is None else commit_as_of(mirror, spec.branch, as_of)
     except RevisionError as exc:
         raise RevisionError(f"repos.{repo} ({spec.url}): {exc}") from None
 

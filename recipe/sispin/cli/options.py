@@ -13,10 +13,13 @@ __all__ = [
     "one_set",
     "json_output",
     "dry_run",
+    "as_of",
     "output_of",
 ]
 
 import argparse
+import datetime
+import re
 from typing import Any, Callable, Optional
 
 from sispin.cli.output import NORMAL, QUIET, VERBOSE, Output
@@ -97,6 +100,33 @@ def one_set(parser: argparse.ArgumentParser, help: str = "experiment set name ([
 def json_output(parser: argparse.ArgumentParser, instead: str = "text") -> None:
     """``--json``: the result as JSON for scripts."""
     parser.add_argument("--json", action="store_true", help=f"print JSON for scripts instead of {instead}")
+
+
+def as_of(parser: Any, help: str) -> None:
+    """``--as-of MOMENT``: each repository's branch as it was at a time (UTC unless it says its offset)."""
+    parser.add_argument(
+        "--as-of",
+        metavar="WHEN",
+        type=_moment,
+        help=f"{help}: the newest commit of the branch's own line committed by WHEN, YYYY-MM-DD (the end of that "
+        "day) or YYYY-MM-DDTHH:MM[:SS], in UTC unless followed by an offset (+02:00)",
+    )
+
+
+def _moment(text: str) -> datetime.datetime:
+    """:raises argparse.ArgumentTypeError: for anything but a date, or a date and time, with an optional offset"""
+    if not _MOMENT_RE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][+HH:MM]")
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+    if "T" not in text:
+        moment = moment.replace(hour=23, minute=59, second=59)  # a day: all of it
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.timezone.utc)
+
+
+_MOMENT_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:\d{2})?)?")
 
 
 def dry_run(parser: argparse.ArgumentParser, help: str) -> None:

@@ -8,16 +8,15 @@ atomically, keeping its comments and formatting.
 
 from __future__ import annotations
 
-__all__ = ["add_parser", "run", "upgrade", "Allowed"]
+__all__ = ["add_parser", "run", "upgrade"]
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import tomlkit
 
-from sispin.cli.options import add_command, dry_run, one_set
+from sispin.cli.options import add_command, as_of, dry_run, one_set
 from sispin.cli.output import Output
 from sispin.cli.snapshot import waiting_lines
 from sispin.errors import (
@@ -28,8 +27,7 @@ from sispin.errors import (
     SisyphusError,
     UsageError,
 )
-from sispin.git.history import branch_commit, on_a_ref, resolve_revision
-from sispin.git.moves import Move, format_move, plan_move
+from sispin.git.moves import Allowed, Move, PlannedMove, Target, format_move, plan_repo_move, refusal
 from sispin.git.store import Store
 from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
@@ -62,9 +60,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     one_set(parser)
     parser.add_argument("repos", metavar="REPO", nargs="*", help="repositories to move (default: all of the set's)")
-    parser.add_argument(
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument(
         "--to", metavar="REV", help="a tag, branch or (unambiguous, possibly short) commit SHA; needs exactly one REPO"
     )
+    as_of(target, "move each repository to its branch as it was then")
     dry_run(parser, "show what would move; write nothing")
     parser.add_argument(
         "--allow-downgrade", action="store_true", help="allow moving to an ancestor of the pinned commit"
@@ -98,29 +98,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         unreachable=args.allow_unreachable,
         drift=args.accept_drift,
     )
-    return upgrade(find_lockfile(), args.set, args.repos, out, to=args.to, dry_run=args.dry_run, allowed=allowed)
-
-
-@dataclass(frozen=True)
-class Allowed:
-    """The flags that let a move through that is refused otherwise (each refusal names its flag)."""
-
-    #: ``--allow-downgrade``: to an ancestor of the pinned commit
-    downgrade: bool = False
-    #: ``--allow-unrelated``: to a commit neither ancestor nor descendant of the pinned one
-    unrelated: bool = False
-    #: ``--allow-unreachable``: to a commit on no branch or tag of the remote
-    unreachable: bool = False
-    #: ``--accept-drift``: of a set whose graph differs from its snapshot already
-    drift: bool = False
-
-
-@dataclass(frozen=True)
-class _Planned:
-    """A move, and whether its target is on a branch or tag of the remote (as just fetched)."""
-
-    move: Move
-    on_remote: bool
+    target = Target(revision=args.to, as_of=args.as_of)
+    return upgrade(find_lockfile(), args.set, args.repos, out, target=target, dry_run=args.dry_run, allowed=allowed)
 
 
 def upgrade(
@@ -129,9 +108,9 @@ def upgrade(
     repos: Sequence[str],
     out: Output,
     *,
-    to: Optional[str],
+    target: Target,
     dry_run: bool,
-    allowed: Allowed = Allowed(),
+    allowed: Allowed,
     store: Optional[Store] = None,
 ) -> int:
     """
@@ -139,7 +118,7 @@ def upgrade(
     :param set_name: the set to move
     :param repos: repositories to move; empty for all of the set's
     :param out: the moves, the blast radius and what was written
-    :param to: target revision; None for each repository's branch head
+    :param target: where the repositories move
     :param dry_run: print only
     :param allowed: the moves to let through that are refused otherwise
     :param store: the mirrors to resolve in (fetched first; default: the user's store)
@@ -153,14 +132,14 @@ def upgrade(
     lockfile.get_set(set_name).check_not_frozen("pin upgrade")
     if not dry_run:
         check_writable(path)  # say it before fetching and planning, not after
-    planned = _plan_set(lockfile, set_name, repos, to, store or Store())
+    planned = _plan_set(lockfile, set_name, repos, target, store or Store())
     if not planned:
         out.result(f"experiment set {set_name!r} pins no repositories: nothing to upgrade")
         return 0
     _show_moves(out, lockfile, planned)
-    refusal, flags = _refusal(planned, allowed)
-    if refusal and not dry_run:
-        raise RefusedMoveError(refusal)
+    refused, flags = refusal(planned, allowed)
+    if refused and not dry_run:
+        raise RefusedMoveError(refused)
     moving = [p.move for p in planned if p.move.kind != "none"]
     if not moving:
         return 0
@@ -173,7 +152,7 @@ def upgrade(
         _show_blast_radius(out, set_name, *graphs)
         _refuse_kept_ids_with_other_content(out, *graphs)
     if dry_run:
-        if refusal:
+        if refused:
             out.result(f"the real move needs {' '.join(flags)}")
         out.info(f"dry run: {display_path(path)} not changed")
         return 0
@@ -181,7 +160,7 @@ def upgrade(
     return 0
 
 
-def _show_moves(out: Output, lockfile: Lockfile, planned: List[_Planned]) -> None:
+def _show_moves(out: Output, lockfile: Lockfile, planned: List[PlannedMove]) -> None:
     width = max(len(p.move.repo) for p in planned)
     for p in planned:
         out.result("\n".join(format_move(p.move, width)))
@@ -190,35 +169,17 @@ def _show_moves(out: Output, lockfile: Lockfile, planned: List[_Planned]) -> Non
 
 
 def _plan_set(
-    lockfile: Lockfile, set_name: str, repos: Sequence[str], to: Optional[str], store: Store
-) -> List[_Planned]:
+    lockfile: Lockfile, set_name: str, repos: Sequence[str], target: Target, store: Store
+) -> List[PlannedMove]:
     """
     :return: the planned move of each repository named (all of the set's when none is)
     :raises UsageError: when ``--to`` goes with other than exactly one repository
     """
     spec = lockfile.get_set(set_name)
     names = list(dict.fromkeys(repos)) or list(spec.pins)
-    if to is not None and len(names) != 1:
+    if target.revision is not None and len(names) != 1:
         raise UsageError(f"--to needs exactly one REPO (set {set_name!r} pins: {', '.join(spec.pins) or 'none'})")
-    return [_plan(lockfile, set_name, name, to, store) for name in names]
-
-
-def _refusal(planned: Sequence[_Planned], allowed: Allowed) -> Tuple[Optional[str], List[str]]:
-    """:return: why the moves are refused (None: they are not), and the flags that would let them through"""
-    refused = [p.move for p in planned if p.move.kind == "downgrade" and not allowed.downgrade]
-    refused += [p.move for p in planned if p.move.kind == "unrelated" and not allowed.unrelated]
-    unreachable = [p.move for p in planned if not p.on_remote and not allowed.unreachable]
-    if not refused and not unreachable:
-        return None, []
-    flags = sorted({"--allow-downgrade" if m.kind == "downgrade" else "--allow-unrelated" for m in refused})
-    flags += ["--allow-unreachable"] if unreachable else []
-    what = [f"{m.repo} {m.old[:7]} -> {m.new[:7]} is a {_kind_name(m)}" for m in refused]
-    what += [
-        f"{m.repo} {m.new[:7]} is on no branch or tag of the remote (only the store still has it): a clone job "
-        "could not check it out"
-        for m in unreachable
-    ]
-    return f"{'; '.join(what)}: pass {' '.join(flags)} to move anyway (nothing written)", flags
+    return [_plan(lockfile, set_name, name, target, store) for name in names]
 
 
 def _write(path: Path, set_name: str, moving: List[Move], moved_graph: Optional[SetGraph], out: Output) -> None:
@@ -398,22 +359,13 @@ def _refuse_drift(lockfile: Lockfile, current: SetGraph, out: Output) -> None:
     )
 
 
-def _plan(lockfile: Lockfile, set_name: str, name: str, to: Optional[str], store: Store) -> _Planned:
+def _plan(lockfile: Lockfile, set_name: str, name: str, target: Target, store: Store) -> PlannedMove:
     """:return: the move of one repository"""
-    pin = lockfile.get_set(set_name).pin(name)
-    repo = lockfile.get_repo(name)
-    mirror = store.fetch(repo.url)
+    pin, repo = lockfile.get_set(set_name).pin(name), lockfile.get_repo(name)
     try:
-        target = resolve_revision(mirror, to) if to is not None else branch_commit(mirror, repo.branch)
+        return plan_repo_move(store.fetch(repo.url), name, pin.commit, repo.branch, target)
     except RevisionError as exc:
         raise RevisionError(f"repos.{name} ({repo.url}): {exc}") from None
-    # the mirror keeps objects the remote dropped (force-pushes): a SHA can resolve there and be gone from the remote
-    on_remote = to is None or on_a_ref(mirror, target)
-    return _Planned(plan_move(mirror, name, pin.commit, target), on_remote)
-
-
-def _kind_name(move: Move) -> str:
-    return "downgrade" if move.kind == "downgrade" else "move to unrelated history"
 
 
 def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, moves: List[Move]) -> List[Move]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 __all__ = [
     "PinFacts",
     "branch_commit",
+    "commit_as_of",
     "resolve_revision",
     "on_a_ref",
     "parent_commit",
@@ -16,6 +17,7 @@ __all__ = [
     "pin_facts",
 ]
 
+import datetime
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +64,23 @@ def branch_commit(path: Path, branch: Optional[str]) -> str:
     if sha is None:
         raise RevisionError(f"branch {branch!r} does not exist" if branch else "the remote has no default branch")
     return sha
+
+
+def commit_as_of(path: Path, branch: Optional[str], moment: datetime.datetime) -> str:
+    """
+    :param path: a mirror
+    :param branch: branch name; None for the remote's default branch
+    :param moment: a time with its time zone
+    :return: the branch as it was then: the newest commit of its first-parent line committed at or before moment
+        (what was merged into it counts from the merge)
+    :raises RevisionError: when the branch does not exist or has no commit that old
+    """
+    head = branch_commit(path, branch)
+    when = moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S +0000")
+    found = read_git(path, "rev-list", "-1", "--first-parent", f"--before={when}", head)
+    if not found:
+        raise RevisionError(f"{f'branch {branch!r}' if branch else 'the default branch'} has no commit before {when}")
+    return found
 
 
 def resolve_revision(path: Path, revision: str) -> str:

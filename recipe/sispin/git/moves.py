@@ -5,13 +5,24 @@ the commits in between. Shared by the commands that move pins.
 
 from __future__ import annotations
 
-__all__ = ["LOG_LIMIT", "Move", "plan_move", "format_move"]
+__all__ = [
+    "LOG_LIMIT",
+    "Move",
+    "plan_move",
+    "format_move",
+    "Allowed",
+    "Target",
+    "PlannedMove",
+    "plan_repo_move",
+    "refusal",
+]
 
+import datetime
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence, Tuple
 
-from sispin.git.history import count_commits, log_oneline
+from sispin.git.history import branch_commit, commit_as_of, count_commits, log_oneline, on_a_ref, resolve_revision
 from sispin.git.repo import has_commit
 
 #: commits listed per moved repository before the rest are only counted
@@ -85,3 +96,75 @@ def format_move(move: Move, width: int) -> List[str]:
     if listed_of is not None and listed_of > len(move.log):
         lines.append(f"    ... and {listed_of - len(move.log)} more")
     return lines
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """The flags that let a move through that is refused otherwise (each refusal names its flag)."""
+
+    #: ``--allow-downgrade``: to an ancestor of the pinned commit
+    downgrade: bool = False
+    #: ``--allow-unrelated``: to a commit neither ancestor nor descendant of the pinned one
+    unrelated: bool = False
+    #: ``--allow-unreachable``: to a commit on no branch or tag of the remote
+    unreachable: bool = False
+    #: ``--accept-drift``: of a set whose graph differs from its snapshot already
+    drift: bool = False
+
+
+@dataclass(frozen=True)
+class Target:
+    """
+    Where a repository moves: the head of its branch (neither given), a revision (``--to``), or its branch as it was
+    at a moment (``--as-of``).
+    """
+
+    revision: Optional[str] = None
+    as_of: Optional[datetime.datetime] = None
+
+
+@dataclass(frozen=True)
+class PlannedMove:
+    """A move, and whether its target is on a branch or tag of the remote (as just fetched)."""
+
+    move: Move
+    on_remote: bool
+
+
+def plan_repo_move(mirror: Path, repo: str, old: str, branch: Optional[str], target: Target) -> PlannedMove:
+    """
+    :param mirror: the repository's store mirror, just fetched
+    :param repo: repository name
+    :param old: the pinned commit
+    :param branch: the branch the repository follows (None: the default branch)
+    :param target: where it moves
+    :raises RevisionError: when the target does not resolve
+    """
+    if target.revision is not None:
+        new = resolve_revision(mirror, target.revision)
+    elif target.as_of is not None:
+        new = commit_as_of(mirror, branch, target.as_of)
+    else:
+        new = branch_commit(mirror, branch)
+    # the mirror keeps objects the remote dropped (force-pushes): a SHA can resolve there and be gone from the remote
+    on_remote = target.revision is None or on_a_ref(mirror, new)
+    return PlannedMove(plan_move(mirror, repo, old, new), on_remote)
+
+
+def refusal(planned: Sequence[PlannedMove], allowed: Allowed) -> Tuple[Optional[str], List[str]]:
+    """:return: why the moves are refused (None: they are not), and the flags that would let them through"""
+    refused = [p.move for p in planned if p.move.kind == "downgrade" and not allowed.downgrade]
+    refused += [p.move for p in planned if p.move.kind == "unrelated" and not allowed.unrelated]
+    unreachable = [p.move for p in planned if not p.on_remote and not allowed.unreachable]
+    if not refused and not unreachable:
+        return None, []
+    flags = sorted({"--allow-downgrade" if m.kind == "downgrade" else "--allow-unrelated" for m in refused})
+    flags += ["--allow-unreachable"] if unreachable else []
+    kinds = {"downgrade": "downgrade", "unrelated": "move to unrelated history"}
+    what = [f"{m.repo} {m.old[:7]} -> {m.new[:7]} is a {kinds[m.kind]}" for m in refused]
+    what += [
+        f"{m.repo} {m.new[:7]} is on no branch or tag of the remote (only the store still has it): a clone job "
+        "could not check it out"
+        for m in unreachable
+    ]
+    return f"{'; '.join(what)}: pass {' '.join(flags)} to move anyway (nothing written)", flags
