@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable, Optional
 
 import pytest
 
@@ -79,14 +80,16 @@ def _check(capsys, *args: str):
 
 @pytest.fixture
 def inc(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
-    def make(volatile: str = "None", second: bool = False) -> Path:
+    def make(
+        volatile: str = "None", second: bool = False, config: Optional[str] = None, before: Callable = lambda root: None
+    ) -> Path:
         remote = make_repo("rc")
         commits = [git_commit(remote, {"__init__.py": f"X = {i}\n"}, f"c{i}") for i in range(2)]
         lock = (
             f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.inc]\nconfigs = ["config/inc.py"]\n'
             f'rc = "{commits[0]}"\n\n' + sisyphus_entry(real_sisyphus)
         )
-        configs = {"inc.py": CONFIG.format(volatile=volatile)}
+        configs = {"inc.py": config or CONFIG.format(volatile=volatile)}
         if second:  # another set, of another config that reads nothing of the first's
             lock += f'\n[sets.two]\nconfigs = ["config/two.py"]\nrc = "{commits[1]}"\n'
             configs["two.py"] = SECOND_CONFIG
@@ -98,6 +101,7 @@ def inc(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
         monkeypatch.chdir(root)
         monkeypatch.delenv("PIN_LOCK", raising=False)
         monkeypatch.delenv("INC_MODE", raising=False)
+        before(root)
         root.joinpath("commits").write_text(json.dumps(commits))
         assert main(["snapshot"]) == 0
         _age(root)
@@ -230,3 +234,135 @@ def test_sets_are_built_side_by_side_and_each_keeps_what_it_read(inc, capsys):
     code, out = _check(capsys)
     assert code == 1 and "sets.inc: built (config/inc.py: changed)" in out, out
     assert "sets.two: not built: nothing it read changed since it passed" in out, out
+
+
+#: a config whose one job hashes the value of an expression
+VALUE_CONFIG = (
+    "import datetime, os, random, secrets, time\n\n"
+    "from sisyphus import Job, Task, tk\n\nfrom sispin import experiment_set\n\n" + USE_JOB + """
+
+def py():
+    value = {expression}
+    tk.register_output("inc/out", Use({{"rc": experiment_set("inc").repo("rc"), "value": value}}).out)
+"""
+)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _retarget(link: Path, target: str) -> None:
+    link.unlink()
+    link.symlink_to(target)
+
+
+def _same_size_and_time(path: Path, text: str) -> None:
+    before = path.stat()
+    path.write_text(text)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+#: name -> (what the setup has first, the expression, the change): each found only since a hostile review
+READS = {
+    "an environment variable that was set": (
+        lambda root, mp: mp.setenv("INC_VALUE", "a"),
+        'os.environ.get("INC_VALUE")',
+        lambda root, mp: mp.setenv("INC_VALUE", "b"),
+    ),
+    "os.environb": (
+        lambda root, mp: mp.setenv("INC_VALUE", "a"),
+        'os.environb.get(b"INC_VALUE", b"").decode()',
+        lambda root, mp: mp.setenv("INC_VALUE", "b"),
+    ),
+    "a file's size": (
+        lambda root, mp: _write(root / "config" / "data.bin", "abc"),
+        'os.path.getsize("config/data.bin")',
+        lambda root, mp: _write(root / "config" / "data.bin", "abcdef"),
+    ),
+    "where a symlink points": (
+        lambda root, mp: [_write(root / "config" / n, n) for n in ("v1", "v2")]
+        + [(root / "config" / "cur").symlink_to("v1")],
+        'os.path.basename(os.path.realpath("config/cur"))',
+        lambda root, mp: _retarget(root / "config" / "cur", "v2"),
+    ),
+    "the kind of a listed entry": (
+        lambda root, mp: _write(root / "data" / "x", ""),
+        'sorted(e.name for e in os.scandir("data") if e.is_dir())',
+        lambda root, mp: [(root / "data" / "x").unlink(), (root / "data" / "x").mkdir()],
+    ),
+    "os.access": (
+        lambda root, mp: (root / "sub").mkdir(),
+        'os.access("sub/flag", os.F_OK)',
+        lambda root, mp: _write(root / "sub" / "flag", ""),
+    ),
+    "a file opened for update": (
+        lambda root, mp: _write(root / "data.txt", "1"),
+        'open("data.txt", "r+").read()',
+        lambda root, mp: _write(root / "data.txt", "2"),
+    ),
+    "posix.open": (
+        lambda root, mp: _write(root / "data.txt", "1"),
+        'os.read(__import__("posix").open("data.txt", os.O_RDONLY), 9)',
+        lambda root, mp: _write(root / "data.txt", "2"),
+    ),
+    "linecache": (
+        lambda root, mp: _write(root / "data.txt", "1\n"),
+        '__import__("linecache").getline(os.path.abspath("data.txt"), 1)',
+        lambda root, mp: _write(root / "data.txt", "2\n"),
+    ),
+    "a file rewritten at its size and time": (
+        lambda root, mp: _write(root / "data.txt", "1"),
+        'open("data.txt").read()',
+        lambda root, mp: _same_size_and_time(root / "data.txt", "2"),
+    ),
+    "a module appearing on PYTHONPATH": (
+        lambda root, mp: [(root.parent / "extra").mkdir(), mp.setenv("PYTHONPATH", str(root.parent / "extra"))],
+        '__import__("importlib.util").util.find_spec("inc_optional") is not None',
+        lambda root, mp: _write(root.parent / "extra" / "inc_optional.py", ""),
+    ),
+}
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_whatever_the_config_read_changing_is_found(inc, capsys, monkeypatch, tmp_path, read):
+    prepare, expression, change = READS[read]
+    root = inc(config=VALUE_CONFIG.format(expression=expression), before=lambda root: prepare(root, monkeypatch))
+    assert _check(capsys)[0] == 0 and NOT_BUILT in _check(capsys)[1]
+    change(root, monkeypatch)
+    code, out = _check(capsys)
+    assert code == 1 and "sets.inc: built (" in out, out
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "datetime.datetime.now ().year > 2000",
+        'getattr(datetime.datetime, "now")().year > 2000',
+        "time.clock_gettime(time.CLOCK_REALTIME) > 0",
+        "random.Random().random() < 2",
+        "secrets.randbelow(2) < 2",
+        "(random.seed(1), random.seed(), random.random() < 2)[2]",
+        "os.getpid() > 0",
+        'os.open("inc.py", os.O_RDONLY, dir_fd=os.open("config", os.O_RDONLY)) > 0',
+    ],
+)
+def test_what_no_record_can_hold_is_never_kept(inc, capsys, expression):
+    inc(config=VALUE_CONFIG.format(expression=expression))
+    for _ in range(2):
+        code, out = _check(capsys)
+        assert code == 0 and "sets.inc: built (no earlier pass)" in out, out
+
+
+def test_a_damaged_record_or_a_missing_sisyphus_builds_the_set(inc, capsys):
+    root = inc()
+    assert _check(capsys)[0] == 0
+    kept = root / ".sispin-cache" / "checks" / "inc.json"
+    data = json.loads(kept.read_text())
+    data["ledgers"][0]["files"] = {str(root / "config" / "inc.py"): [1]}
+    kept.write_text(json.dumps(data))
+    assert "sets.inc: built (no earlier pass)" in _check(capsys)[1]
+    assert _check(capsys)[0] == 0
+    (root / "tools" / "sisyphus").unlink()
+    assert _check(capsys)[0] == main(["check", "--offline", "--full"]) == 1

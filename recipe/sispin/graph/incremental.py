@@ -23,8 +23,9 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+from sispin.errors import PinError
 from sispin.graph.build import Output
-from sispin.graph.inputs import changed_input
+from sispin.graph.ledger import changed_input
 from sispin.graph.runner import probe_environment
 from sispin.lock.cache import CACHE_DIR, cache_directory
 from sispin.lock.files import replace_file
@@ -79,6 +80,8 @@ def _key(
         "python": [sys.version, sys.executable],
         "sispin": _sispin_source(),
         "sets": [repr(lockfile.sets.get(name)) for name in sorted({set_name, *sets_read})],
+        # which sets list a config decides what current_set() is in it
+        "configs": sorted((name, list(spec.configs)) for name, spec in lockfile.sets.items()),
         "repos": repr(lockfile.repos),
         "setup": repr(lockfile.setup),
         "aliases": aliases,
@@ -111,7 +114,8 @@ def kept_pass(
             if changed:
                 return None, changed
         return KeptPass(int(data["outputs"]), dict(data["changes"])), ""
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, LookupError, TypeError, AttributeError, PinError):
+        # a damaged or foreign file, or a setup the key cannot be made for (its Sisyphus gone): the build says why
         return None, "no earlier pass"
 
 

@@ -5,28 +5,28 @@ The probe records while the configs load (:class:`InputRecorder`, through wrappe
 list, look at paths, read the environment, the clock and randomness, and start processes): every file opened for
 reading (the configs, every module imported, anything a config reads), every module's file (extension modules are
 loaded, not opened), every directory listed (the import system lists each directory on the path, so a new module
-that would shadow another is seen), every path whose existence or kind the setup's own code asked for, and every
-environment variable it read. The recording ends as
-:func:`InputRecorder.ledger`: each input with what identifies its content (a file's size, modification time and
-inode; for the setup's own files also their content digest, so that a ``git checkout`` of the same bytes changes
-nothing). :func:`changed_input` tells later whether they still hold.
+that would shadow another is seen; its caches are emptied first), the site directories and their ``.pth`` files,
+every path that code looked at (``os.path.exists``, ``getsize``, ``access``, ``realpath``...), and every environment
+variable the setup's own code read. :meth:`InputRecorder.ledger` writes them down as :mod:`sispin.graph.ledger`
+identifies them.
 
 A build whose result no record can vouch for is marked volatile and never reused: the setup's code read the clock or
-unseeded randomness, ran a process, opened a connection, or an input changed while the build read it.
+unseeded randomness or its process id, ran a process, opened a connection or a file relative to a directory
+descriptor, or an input changed while the build read it.
 """
 
 from __future__ import annotations
 
-__all__ = ["InputRecorder", "changed_input", "STAT_KINDS"]
+__all__ = ["InputRecorder"]
 
-import hashlib
 import os
 import re
-import stat
 import sys
 import sysconfig
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+from sispin.graph.ledger import file_signature, listing, machine_state, path_state, source_of
 
 #: module functions of random that draw from its shared generator
 _RANDOM = (
@@ -34,71 +34,19 @@ _RANDOM = (
     "expovariate vonmisesvariate gammavariate gauss betavariate paretovariate weibullvariate getrandbits randbytes"
 ).split()
 #: clock reads of the time module (the ones that take a time read the clock only without it)
-_CLOCK = ("time", "time_ns", "localtime", "gmtime", "ctime", "asctime", "strftime")
-#: datetime's clock is read in C, where no hook sees it: the setup's own code is searched for the calls instead
-_DATETIME_CLOCK = re.compile(rb"\.(?:now|today|utcnow)\(")
+_CLOCK = ("time", "time_ns", "localtime", "gmtime", "ctime", "asctime", "strftime", "clock_gettime", "clock_gettime_ns")
+#: datetime's clock is read in C, where no wrapper sees it: the setup's own code is searched for the calls instead
+_DATETIME_CLOCK = re.compile(rb"\.\s*(?:now|today|utcnow)\s*\(|[\"'](?:now|today|utcnow)[\"']")
 #: an input modified this close to the start of the build may have changed while it was read (coarse file times)
 _RACY_NS = 2_000_000_000
-#: the pseudo file systems of the kernel
-_MACHINE_STATE = ("/proc/", "/sys/", "/dev/")
-#: what a path was, as recorded for an existence check
-STAT_KINDS = ("missing", "file", "directory", "other")
-
-
-def _source_of(path: str) -> str:
-    """
-    :return: for the bytecode of a module, its source if it has one (Python reads a valid .pyc and only looks at the
-        source's time and size; in ``__pycache__`` or under ``sys.pycache_prefix``), else path
-    """
-    if path.endswith(".pyc"):
-        import importlib.util
-
-        try:
-            source = importlib.util.source_from_cache(path)
-        except ValueError:
-            return path
-        return source if os.path.exists(source) else path
-    return path
-
-
-def _kind(path: str) -> str:
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return "missing"
-    return "file" if stat.S_ISREG(mode) else "directory" if stat.S_ISDIR(mode) else "other"
-
-
-def _listing(path: str) -> Optional[str]:
-    try:
-        names = sorted(os.listdir(path))
-    except OSError:
-        return None
-    return hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def _content(path: str) -> Optional[str]:
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
-    except OSError:
-        return None
-
-
-def _file_signature(path: str, own: bool) -> Optional[List[Any]]:
-    """:return: [size, mtime in ns, inode, content digest (own files only) or None]; None when it cannot be read"""
-    try:
-        status = os.stat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(status.st_mode):
-        return [None, None, None, None]  # a device, a FIFO: its kind only
-    return [status.st_size, status.st_mtime_ns, status.st_ino, _content(path) if own else None]
+#: os.open flags of a file made, not read
+_CREATED = os.O_CREAT | os.O_EXCL
 
 
 class InputRecorder:
     """
-    Records what a build reads (see the module's docstring). Start it before the configs load, stop it after.
+    Records what a build reads (see the module's docstring). Start it before Sisyphus is imported, stop it once the
+    configs are loaded.
 
     :param root: the setup root (its code is the setup's own: a clock read there makes the build volatile)
     :param foreign: directories below the root whose code is not the setup's (sispin, a Sisyphus checkout)
@@ -121,9 +69,14 @@ class InputRecorder:
         self.started_ns = 0
 
     def start(self) -> None:
-        """Record from now on (the hooks are installed once per process)."""
+        """Record from now on (the wrappers are installed once per process)."""
+        import importlib
+
         self.started_ns = time.time_ns()
         self._install()
+        # the directories the import system listed before are listed again, while recording
+        sys.path_importer_cache.clear()
+        importlib.invalidate_caches()
         self.active = True
 
     def stop(self) -> None:
@@ -135,39 +88,58 @@ class InputRecorder:
         # (400,000 in a build of 1,000 jobs), which cost a third of the build
         import builtins
         import io
-        import pathlib
-        import socket
-        import subprocess
+        import tokenize
 
         system = sys.modules[os.name]  # posix: what the import system calls os.listdir through
-        builtins.open = io.open = self._opening(io.open)
-        io.open_code = self._opening(io.open_code)
-        _io = sys.modules["_io"]
-        _io.open_code = io.open_code  # how the import system reads a module's source and bytecode
-        os.open = self._opening(os.open, flags=True)
+        builtins.open = io.open = tokenize._builtin_open = self._opening(io.open)  # type: ignore[attr-defined]
+        io.open_code = sys.modules["_io"].open_code = self._opening(io.open_code)  # how imports read modules
+        os.open = system.open = self._opening(os.open, flags=True)
         for name in ("listdir", "scandir"):
             for module in (os, system):
                 setattr(module, name, self._listing(getattr(module, name)))
-        for name in ("stat", "lstat"):
+        for name in ("stat", "lstat", "access", "readlink"):
             setattr(os, name, self._watching_paths(getattr(os, name)))
+        self._wrap_pathlib()
+        self._wrap_sources_of_chance()
+        os.environ.__class__ = _recording_environment(type(os.environ), self, os.fsdecode)
+        if hasattr(os, "environb"):
+            os.environb.__class__ = _recording_environment(type(os.environb), self, os.fsdecode)
+
+    def _wrap_pathlib(self) -> None:
+        import io
+        import pathlib
+
         accessor = getattr(pathlib, "_NormalAccessor", None)  # Python < 3.11 took them before we could wrap them
         if accessor is not None:
-            for name in ("stat", "lstat", "listdir", "scandir"):
-                setattr(accessor, name, staticmethod(getattr(os, name)))
+            for name in ("stat", "lstat", "listdir", "scandir", "readlink"):
+                if hasattr(accessor, name):
+                    setattr(accessor, name, staticmethod(getattr(os, name)))
             accessor.open = staticmethod(os.open if sys.version_info < (3, 10) else io.open)
-        for name in _CLOCK:
-            clock = getattr(time, name)
-            setattr(
-                time, name, self._volatile_when(clock, "reads the clock", lambda args, n=name: _reads_clock(n, args))
-            )
-        import random
 
+    def _wrap_sources_of_chance(self) -> None:
+        """The clock, randomness, the process id, processes and connections, when the setup's code uses them."""
+        import random
+        import socket
+        import subprocess
+
+        for name in _CLOCK:
+            if hasattr(time, name):
+                reads = lambda args, n=name: _reads_clock(n, args)  # noqa: E731
+                setattr(time, name, self._volatile_when(getattr(time, name), "reads the clock", reads))
         for name in _RANDOM:
             if hasattr(random, name):
                 draw = getattr(random, name)
                 setattr(random, name, self._volatile_when(draw, "draws random numbers", lambda _: not self.seeded))
         random.seed = self._seeding(random.seed)
+        unseeded = "makes a generator of random numbers without a seed"
+        random.Random.__init__ = self._volatile_when(  # type: ignore[method-assign]
+            random.Random.__init__, unseeded, lambda args: len(args) < 2 or args[1] is None
+        )
+        for name in ("random", "getrandbits"):  # what secrets and SystemRandom draw through
+            method = getattr(random.SystemRandom, name)
+            setattr(random.SystemRandom, name, self._volatile_when(method, "draws random numbers", lambda _: True))
         os.urandom = self._volatile_when(os.urandom, "draws random bytes", lambda _: True)
+        os.getpid = self._volatile_when(os.getpid, "reads its process id", lambda _: True)
         subprocess.Popen.__init__ = self._volatile_when(  # type: ignore[method-assign]
             subprocess.Popen.__init__, "runs a process", lambda _: True
         )
@@ -176,17 +148,21 @@ class InputRecorder:
                 setattr(os, name, self._volatile_when(getattr(os, name), "runs a process", lambda _: True))
         connect = socket.socket.connect
         socket.socket.connect = self._volatile_when(connect, "opens a connection", lambda _: True)  # type: ignore
-        os.environ.__class__ = _recording_environment(type(os.environ), self)
 
     def _opening(self, function: Callable[..., Any], flags: bool = False) -> Callable[..., Any]:
         """:param flags: the function takes os.open's flags (else open's mode) after the file"""
 
-        def watched(file: Any, *args: Any, **kwargs: Any) -> Any:
-            if self.active and not isinstance(file, int):
-                how = args[0] if args else kwargs.get("flags" if flags else "mode", os.O_RDONLY if flags else "r")
-                if (how & os.O_ACCMODE) == os.O_RDONLY if flags else not set(how) & set("wax+"):
-                    self.files.setdefault(_source_of(os.path.abspath(os.fsdecode(file))), None)
-            return function(file, *args, **kwargs)
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            file = args[0] if args else kwargs.get("path" if flags else "file")
+            if self.active and file is not None and not isinstance(file, int):
+                how = args[1] if len(args) > 1 else kwargs.get("flags" if flags else "mode", 0 if flags else "r")
+                if flags and kwargs.get("dir_fd") is not None:
+                    self._volatile("opens a file relative to a directory descriptor")
+                # read: opened to read (also for update); made anew, or only written, it cannot have been read
+                if _reads(how) if flags else "r" in how or "+" in how:
+                    for path in source_of(os.path.abspath(os.fsdecode(file))):
+                        self.files.setdefault(path, None)
+            return function(*args, **kwargs)
 
         return watched
 
@@ -199,11 +175,24 @@ class InputRecorder:
 
         return watched
 
+    def _watching_paths(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """Any code's look at a path while the configs load (Sisyphus's own at work/ for ``available()``, too)."""
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            path = args[0] if args else kwargs.get("path")
+            if self.active and path is not None and not isinstance(path, int):
+                self.paths.setdefault(os.path.abspath(os.fsdecode(path)), None)
+            return function(*args, **kwargs)
+
+        return watched
+
     def setup_caller(self) -> Optional[str]:
         """:return: ``file:line`` of the nearest caller outside the standard library when it is the setup's own code"""
         frame = sys._getframe(1)
         while frame is not None:
             name = frame.f_code.co_filename
+            if name.startswith("<frozen importlib"):
+                return None  # the standard library importing a module of its own (secrets makes a SystemRandom)
             stdlib = name.startswith(self.stdlib) and "-packages" not in name
             if not (name.startswith("<") or stdlib or name == __file__):
                 break
@@ -215,13 +204,10 @@ class InputRecorder:
             return f"{os.path.relpath(name, self.root)}:{frame.f_lineno}"
         return None
 
-    def _watching_paths(self, function: Callable[..., Any]) -> Callable[..., Any]:
-        def watched(path: Any, *args: Any, **kwargs: Any) -> Any:
-            if self.active and not isinstance(path, int) and self.setup_caller():
-                self.paths.setdefault(os.path.abspath(os.fsdecode(path)), None)
-            return function(path, *args, **kwargs)
-
-        return watched
+    def _volatile(self, what: str) -> None:
+        where = self.setup_caller()
+        if where and self.volatile is None:
+            self.volatile = f"{where} {what}"
 
     def _volatile_when(
         self, function: Callable[..., Any], what: str, reads: Callable[[Sequence[Any]], bool]
@@ -230,17 +216,16 @@ class InputRecorder:
 
         def watched(*args: Any, **kwargs: Any) -> Any:
             if self.active and self.volatile is None and reads(args):
-                where = self.setup_caller()  # sispin's own git, the standard library's `uname`: not the setup's
-                if where:
-                    self.volatile = f"{where} {what}"
+                self._volatile(what)  # sispin's own git, the standard library's `uname`: not the setup's
             return function(*args, **kwargs)
 
         return watched
 
     def _seeding(self, seed: Callable[..., Any]) -> Callable[..., Any]:
         def watched(*args: Any, **kwargs: Any) -> Any:
-            if self.active and (args and args[0] is not None or kwargs.get("a") is not None) and self.setup_caller():
-                self.seeded = True
+            if self.active and self.setup_caller():
+                # random.seed() without a value seeds from the system's randomness
+                self.seeded = bool(args and args[0] is not None or kwargs.get("a") is not None)
             return seed(*args, **kwargs)
 
         return watched
@@ -250,22 +235,18 @@ class InputRecorder:
         :param sets_read: the experiment sets the configs asked for (their lock sections are inputs too)
         :param prefixes: environment variables whose every variable with that name prefix is an input (Sisyphus
             takes a setting from each ``SIS_*`` variable)
-        :return: {"files": {path: signature}, "directories": {path: digest of the names}, "paths": {path: kind},
-            "environment": {name: value or None}, "sets": [...], "volatile": why no record can vouch for the build,
-            or None}
+        :return: {"files": {path: signature}, "absent": [files tried but missing], "directories": {path: digest of
+            its entries}, "paths": {path: state}, "environment": {name: value or None}, "prefixes": [...], "sets":
+            [...], "volatile": why no record can vouch for the build, or None}
         """
-        # extension modules are loaded, not opened: every module's file is an input
-        for module in list(sys.modules.values()):
-            file = getattr(module, "__file__", None)
-            if isinstance(file, str):
-                self.files.setdefault(_source_of(os.path.abspath(file)), None)
-        own = [path for path in self.files if self._own(path)]
-        files = {path: _file_signature(path, path in own) for path in self.files if not self._ignored(path)}
-        ledger: Dict[str, Any] = {
+        self._site_inputs()
+        own = {path for path in self.files if self._own(path)}
+        files = {path: file_signature(path, path in own) for path in self.files if not self._ignored(path)}
+        return {
             "files": {path: signature for path, signature in files.items() if signature is not None},
             "absent": sorted(path for path, signature in files.items() if signature is None),
-            "directories": {path: _listing(path) for path in self.directories if not self._ignored(path)},
-            "paths": {path: _kind(path) for path in self.paths if not self._ignored(path)},
+            "directories": {path: listing(path) for path in self.directories if not self._ignored(path)},
+            "paths": {path: path_state(path) for path in self.paths if not self._ignored(path)},
             "environment": {
                 **self.environment,
                 **{name: value for name, value in os.environ.items() if name.startswith(tuple(prefixes))},
@@ -274,7 +255,25 @@ class InputRecorder:
             "sets": sorted(sets_read),
             "volatile": self.volatile or self._clock_in_source(own) or self._racy(files),
         }
-        return ledger
+
+    def _site_inputs(self) -> None:
+        """Every module's file (extension modules are loaded, not opened), the site directories and their .pth files
+        (read at start, before the recording)."""
+        import site
+
+        for module in list(sys.modules.values()):
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str):
+                for path in source_of(os.path.abspath(file)):
+                    self.files.setdefault(path, None)
+        for directory in [*site.getsitepackages(), site.getusersitepackages()]:
+            self.directories.setdefault(directory, None)
+            try:
+                for name in os.listdir(directory):
+                    if name.endswith(".pth"):
+                        self.files.setdefault(os.path.join(directory, name), None)
+            except OSError:
+                continue
 
     def _own(self, path: str) -> bool:
         return self._setup_code(path) and not self._ignored(path)
@@ -283,13 +282,12 @@ class InputRecorder:
         return path.startswith(self.root) and not path.startswith(self.foreign) and "-packages" + os.sep not in path
 
     def _ignored(self, path: str) -> bool:
-        # /proc, /sys, /dev: the state of the process and the machine (torch reads /proc/self/maps), not an input
-        return path.startswith(_MACHINE_STATE) or any(
+        return machine_state(path) or any(
             path == ignored or path.startswith(os.path.join(ignored, "")) for ignored in self.ignored
         )
 
     def _clock_in_source(self, own: Sequence[str]) -> Optional[str]:
-        for path in own:
+        for path in sorted(own):
             if path.endswith(".py"):
                 try:
                     with open(path, "rb") as handle:
@@ -306,6 +304,11 @@ class InputRecorder:
         return None
 
 
+def _reads(flags: int) -> bool:
+    """:return: whether os.open with these flags may read what was there"""
+    return (flags & os.O_ACCMODE) != os.O_WRONLY and (flags & _CREATED) != _CREATED
+
+
 def _reads_clock(function: str, args: Sequence[Any]) -> bool:
     """:return: whether time.function(*args) reads the clock (given a time, localtime and the like do not)"""
     if function in ("localtime", "gmtime", "ctime"):
@@ -317,62 +320,28 @@ def _reads_clock(function: str, args: Sequence[Any]) -> bool:
     return True
 
 
-def _recording_environment(base: type, recorder: InputRecorder) -> type:
-    """os.environ's class, recording each variable read (iterating over all of them reads them all)."""
+def _recording_environment(base: type, recorder: InputRecorder, name_of: Callable[[Any], str]) -> type:
+    """
+    os.environ's (or os.environb's) class, recording each variable the setup's own code reads, and every variable
+    when it copies them all (for a process, say).
+    """
 
     class RecordingEnvironment(base):  # type: ignore[misc, valid-type]
-        def __getitem__(self, key: str) -> str:
+        def __getitem__(self, key: Any) -> Any:
             try:
                 value = super().__getitem__(key)
             except KeyError:
                 if recorder.active and recorder.setup_caller():
-                    recorder.environment.setdefault(key, None)
+                    recorder.environment.setdefault(name_of(key), None)
                 raise
-            if recorder.active:
-                if key == "OLDPWD":
-                    recorder.environment.setdefault(key, value)
+            if recorder.active and recorder.setup_caller():
+                recorder.environment.setdefault(name_of(key), name_of(value))
             return value
 
         def __iter__(self) -> Any:
-            # copied whole by the setup's own code (for a process, say): every variable is an input
             if recorder.active and recorder.setup_caller():
                 for key in list(super().__iter__()):
-                    recorder.environment.setdefault(key, super().__getitem__(key))
+                    recorder.environment.setdefault(name_of(key), name_of(super().__getitem__(key)))
             return super().__iter__()
 
     return RecordingEnvironment
-
-
-def changed_input(ledger: Mapping[str, Any], environment: Mapping[str, str], root: str) -> Optional[str]:
-    """
-    :param ledger: what :meth:`InputRecorder.ledger` recorded
-    :param environment: the environment a build would get now
-    :param root: the setup root (paths below it are named relative to it)
-    :return: the first input that no longer holds, as ``what: how`` (None: every input is as it was read)
-    """
-
-    def shown(path: str) -> str:
-        return os.path.relpath(path, root) if path.startswith(os.path.join(root, "")) else path
-
-    for path, signature in ledger["files"].items():
-        now = _file_signature(path, False)
-        if now is None:
-            return f"{shown(path)}: removed"
-        if now[:3] != signature[:3] and (signature[3] is None or _content(path) != signature[3]):
-            return f"{shown(path)}: changed"
-    for path in ledger["absent"]:
-        if os.path.exists(path):
-            return f"{shown(path)}: created"
-    for path, digest in ledger["directories"].items():
-        if _listing(path) != digest:
-            return f"{shown(path)}/: other files"
-    for path, kind in ledger["paths"].items():
-        if _kind(path) != kind:
-            return f"{shown(path)}: now {_kind(path)}"
-    for name, value in ledger["environment"].items():
-        if environment.get(name) != value:
-            return f"${name}: changed"
-    for name in environment:
-        if name.startswith(tuple(ledger["prefixes"])) and name not in ledger["environment"]:
-            return f"${name}: new"
-    return None

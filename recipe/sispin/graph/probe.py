@@ -24,7 +24,7 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set
 
 from sispin.graph.records import hashed_paths, record
 
@@ -34,7 +34,7 @@ NO_SISYPHUS = 3
 CONFIG_FAILED = 4
 
 
-def describe(request: Dict[str, Any]) -> Dict[str, Any]:
+def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None) -> Dict[str, Any]:
     """
     :param request: {"set": the set's name, "configs": its config files (relative to the setup root, the working
         directory), "states": whether to report every job's whole state, "moved": None for the set at its pins, or
@@ -42,6 +42,7 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
         more with its pins moved (pin.toml's text then holds the moved pins, see :mod:`sispin.graph.build`),
         "records": which jobs to record what their ids are made of: "all", or {output name: job id} recorded
         before (the jobs of the outputs whose id differs, and all they use), or None (none)}
+    :param loaded: called once the configs are loaded (what is read after that is no input of the graph)
     :return: {"outputs": {name: {"job", "path"}}, "jobs": {job id: finished}, "clones": [{"job", "url", "commit",
         "branch", "hash_overwrite", "alias", "changed"}], "escapes": [{"job", "argument", "clone", "hash_overwrite",
         "alias"}], "overwrites": [{"value", "path", "where", "job", "argument"}] (string overwrites on other paths),
@@ -56,12 +57,11 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
     from sisyphus.loader import config_manager
 
     from sispin.graph import moving
-
-    tk._sis_running_in_manager = True  # as `sis manager` loads configs: some build only there
     from sispin.graph.aliases import Assignments, Collisions, bound_aliases
     from sispin.graph.state import References, held_jobs, job_states
     from sispin.graph.values import ValueUses
 
+    tk._sis_running_in_manager = True  # as `sis manager` loads configs: some build only there
     moved = request.get("moved")
     uses, awaits = ValueUses(moving.set_pins(request["set"])), moving.Awaits(moved["awaits"] if moved else None)
     aliases = bound_aliases(request["set"])
@@ -73,12 +73,12 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
         for context in watching if moved else watching + [uses.recording(), creation.recording()]:
             recording.enter_context(context)
         config_manager.load_configs(request["configs"])
+    loaded()
     report: Dict[str, Any] = {"outputs": _outputs(), "aliases": aliases, "waiting": moving.waiting_configs()}
     report.update(jobs={}, clones=[], escapes=[], records={}, inputs={}, overwrites={})
     # update_graph=False: walk the graph as built, without the runnable checks that would touch work/; then every job
     # those jobs hold, also where Sisyphus does not look (an object's __sis_state__, a path set after creation)
-    references = References()
-    jobs = held_jobs(tk.sis_graph.jobs(update_graph=False), references)
+    jobs = held_jobs(tk.sis_graph.jobs(update_graph=False), references := References())
     for job in jobs:
         _describe_job(job, report)
     # what an id is made of is walked only where it is needed: for the snapshot, or below an id that differs
@@ -87,7 +87,7 @@ def describe(request: Dict[str, Any]) -> Dict[str, Any]:
     pinned = moving.pinned_clones(jobs, request["set"])
     report["pinned"] = {clone.job_id(): repo for repo, clones in pinned.items() for clone in clones}
     report["blind"], report["changed_jobs"] = (
-        ({}, []) if moved else moving.blind_jobs(jobs, pinned, creation, references)
+        moving.blind_jobs(jobs, pinned, creation, references) if not moved else ({}, [])
     )
     report.update(value_uses=uses.found, assignments=assignments.found, collisions=collisions.found)
     report.update(overwrites=_overwrites(report["overwrites"], assignments), awaits=awaits.passed)
@@ -307,7 +307,11 @@ def main(argv: List[str]) -> int:
         if mode == "set-clones":
             report: Any = set_clones(rest)
         else:
-            report = describe(request) if mode == "graph" else clone_ids(request)
+            report = (
+                describe(request, recorder.stop if recorder else lambda: None)
+                if mode == "graph"
+                else clone_ids(request)
+            )
     except (Exception, SystemExit) as exc:  # the configs' own error (or exit): its place, for one line and --debug
         report, code = {"error": _config_error(exc)}, CONFIG_FAILED
     if recorder and code == 0:

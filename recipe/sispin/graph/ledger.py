@@ -1,0 +1,152 @@
+"""
+The ledger of a build: each input it read with what identifies its state now (see :mod:`sispin.graph.inputs`, which
+records them), and :func:`changed_input`, which tells later whether they still hold.
+
+A file is identified by its size, modification and change times and inode (a ``touch -d`` back to the old time
+still changes the change time), and for the setup's own files also by a digest of their content, so that a ``git
+checkout`` of the same bytes changes nothing; a directory by the names and kinds of its entries; a path that code
+looked at by what it is (kind, size, times, and where a symlink points).
+"""
+
+from __future__ import annotations
+
+__all__ = ["source_of", "machine_state", "file_signature", "path_state", "listing", "content", "changed_input"]
+
+import hashlib
+import io
+import os
+import stat
+from typing import Any, List, Mapping, Optional
+
+#: open as it was before the recorder wrapped it: reading for the ledger is no input of the build
+_open = io.open
+
+#: the pseudo file systems of the kernel: the state of the process and the machine (torch reads /proc/self/maps);
+#: /dev/shm holds real files
+_MACHINE_STATE = ("/proc/", "/sys/", "/dev/")
+
+
+def machine_state(path: str) -> bool:
+    """:return: whether path is the state of the process or the machine, no input"""
+    return path.startswith(_MACHINE_STATE) and not path.startswith("/dev/shm/")
+
+
+def source_of(path: str) -> List[str]:
+    """
+    :return: the files that stand for a file read: for the bytecode of a module, its source if it has one (Python
+        reads a valid .pyc and only looks at the source's time and size), and the bytecode itself when Python uses it
+        without looking at the source (an unchecked hash-based .pyc, or none); else path
+    """
+    if path.endswith(".pyc"):
+        import importlib.util
+
+        try:
+            source = importlib.util.source_from_cache(path)
+        except ValueError:
+            return [path]
+        if not os.path.exists(source):
+            return [path]
+        return [source, path] if _unchecked(path) else [source]
+    return [path]
+
+
+def _unchecked(pyc: str) -> bool:
+    """:return: whether a .pyc is hash-based and not checked against its source (PEP 552)"""
+    try:
+        with _open(pyc, "rb") as handle:
+            flags = int.from_bytes(handle.read(8)[4:8], "little")
+    except OSError:
+        return True
+    return flags & 0b01 != 0 and flags & 0b10 == 0
+
+
+def content(path: str) -> Optional[str]:
+    """:return: the digest of a file's bytes (None: it cannot be read)"""
+    try:
+        with _open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def file_signature(path: str, own: bool) -> Optional[List[Any]]:
+    """
+    :param own: a file of the setup's own, also identified by its content
+    :return: [size, mtime in ns, ctime in ns, inode, content digest or None]; None when it cannot be read
+    """
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return [None, None, None, None, None]  # a device, a FIFO: its kind only
+    return [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, content(path) if own else None]
+
+
+def path_state(path: str) -> List[Any]:
+    """:return: what a path is: [kind, size, mtime in ns, where it points if a symlink] (kind "missing": nothing)"""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = None
+    try:
+        status = os.stat(path)
+    except OSError:
+        return ["missing", None, None, target]
+    if stat.S_ISDIR(status.st_mode):
+        return ["directory", None, None, target]  # its entries change its times: what is in it is another question
+    kind = "file" if stat.S_ISREG(status.st_mode) else "other"
+    return [kind, status.st_size, status.st_mtime_ns, target]
+
+
+def listing(path: str) -> Optional[str]:
+    """:return: a digest of a directory's entries, each name with its kind (None: it cannot be listed)"""
+    try:
+        with os.scandir(path) as entries:
+            found = sorted(f"{entry.name}\0{_entry_kind(entry)}" for entry in entries)
+    except OSError:
+        return None
+    return hashlib.sha256("\0\0".join(found).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _entry_kind(entry: os.DirEntry) -> str:
+    try:
+        return "l" if entry.is_symlink() else "d" if entry.is_dir() else "f" if entry.is_file() else "o"
+    except OSError:
+        return "?"
+
+
+def changed_input(ledger: Mapping[str, Any], environment: Mapping[str, str], root: str) -> Optional[str]:
+    """
+    :param ledger: what :meth:`sispin.graph.inputs.InputRecorder.ledger` recorded
+    :param environment: the environment a build would get now
+    :param root: the setup root (paths below it are named relative to it)
+    :return: the first input that no longer holds, as ``what: how`` (None: every input is as it was read)
+    """
+
+    def shown(path: str) -> str:
+        return os.path.relpath(path, root) if path.startswith(os.path.join(root, "")) else path
+
+    for path, signature in ledger["files"].items():
+        now = file_signature(path, False)
+        if now is None:
+            return f"{shown(path)}: removed"
+        if now[:4] != signature[:4] and (signature[4] is None or content(path) != signature[4]):
+            return f"{shown(path)}: changed"
+    for path in ledger["absent"]:
+        if os.path.lexists(path):
+            return f"{shown(path)}: created"
+    for path, digest in ledger["directories"].items():
+        if listing(path) != digest:
+            return f"{shown(path)}/: other entries"
+    for path, state in ledger["paths"].items():
+        # a file that was read too is compared above, by content where it is the setup's own
+        if path not in ledger["files"] and path_state(path) != state:
+            return f"{shown(path)}: changed"
+    for name, value in ledger["environment"].items():
+        if environment.get(name) != value:
+            return f"${name}: changed"
+    for name in environment:
+        if name.startswith(tuple(ledger["prefixes"])) and name not in ledger["environment"]:
+            return f"${name}: new"
+    return None
