@@ -21,6 +21,7 @@ from conftest import USE_JOB, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
 from sispin.graph.runner import recording_inputs
+from sispin.graph.snapshot import read_snapshot, snapshot_path
 from sispin.lock.lockfile import find_lockfile, load_lockfile
 
 CONFIG = (
@@ -366,3 +367,23 @@ def test_a_damaged_record_or_a_missing_sisyphus_builds_the_set(inc, capsys):
     assert _check(capsys)[0] == 0
     (root / "tools" / "sisyphus").unlink()
     assert _check(capsys)[0] == main(["check", "--offline", "--full"]) == 1
+
+
+AVAILABLE_CONFIG = "from sisyphus import Job, Task, tk\n\nfrom sispin import experiment_set\n\n" + USE_JOB + """
+
+def py():
+    first = Use({"rc": experiment_set("inc").repo("rc")})
+    tk.register_output("inc/out", first.out)
+    if first.out.available():
+        tk.register_output("inc/more", Use({"after": first.out}).out)
+"""
+
+
+def test_a_config_that_asks_whether_a_job_finished_sees_it_finish(inc, capsys):
+    root = inc(config=AVAILABLE_CONFIG)
+    assert _check(capsys)[0] == 0 and NOT_BUILT in _check(capsys)[1]
+    job = read_snapshot(snapshot_path(root / "pin.toml"))["inc"]["inc/out"].job
+    _write(root / "work" / job / "output" / "out", "done")
+    _write(root / "work" / job / "finished", "")
+    code, out = _check(capsys)
+    assert code == 1 and "new outputs not in the snapshot (run `pin snapshot` to record them): inc/more" in out, out
