@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import tomlkit
 
-from sispin.cli.options import add_command, one_set
+from sispin.cli.options import add_command, commit_option, commit_written, one_set
 from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, UsageError
 from sispin.lock.editing import add_value, edit_lockfile
@@ -36,11 +36,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     one_set(parser, "the experiment set")
     parser.add_argument("--add", metavar="PATH", nargs="+", default=[], help="config files to add (must exist)")
     parser.add_argument("--remove", metavar="PATH", nargs="+", default=[], help="config files to remove")
+    commit_option(parser)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return edit_configs(find_lockfile(), args.set, out, add=args.add, remove=args.remove)
+    path = find_lockfile()
+    code = edit_configs(path, args.set, out, add=args.add, remove=args.remove)
+    if args.commit and (args.add or args.remove):
+        changes = [f"+{config}" for config in args.add] + [f"-{config}" for config in args.remove]
+        commit_written(path, f"pin configs {args.set}: {' '.join(changes)}", [], out)
+    return code
 
 
 def edit_configs(path: Path, name: str, out: Output, *, add: Sequence[str], remove: Sequence[str]) -> int:

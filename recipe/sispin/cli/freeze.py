@@ -12,7 +12,7 @@ __all__ = ["add_parser", "run"]
 
 import argparse
 
-from sispin.cli.options import add_command
+from sispin.cli.options import add_command, commit_option, commit_written
 from sispin.cli.output import Output
 from sispin.errors import LockfileError
 from sispin.graph.snapshot import read_snapshot, snapshot_path
@@ -31,6 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "check still checks them. A set with configs must have its job ids in pin.snapshot.toml first.",
     )
     parser.add_argument("sets", metavar="SET", nargs="+", help="sets to freeze")
+    commit_option(parser)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -47,4 +48,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
     changed = edit_freeze(path, args.sets, True)
     for name in dict.fromkeys(args.sets):
         out.info(f"sets.{shown_key(name)}: {'frozen' if name in changed else 'frozen already'}")
+    if args.commit:
+        commit_written(lockfile.path, f"pin freeze {' '.join(changed)}", [], out)
     return 0

@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import tomlkit
 
-from sispin.cli.options import add_command, as_of
+from sispin.cli.options import add_command, as_of, commit_option, commit_written
 from sispin.cli.output import Output, count
 from sispin.errors import ConcurrentChangeError, NameConflictError, RevisionError, SisyphusError, UsageError
 from sispin.git.history import branch_commit, commit_as_of
@@ -33,6 +33,7 @@ from sispin.lock.lockfile import (
     Pin,
     display_path,
     find_lockfile,
+    load_lockfile,
     parse_lockfile,
     read_lockfile_text,
     shown_key,
@@ -67,20 +68,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="write a starter config at PATH that uses experiment_set(SET), and list it in the set's configs",
     )
     as_of(parser, "pin each repository's branch as it was then, not its head")
+    commit_option(parser)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return new_set(
-        find_lockfile(),
-        args.set,
-        out,
-        from_set=args.from_set,
-        configs=args.configs,
-        store=Store(),
-        starter=args.config,
+    path = find_lockfile()
+    code = new_set(
+        path, args.set, out, from_set=args.from_set, configs=args.configs, store=Store(), starter=args.config,
         as_of=args.as_of,
-    )
+    )  # fmt: skip
+    if args.commit:
+        pins = ", ".join(f"{repo} {pin.commit[:7]}" for repo, pin in load_lockfile(path).get_set(args.set).pins.items())
+        commit_written(path, f"pin new {args.set}: {pins}", [], out)
+    return code
 
 
 #: a pin.toml edit: changes the document, given the lockfile as it is when the edit is made

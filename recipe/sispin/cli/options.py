@@ -13,6 +13,8 @@ __all__ = [
     "one_set",
     "json_output",
     "dry_run",
+    "commit_option",
+    "commit_written",
     "as_of",
     "output_of",
 ]
@@ -20,7 +22,8 @@ __all__ = [
 import argparse
 import datetime
 import re
-from typing import Any, Callable, Optional
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
 
 from sispin.cli.output import NORMAL, QUIET, VERBOSE, Output
 
@@ -127,6 +130,33 @@ def _moment(text: str) -> datetime.datetime:
 
 
 _MOMENT_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:\d{2})?)?")
+
+
+def commit_option(parser: argparse.ArgumentParser) -> None:
+    """``--commit``: commit what the command wrote (see :func:`commit_written`)."""
+    parser.add_argument(
+        "--commit",
+        action="store_true",
+        help="commit pin.toml and pin.snapshot.toml as this command leaves them, and nothing else (whatever else is "
+        "staged stays staged), with a message saying what changed",
+    )
+
+
+def commit_written(lock: Path, summary: str, body: Sequence[str], out: Output) -> None:
+    """
+    Commit the setup's pin.toml and pin.snapshot.toml (those that exist), and say so.
+
+    :param lock: the pin.toml
+    :param summary: the message's first line
+    :param body: the lines after it
+    :raises GitError: when there is no repository, or git refuses
+    """
+    from sispin.git.setup_history import commit_files  # only --commit needs git here
+    from sispin.lock.files import snapshot_path
+
+    files = [path for path in (lock, snapshot_path(lock)) if path.exists()]
+    sha = commit_files(lock.parent, files, summary, body)
+    out.info(f"committed {sha[:7]}: {summary}" if sha else "--commit: nothing to commit (as committed already)")
 
 
 def dry_run(parser: argparse.ArgumentParser, help: str) -> None:

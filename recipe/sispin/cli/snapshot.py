@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import List, Sequence
 
-from sispin.cli.options import add_command, set_names
+from sispin.cli.options import add_command, commit_option, commit_written, set_names
 from sispin.cli.output import Output, count
 from sispin.errors import ConcurrentChangeError, HashOverwriteError
 from sispin.graph.build import SetGraph, load_graph
@@ -33,12 +33,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(nothing recorded) when a clone output, or a copy of it that a job hashes, has hash_overwrite set.",
     )
     set_names(parser, "record")
+    commit_option(parser)
     parser.set_defaults(trailing="sets")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return snapshot(find_lockfile(), args.sets, out)
+    path = find_lockfile()
+    code = snapshot(path, args.sets, out)
+    if args.commit:
+        commit_written(path, f"pin snapshot {' '.join(args.sets)}".rstrip(), [], out)
+    return code
 
 
 def snapshot(path: Path, names: Sequence[str], out: Output) -> int:

@@ -6,7 +6,7 @@ __all__ = ["add_parser", "run"]
 
 import argparse
 
-from sispin.cli.options import add_command
+from sispin.cli.options import add_command, commit_option, commit_written
 from sispin.cli.output import Output
 from sispin.lock.editing import edit_freeze
 from sispin.lock.lockfile import find_lockfile, shown_key
@@ -22,11 +22,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "upgrade, configs, snapshot and import may change them again.",
     )
     parser.add_argument("sets", metavar="SET", nargs="+", help="sets to thaw")
+    commit_option(parser)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    changed = edit_freeze(find_lockfile(), args.sets, False)
+    path = find_lockfile()
+    changed = edit_freeze(path, args.sets, False)
     for name in dict.fromkeys(args.sets):
         out.info(f"sets.{shown_key(name)}: {'thawed' if name in changed else 'not frozen'}")
+    if args.commit:
+        commit_written(path, f"pin thaw {' '.join(changed)}", [], out)
     return 0

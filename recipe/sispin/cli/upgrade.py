@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import tomlkit
 
-from sispin.cli.options import add_command, as_of, dry_run, one_set
+from sispin.cli.options import add_command, as_of, commit_option, commit_written, dry_run, one_set
 from sispin.cli.output import Output
 from sispin.cli.snapshot import waiting_lines
 from sispin.errors import (
@@ -66,6 +66,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     as_of(target, "move each repository to its branch as it was then")
     dry_run(parser, "show what would move; write nothing")
+    commit_option(parser)
     parser.add_argument(
         "--allow-downgrade", action="store_true", help="allow moving to an ancestor of the pinned commit"
     )
@@ -99,7 +100,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
         drift=args.accept_drift,
     )
     target = Target(revision=args.to, as_of=args.as_of)
-    return upgrade(find_lockfile(), args.set, args.repos, out, target=target, dry_run=args.dry_run, allowed=allowed)
+    return upgrade(
+        find_lockfile(), args.set, args.repos, out, target=target, dry_run=args.dry_run, allowed=allowed,
+        commit=args.commit,
+    )  # fmt: skip
 
 
 def upgrade(
@@ -112,6 +116,7 @@ def upgrade(
     dry_run: bool,
     allowed: Allowed,
     store: Optional[Store] = None,
+    commit: bool = False,
 ) -> int:
     """
     :param path: the pin.toml
@@ -122,6 +127,7 @@ def upgrade(
     :param dry_run: print only
     :param allowed: the moves to let through that are refused otherwise
     :param store: the mirrors to resolve in (fetched first; default: the user's store)
+    :param commit: commit pin.toml and the snapshot afterwards, with the moves and the blast radius as the message
     :return: exit code
     :raises RefusedMoveError: when a move needs a flag that was not given (nothing is written)
     :raises ConcurrentChangeError: when another process moved or removed one of the pins meanwhile
@@ -144,19 +150,15 @@ def upgrade(
     if not moving:
         return 0
     _say_dropped_aliases(out, lockfile.get_set(set_name), moving)
-    graphs = _graphs(lockfile, text, set_name, moving, out)
-    if graphs is not None:
-        if not allowed.drift:
-            _refuse_drift(lockfile, graphs[0], out)
-        _refuse_code_that_sets_a_dropped_alias(out, lockfile.get_set(set_name), moving, graphs[0])
-        _show_blast_radius(out, set_name, *graphs)
-        _refuse_kept_ids_with_other_content(out, *graphs)
+    graphs = _judged_graphs(lockfile, text, set_name, moving, allowed, out)
     if dry_run:
         if refused:
             out.result(f"the real move needs {' '.join(flags)}")
         out.info(f"dry run: {display_path(path)} not changed")
         return 0
     _write(path, set_name, moving, graphs[1] if graphs else None, out)
+    if commit:
+        _commit_moves(path, set_name, moving, graphs, out)
     return 0
 
 
@@ -237,16 +239,44 @@ def _graphs(
     return before, after
 
 
+def _judged_graphs(
+    lockfile: Lockfile, text: str, set_name: str, moving: List[Move], allowed: Allowed, out: Output
+) -> Optional[Tuple[SetGraph, SetGraph]]:
+    """:return: the set's graph before and after the moves (None: they cannot be built), refused or shown"""
+    graphs = _graphs(lockfile, text, set_name, moving, out)
+    if graphs is not None:
+        if not allowed.drift:
+            _refuse_drift(lockfile, graphs[0], out)
+        _refuse_code_that_sets_a_dropped_alias(out, lockfile.get_set(set_name), moving, graphs[0])
+        _show_blast_radius(out, set_name, *graphs)
+        _refuse_kept_ids_with_other_content(out, *graphs)
+    return graphs
+
+
+def _commit_moves(
+    path: Path, set_name: str, moving: List[Move], graphs: Optional[Tuple[SetGraph, SetGraph]], out: Output
+) -> None:
+    """Commit pin.toml and the snapshot with the moves and the blast radius as the message."""
+    body = [f"{m.repo} {m.old[:7]} -> {m.new[:7]} ({m.summary})" for m in moving]
+    body += [f"{_radius(*graphs)} get new ids"] if graphs else []
+    moves = ", ".join(f"{m.repo} {m.old[:7]} -> {m.new[:7]}" for m in moving)
+    commit_written(path, f"pin upgrade {set_name}: {moves}", body, out)
+
+
+def _radius(before: SetGraph, after: SetGraph) -> str:
+    renewed = [job for job in before.jobs if job not in after.jobs]
+    return f"Blast radius: {len(renewed)} of {len(before.jobs)} jobs"
+
+
 def _show_blast_radius(out: Output, set_name: str, before: SetGraph, after: SetGraph) -> None:
     """
     How much of the set's job graph the move renews, what would run, what finished work it leaves unused, and per
     output whether only the pinned commit changes or content built from the pinned code too.
     """
-    renewed = [job for job in before.jobs if job not in after.jobs]
     would_run = [job for job in after.jobs if job not in before.jobs and not after.jobs[job]]
-    unused = [job for job in renewed if before.jobs[job]]
+    unused = [job for job in before.jobs if job not in after.jobs and before.jobs[job]]
     out.result(
-        f"Blast radius: {len(renewed)} of {len(before.jobs)} jobs of set {set_name!r} get new ids; "
+        f"{_radius(before, after)} of set {set_name!r} get new ids; "
         f"{len(would_run)} would run (not finished in work/), {len(unused)} finished jobs would no longer be used."
     )
     outputs = sorted(set(before.outputs) | set(after.outputs))

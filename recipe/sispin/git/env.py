@@ -44,6 +44,11 @@ GIT_ENV = {
 #: tree of the caller's
 _USER_GIT_VARIABLES = frozenset(
     {
+        # who commits (`--commit`)
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
         "GIT_EXEC_PATH",
         "GIT_SSH",
         "GIT_SSH_COMMAND",

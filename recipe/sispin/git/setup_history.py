@@ -6,14 +6,16 @@ touching the user's working tree, index or worktree list.
 
 from __future__ import annotations
 
-__all__ = ["export_setup"]
+__all__ = ["export_setup", "commit_files"]
 
 import os
 from pathlib import Path
+from typing import Optional, Sequence
 
 import git
 
-from sispin.errors import RevisionError
+from sispin.errors import GitError, RevisionError
+from sispin.git.env import read_git
 from sispin.git.process import message, runner
 
 
@@ -52,3 +54,31 @@ def export_setup(root: Path, revision: str, target: Path) -> Path:
     finally:
         index.unlink(missing_ok=True)
     return files
+
+
+def commit_files(root: Path, files: Sequence[Path], summary: str, body: Sequence[str] = ()) -> Optional[str]:
+    """
+    Commit exactly these files of the setup as they are on disk (``git commit --only``): whatever else is staged
+    stays staged and out of the commit. The repository's hooks run as for any commit.
+
+    :param root: the setup directory, inside a git repository
+    :param files: files below it that exist (new ones are added)
+    :param summary: the message's first line
+    :param body: the lines after it
+    :return: the new commit's SHA, or None when the files are as committed already
+    :raises GitError: when the setup is in no git repository, or git refuses the commit (its reason)
+    """
+    try:
+        read_git(root, "rev-parse", "--show-toplevel")
+    except GitError:
+        raise GitError(f"--commit: {root} is in no git repository") from None
+    names = [os.path.relpath(file, root) for file in files]
+    if not read_git(root, "status", "--porcelain", "--", *names):
+        return None
+    text = "\n".join([summary, "", *body]) if body else summary
+    try:
+        read_git(root, "add", "--", *names)
+        read_git(root, "commit", "--only", "--quiet", "-m", text, "--", *names)
+    except GitError as exc:
+        raise GitError(f"--commit: {exc} (the files are written; nothing was committed)") from None
+    return read_git(root, "rev-parse", "HEAD")

@@ -1,0 +1,91 @@
+"""
+``--commit`` on the commands that write pin.toml and pin.snapshot.toml: a commit of exactly those files (with real
+git), whatever else is staged staying staged, with a message that says what moved.
+"""
+
+from __future__ import annotations
+
+from conftest import git, git_commit, make_setup, sisyphus_entry
+from sispin.cli.main import main
+
+
+def _setup_repository(history):
+    """The setup directory as a git repository: pin.toml committed, another file staged, one modified."""
+    root = history.lock.parent
+    git(root, "init", "-q", "-b", "main")
+    (root / "notes.txt").write_text("first\n")
+    git(root, "add", "pin.toml", "notes.txt")
+    git(root, "commit", "-q", "-m", "the setup")
+    (root / "notes.txt").write_text("second\n")
+    (root / "staged.txt").write_text("staged\n")
+    git(root, "add", "staged.txt")
+    return root
+
+
+def test_commit_takes_only_the_lock_files_and_says_what_moved(history, capsys):
+    root = _setup_repository(history)
+    assert main(["upgrade", "demo", "--commit"]) == 0
+    message = git(root, "log", "-1", "--format=%B")
+    summary = f"pin upgrade demo: rc {history.c[0][:7]} -> {history.c[4][:7]}"
+    assert message.splitlines()[0] == summary and f"rc {history.c[0][:7]} -> {history.c[4][:7]} (+4 commits)" in message
+    assert f"committed {git(root, 'rev-parse', '--short=7', 'HEAD')}: {summary}" in capsys.readouterr().out
+    assert git(root, "show", "--name-only", "--format=", "HEAD") == "pin.toml"
+    # what the user had staged stays staged, what they changed stays changed
+    assert git(root, "diff", "--cached", "--name-only") == "staged.txt"
+    assert git(root, "diff", "--name-only") == "notes.txt"
+    for command, summary in (
+        (["freeze", "other", "--commit"], "pin freeze other"),
+        (["thaw", "other", "--commit"], "pin thaw other"),
+        (["configs", "other", "--add", "notes.txt", "--commit"], "pin configs other: +notes.txt"),
+        (["new", "paper", "--commit"], f"pin new paper: rc {history.c[4][:7]}"),
+    ):
+        assert main(command) == 0, command
+        assert git(root, "log", "-1", "--format=%s") == summary
+        assert git(root, "show", "--name-only", "--format=", "HEAD") == "pin.toml"
+    capsys.readouterr()
+    assert main(["thaw", "other", "--commit"]) == 0
+    assert "--commit: nothing to commit (as committed already)" in capsys.readouterr().out
+
+
+def test_commit_outside_a_repository_is_one_line_and_the_files_stay_written(history, capsys):
+    assert main(["freeze", "other", "--commit"]) == 5
+    err = capsys.readouterr().err
+    assert err.startswith("pin: error: --commit: ") and err.rstrip().endswith("is in no git repository"), err
+    assert "freeze = true" in history.text()
+
+
+def test_a_refused_commit_says_why_and_nothing_is_committed(history, capsys):
+    root = _setup_repository(history)
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'pin-check: 1 problem' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    before = git(root, "rev-parse", "HEAD")
+    assert main(["freeze", "other", "--commit"]) == 5
+    err = capsys.readouterr().err
+    assert "pin-check: 1 problem" in err and "the files are written; nothing was committed" in err, err
+    assert git(root, "rev-parse", "HEAD") == before and "freeze = true" in history.text()
+
+
+def test_an_upgrade_commit_names_its_blast_radius(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
+    from test_freeze import CONFIG
+
+    remote = make_repo("rc")
+    commits = [git_commit(remote, {"__init__.py": f"X = {i}\n"}) for i in range(2)]
+    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.a]\nconfigs = ["config/a.py"]\n'
+    lock += f'rc = "{commits[0]}"\n'
+    root = make_setup(
+        tmp_path / "setup",
+        lock + "\n" + sisyphus_entry(real_sisyphus),
+        real_sisyphus,
+        {"a.py": CONFIG.format(name="a")},
+    )
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    assert main(["snapshot"]) == 0
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "pin.toml", "pin.snapshot.toml")
+    git(root, "commit", "-q", "-m", "the setup")
+    assert main(["upgrade", "a", "--commit"]) == 0
+    message = git(root, "log", "-1", "--format=%B").splitlines()
+    assert message[-1] == "Blast radius: 2 of 2 jobs get new ids", message
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["pin.snapshot.toml", "pin.toml"]
