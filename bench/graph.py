@@ -105,9 +105,10 @@ def _timed(action: Callable[[], object], walls: List[float]) -> float:
 
 def _dated_back(root: Path) -> None:
     past = time.time() - 60
-    for directory, _, files in os.walk(root):
-        for name in files:
+    for directory, directories, files in os.walk(root):
+        for name in files + directories:  # symlinks to directories too, which walk does not enter
             os.utime(os.path.join(directory, name), (past, past), follow_symlinks=False)
+        os.utime(directory, (past, past))
 
 
 def bench_graph(work: Path, jobs: int = 1000, runs: int = 3) -> List[Result]:

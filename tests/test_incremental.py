@@ -69,9 +69,10 @@ def _age(*roots: Path) -> None:
     """Date every file back a minute: a file written in the last two seconds may still be changing (see inputs.py)."""
     past = time.time() - 60
     for root in roots:
-        for directory, _, files in os.walk(root):
-            for name in files:
+        for directory, directories, files in os.walk(root):
+            for name in files + directories:  # symlinks to directories too, which walk does not enter
                 os.utime(os.path.join(directory, name), (past, past), follow_symlinks=False)
+            os.utime(directory, (past, past))
 
 
 def _check(capsys, *args: str):
@@ -218,7 +219,8 @@ def test_a_module_read_from_its_bytecode_is_recorded_as_its_source(inc, capsys, 
         [sys.executable, "-c", importing], cwd=root, env=env, capture_output=True, text=True, check=True
     ).stdout.strip()
     assert os.path.isfile(compiled) and (prefix == compiled.startswith(str(tmp_path / "pycache")))
-    # written after the source (dated back a minute by inc()): the probe trusts it and reads it, not the source
+    # written after the source (both dated back): the probe trusts it and reads it, not the source
+    _age(root, tmp_path / "pycache")
     os.utime(compiled, (time.time() - 30, time.time() - 30))
     assert _check(capsys)[0] == 0 and NOT_BUILT in _check(capsys)[1]
     (root / "recipe" / "incmod" / "helper.py").write_text("FACTOR = 5\n")  # same size: only its time tells
@@ -318,10 +320,29 @@ READS = {
         'open("data.txt").read()',
         lambda root, mp: _same_size_and_time(root / "data.txt", "2"),
     ),
+    "the mode of a path looked at": (
+        lambda root, mp: _write(root / "tool.sh", ""),
+        'os.access("tool.sh", os.X_OK)',
+        lambda root, mp: (root / "tool.sh").chmod(0o755),
+    ),
+    "whether a listed symlink points to a file or a directory": (
+        lambda root, mp: [
+            _write(root / "t" / "f", ""),
+            (root / "data").mkdir(),
+            (root / "data" / "x").symlink_to("../t/f"),
+        ],
+        'sorted(f for _, _, fs in os.walk("data") for f in fs)',
+        lambda root, mp: _retarget(root / "data" / "x", "../t"),
+    ),
+    "how many environment variables there are": (
+        lambda root, mp: None,
+        "len(os.environ)",
+        lambda root, mp: mp.setenv("INC_ANOTHER", "1"),
+    ),
     "a module appearing on PYTHONPATH": (
-        lambda root, mp: [(root.parent / "extra").mkdir(), mp.setenv("PYTHONPATH", str(root.parent / "extra"))],
+        lambda root, mp: [(root / "extra").mkdir(), mp.setenv("PYTHONPATH", str(root / "extra"))],
         '__import__("importlib.util").util.find_spec("inc_optional") is not None',
-        lambda root, mp: _write(root.parent / "extra" / "inc_optional.py", ""),
+        lambda root, mp: _write(root / "extra" / "inc_optional.py", ""),
     ),
 }
 
@@ -347,6 +368,13 @@ def test_whatever_the_config_read_changing_is_found(inc, capsys, monkeypatch, tm
         "(random.seed(1), random.seed(), random.random() < 2)[2]",
         "os.getpid() > 0",
         'os.open("inc.py", os.O_RDONLY, dir_fd=os.open("config", os.O_RDONLY)) > 0',
+        'len(list(os.fwalk("config"))) > 0',
+        '__import__("socket").gethostname() != ""',
+        "len(os.sched_getaffinity(0)) > 0",
+        'open("/proc/self/status").read() != ""',
+        '__import__("secrets").token_bytes(1) != b""',
+        "time.monotonic() > 0",
+        "(lambda clock: clock().year)(datetime.datetime.now) > 2000",
     ],
 )
 def test_what_no_record_can_hold_is_never_kept(inc, capsys, expression):

@@ -87,7 +87,10 @@ def _key(
         "aliases": aliases,
         "snapshot": sorted((name, output.job, output.path) for name, output in recorded.items()),
         "bound": sorted((value, list(commits)) for value, commits in bound.items()),
-        "python_environment": sorted((k, v) for k, v in environment.items() if k.startswith("PYTHON")),
+        # what the interpreter and the C library read themselves: the time zone and the locale among them
+        "python_environment": sorted(
+            (k, v) for k, v in environment.items() if k.startswith(("PYTHON", "LC_")) or k in ("TZ", "LANG")
+        ),
     }
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
 
@@ -114,7 +117,7 @@ def kept_pass(
             if changed:
                 return None, changed
         return KeptPass(int(data["outputs"]), dict(data["changes"])), ""
-    except (OSError, ValueError, LookupError, TypeError, AttributeError, PinError):
+    except (OSError, ValueError, LookupError, TypeError, AttributeError, RecursionError, PinError):
         # a damaged or foreign file, or a setup the key cannot be made for (its Sisyphus gone): the build says why
         return None, "no earlier pass"
 

@@ -21,10 +21,11 @@ __all__ = ["InputRecorder"]
 
 import os
 import re
+import stat
 import sys
 import sysconfig
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
 
 from sispin.graph.ledger import file_signature, listing, machine_state, path_state, source_of
 
@@ -34,9 +35,12 @@ _RANDOM = (
     "expovariate vonmisesvariate gammavariate gauss betavariate paretovariate weibullvariate getrandbits randbytes"
 ).split()
 #: clock reads of the time module (the ones that take a time read the clock only without it)
-_CLOCK = ("time", "time_ns", "localtime", "gmtime", "ctime", "asctime", "strftime", "clock_gettime", "clock_gettime_ns")
+_CLOCK = (
+    "time time_ns localtime gmtime ctime asctime strftime clock_gettime clock_gettime_ns monotonic monotonic_ns "
+    "perf_counter perf_counter_ns process_time process_time_ns"
+).split()
 #: datetime's clock is read in C, where no wrapper sees it: the setup's own code is searched for the calls instead
-_DATETIME_CLOCK = re.compile(rb"\.\s*(?:now|today|utcnow)\s*\(|[\"'](?:now|today|utcnow)[\"']")
+_DATETIME_CLOCK = re.compile(rb"\.\s*(?:now|today|utcnow)\b|[\"'](?:now|today|utcnow)[\"']")
 #: an input modified this close to the start of the build may have changed while it was read (coarse file times)
 _RACY_NS = 2_000_000_000
 #: os.open flags of a file made, not read
@@ -52,10 +56,13 @@ class InputRecorder:
     :param foreign: directories below the root whose code is not the setup's (sispin, a Sisyphus checkout)
     :param ignored: files and directories that are not inputs (pin.toml and the caches, whose content sispin keys
         on itself; the probe's own scratch files)
+    :param elsewhere: other directories of the setup's own code (PYTHONPATH's)
     """
 
-    def __init__(self, root: str, foreign: Sequence[str], ignored: Sequence[str]):
+    def __init__(self, root: str, foreign: Sequence[str], ignored: Sequence[str], elsewhere: Sequence[str] = ()):
         self.root = os.path.join(os.path.abspath(root), "")
+        #: where the setup's own code is: the root, and the directories the user puts on PYTHONPATH
+        self.own_places = (self.root, *(os.path.join(os.path.abspath(path), "") for path in elsewhere))
         self.foreign = tuple(os.path.join(os.path.abspath(path), "") for path in foreign)
         self.ignored = tuple(os.path.abspath(path) for path in ignored)
         self.stdlib = os.path.join(sysconfig.get_paths()["stdlib"], "")
@@ -63,6 +70,10 @@ class InputRecorder:
         self.directories: Dict[str, None] = {}
         self.paths: Dict[str, None] = {}
         self.environment: Dict[str, Optional[str]] = {}
+        #: variables set or removed in the probe (settings.py's redirects): no inputs
+        self.written: Set[str] = set()
+        #: the setup's code looked at every variable: one that appears is a change too
+        self.environment_complete = False
         self.volatile: Optional[str] = None
         self.seeded = False
         self.active = False
@@ -135,11 +146,18 @@ class InputRecorder:
         random.Random.__init__ = self._volatile_when(  # type: ignore[method-assign]
             random.Random.__init__, unseeded, lambda args: len(args) < 2 or args[1] is None
         )
-        for name in ("random", "getrandbits"):  # what secrets and SystemRandom draw through
-            method = getattr(random.SystemRandom, name)
-            setattr(random.SystemRandom, name, self._volatile_when(method, "draws random numbers", lambda _: True))
-        os.urandom = self._volatile_when(os.urandom, "draws random bytes", lambda _: True)
-        os.getpid = self._volatile_when(os.getpid, "reads its process id", lambda _: True)
+        for name in ("random", "getrandbits", "randbytes"):  # what secrets and SystemRandom draw through
+            if hasattr(random.SystemRandom, name):
+                method = getattr(random.SystemRandom, name)
+                setattr(random.SystemRandom, name, self._volatile_when(method, "draws random numbers", lambda _: True))
+        for module, name in ((os, "urandom"), (os, "getrandom"), (random, "_urandom")):  # secrets draws via the last
+            if hasattr(module, name):
+                setattr(module, name, self._volatile_when(getattr(module, name), "draws random bytes", lambda _: True))
+        for name in ("getpid", "getppid", "getpgrp", "times", "uname", "cpu_count", "sched_getaffinity"):
+            if hasattr(os, name):
+                what = "reads the state of its process or machine"
+                setattr(os, name, self._volatile_when(getattr(os, name), what, lambda _: True))
+        socket.gethostname = self._volatile_when(socket.gethostname, "reads the host name", lambda _: True)
         subprocess.Popen.__init__ = self._volatile_when(  # type: ignore[method-assign]
             subprocess.Popen.__init__, "runs a process", lambda _: True
         )
@@ -160,7 +178,10 @@ class InputRecorder:
                     self._volatile("opens a file relative to a directory descriptor")
                 # read: opened to read (also for update); made anew, or only written, it cannot have been read
                 if _reads(how) if flags else "r" in how or "+" in how:
-                    for path in source_of(os.path.abspath(os.fsdecode(file))):
+                    opened = os.path.abspath(os.fsdecode(file))
+                    if machine_state(opened):
+                        self._volatile(f"reads {opened}")  # the process's or the machine's state, or chance
+                    for path in source_of(opened):
                         self.files.setdefault(path, None)
             return function(*args, **kwargs)
 
@@ -169,7 +190,9 @@ class InputRecorder:
     def _listing(self, function: Callable[..., Any]) -> Callable[..., Any]:
         def watched(*args: Any, **kwargs: Any) -> Any:
             path = args[0] if args else kwargs.get("path")
-            if self.active and not isinstance(path, int):
+            if self.active and isinstance(path, int):
+                self._volatile("lists a directory by its descriptor")
+            elif self.active:
                 self.directories.setdefault(os.path.abspath(os.fsdecode(path if path is not None else ".")), None)
             return function(*args, **kwargs)
 
@@ -248,10 +271,16 @@ class InputRecorder:
             "directories": {path: listing(path) for path in self.directories if not self._ignored(path)},
             "paths": {path: path_state(path) for path in self.paths if not self._ignored(path)},
             "environment": {
-                **self.environment,
-                **{name: value for name, value in os.environ.items() if name.startswith(tuple(prefixes))},
+                name: value
+                for name, value in {
+                    **self.environment,
+                    **{name: value for name, value in os.environ.items() if name.startswith(tuple(prefixes))},
+                }.items()
+                if name not in self.written
             },
-            "prefixes": sorted(prefixes),
+            # every variable when the setup's code looked at them all ("" is the prefix of every name)
+            "prefixes": sorted(prefixes) + ([""] if self.environment_complete else []),
+            "written": sorted(self.written),
             "sets": sorted(sets_read),
             "volatile": self.volatile or self._clock_in_source(own) or self._racy(files),
         }
@@ -279,7 +308,9 @@ class InputRecorder:
         return self._setup_code(path) and not self._ignored(path)
 
     def _setup_code(self, path: str) -> bool:
-        return path.startswith(self.root) and not path.startswith(self.foreign) and "-packages" + os.sep not in path
+        return (
+            path.startswith(self.own_places) and not path.startswith(self.foreign) and "-packages" + os.sep not in path
+        )
 
     def _ignored(self, path: str) -> bool:
         return machine_state(path) or any(
@@ -298,9 +329,28 @@ class InputRecorder:
         return None
 
     def _racy(self, files: Mapping[str, Optional[List[Any]]]) -> Optional[str]:
+        """
+        :return: an input that may have changed while the build read it (then the ledger holds the state after the
+            change), if any: modified since shortly before the build (coarse file times), or its metadata changed
+            (``cp -p`` keeps the modification time) since it started
+        """
+
+        def changed(modified: Optional[int], metadata: Optional[int]) -> bool:
+            return (modified or 0) > self.started_ns - _RACY_NS or (metadata or 0) > self.started_ns
+
         for path, signature in files.items():
-            if signature is not None and signature[1] is not None and signature[1] > self.started_ns - _RACY_NS:
+            if signature is not None and changed(signature[1], signature[2]):
                 return f"{path} changed while the set was built"
+        # a path looked at: its times, where they are recorded (not a directory's: they change with its entries, as
+        # /tmp's do all the time); a directory listed: its entries
+        for path, listed in [*((path, False) for path in self.paths), *((path, True) for path in self.directories)]:
+            try:
+                status = os.lstat(path)
+            except OSError:
+                continue
+            if (listed or not stat.S_ISDIR(status.st_mode)) and not self._ignored(path):
+                if changed(status.st_mtime_ns, status.st_ctime_ns):
+                    return f"{path} changed while the set was built"
         return None
 
 
@@ -323,7 +373,8 @@ def _reads_clock(function: str, args: Sequence[Any]) -> bool:
 def _recording_environment(base: type, recorder: InputRecorder, name_of: Callable[[Any], str]) -> type:
     """
     os.environ's (or os.environb's) class, recording each variable the setup's own code reads, and every variable
-    when it copies them all (for a process, say).
+    when it looks at them all (copies them for a process, counts them); a variable set or removed while the configs
+    load (settings.py does) is no input: the code that set it is.
     """
 
     class RecordingEnvironment(base):  # type: ignore[misc, valid-type]
@@ -338,10 +389,32 @@ def _recording_environment(base: type, recorder: InputRecorder, name_of: Callabl
                 recorder.environment.setdefault(name_of(key), name_of(value))
             return value
 
-        def __iter__(self) -> Any:
+        def __setitem__(self, key: Any, value: Any) -> None:
+            if recorder.active:
+                recorder.written.add(name_of(key))
+            super().__setitem__(key, value)
+
+        def __delitem__(self, key: Any) -> None:
+            if recorder.active:
+                recorder.written.add(name_of(key))
+            super().__delitem__(key)
+
+        def _all_read(self) -> None:
             if recorder.active and recorder.setup_caller():
                 for key in list(super().__iter__()):
                     recorder.environment.setdefault(name_of(key), name_of(super().__getitem__(key)))
+                recorder.environment_complete = True
+
+        def __iter__(self) -> Any:
+            self._all_read()
             return super().__iter__()
+
+        def __len__(self) -> int:
+            self._all_read()
+            return super().__len__()
+
+        def __repr__(self) -> str:
+            self._all_read()
+            return super().__repr__()
 
     return RecordingEnvironment

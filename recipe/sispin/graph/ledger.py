@@ -84,7 +84,10 @@ def file_signature(path: str, own: bool) -> Optional[List[Any]]:
 
 
 def path_state(path: str) -> List[Any]:
-    """:return: what a path is: [kind, size, mtime in ns, where it points if a symlink] (kind "missing": nothing)"""
+    """
+    :return: what a path is: [kind, mode, size, mtime in ns, ctime in ns, where it points if a symlink] (kind
+        "missing": nothing; a directory's size and times change with its entries and are left out)
+    """
     try:
         target = os.readlink(path)
     except OSError:
@@ -92,11 +95,11 @@ def path_state(path: str) -> List[Any]:
     try:
         status = os.stat(path)
     except OSError:
-        return ["missing", None, None, target]
+        return ["missing", None, None, None, None, target]
     if stat.S_ISDIR(status.st_mode):
-        return ["directory", None, None, target]  # its entries change its times: what is in it is another question
+        return ["directory", status.st_mode, None, None, None, target]
     kind = "file" if stat.S_ISREG(status.st_mode) else "other"
-    return [kind, status.st_size, status.st_mtime_ns, target]
+    return [kind, status.st_mode, status.st_size, status.st_mtime_ns, status.st_ctime_ns, target]
 
 
 def listing(path: str) -> Optional[str]:
@@ -110,8 +113,10 @@ def listing(path: str) -> Optional[str]:
 
 
 def _entry_kind(entry: os.DirEntry) -> str:
+    """:return: d, f or o (what the entry is, through a symlink), after l for a symlink"""
     try:
-        return "l" if entry.is_symlink() else "d" if entry.is_dir() else "f" if entry.is_file() else "o"
+        kind = "d" if entry.is_dir() else "f" if entry.is_file() else "o"
+        return f"l{kind}" if entry.is_symlink() else kind
     except OSError:
         return "?"
 
@@ -140,13 +145,16 @@ def changed_input(ledger: Mapping[str, Any], environment: Mapping[str, str], roo
         if listing(path) != digest:
             return f"{shown(path)}/: other entries"
     for path, state in ledger["paths"].items():
-        # a file that was read too is compared above, by content where it is the setup's own
-        if path not in ledger["files"] and path_state(path) != state:
+        now = path_state(path)
+        # the times of a file that was read too are compared above, by content where it is the setup's own (a touch
+        # or a checkout of the same bytes builds nothing)
+        if (now[:3] + now[5:] != state[:3] + state[5:]) if path in ledger["files"] else now != state:
             return f"{shown(path)}: changed"
     for name, value in ledger["environment"].items():
         if environment.get(name) != value:
             return f"${name}: changed"
     for name in environment:
         if name.startswith(tuple(ledger["prefixes"])) and name not in ledger["environment"]:
-            return f"${name}: new"
+            if name not in ledger.get("written", ()):
+                return f"${name}: new"
     return None

@@ -244,6 +244,10 @@ def set_clones(set_names: List[str]) -> Dict[str, Dict[str, str]]:
     return {exp.name: {repo: exp.clone_job(repo).job_id() for repo in exp.spec.pins} for exp in sets}
 
 
+#: os.stat as it was before the input recorder wrapped it: the probe's own look at bytecode is no input of a build
+_stat = os.stat
+
+
 def _never_stale_bytecode(root: str) -> None:
     """
     Load no module of the setup from bytecode older than its source, and write none.
@@ -264,10 +268,10 @@ def _never_stale_bytecode(root: str) -> None:
         stats = stats_of(self, path)
         if path.startswith(prefix):
             try:
-                written = os.stat(importlib.util.cache_from_source(path)).st_mtime_ns
+                written = _stat(importlib.util.cache_from_source(path)).st_mtime_ns
             except (OSError, ValueError, NotImplementedError):
                 return stats  # no bytecode to trust or distrust
-            if written <= os.stat(path).st_mtime_ns:
+            if written <= _stat(path).st_mtime_ns:
                 return {**stats, "mtime": -1}  # matches no .pyc: the source is compiled
         return stats
 
@@ -340,7 +344,9 @@ def _input_recorder(request_path: str) -> Any:
         foreign.append(os.path.dirname(found.origin))
     root = os.path.dirname(lock)
     ignored = [lock, os.path.join(root, SNAPSHOT_NAME), os.path.join(root, CACHE_DIR), os.path.dirname(request_path)]
-    return InputRecorder(os.getcwd(), foreign, ignored)
+    # the user's PYTHONPATH (after the Sisyphus checkout sispin puts first): recipe code of the setup's own
+    elsewhere = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]
+    return InputRecorder(os.getcwd(), foreign, ignored, elsewhere)
 
 
 def _ledger(recorder: Any, report: Dict[str, Any]) -> Dict[str, Any]:
