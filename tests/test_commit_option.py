@@ -47,11 +47,12 @@ def test_commit_takes_only_the_lock_files_and_says_what_moved(history, capsys):
     assert "--commit: nothing to commit (as committed already)" in capsys.readouterr().out
 
 
-def test_commit_outside_a_repository_is_one_line_and_the_files_stay_written(history, capsys):
+def test_commit_outside_a_repository_is_one_line_before_anything_is_written(history, capsys):
+    before = history.text()
     assert main(["freeze", "other", "--commit"]) == 5
     err = capsys.readouterr().err
     assert err.startswith("pin: error: --commit: ") and err.rstrip().endswith("is in no git repository"), err
-    assert "freeze = true" in history.text()
+    assert history.text() == before
 
 
 def test_a_refused_commit_says_why_and_nothing_is_committed(history, capsys):
@@ -89,3 +90,33 @@ def test_an_upgrade_commit_names_its_blast_radius(real_sisyphus, make_repo, tmp_
     message = git(root, "log", "-1", "--format=%B").splitlines()
     assert message[-1] == "Blast radius: 2 of 2 jobs get new ids", message
     assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["pin.snapshot.toml", "pin.toml"]
+
+
+def test_commit_refuses_before_writing_when_it_could_not_be_exact(history, capsys, tmp_path):
+    root = _setup_repository(history)
+    assert main(["upgrade", "demo", "--dry-run", "--commit"]) == 2
+    assert "--commit: a dry run writes nothing to commit" in capsys.readouterr().err
+    # a hand edit not committed would go into the command's commit: refused, nothing written
+    history.lock.write_text(history.text() + "# a note\n")
+    before = history.text()
+    assert main(["freeze", "other", "--commit"]) == 5
+    assert "--commit: pin.toml has changes not committed" in capsys.readouterr().err
+    assert history.text() == before
+    git(root, "commit", "-q", "-am", "the note")
+    # a refusing hook leaves the index as it was: the new snapshot file is not left half-added
+    (root / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 1\n")
+    (root / ".git" / "hooks" / "pre-commit").chmod(0o755)
+    staged = git(root, "diff", "--cached", "--name-only")
+    assert main(["freeze", "other", "--commit"]) == 5
+    assert git(root, "diff", "--cached", "--name-only") == staged
+
+
+def test_commit_follows_a_symlinked_lockfile(history, capsys):
+    root = _setup_repository(history)
+    (root / "real").mkdir()
+    history.lock.rename(root / "real" / "pin.toml")
+    history.lock.symlink_to("real/pin.toml")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "pin.toml moved")
+    assert main(["freeze", "other", "--commit"]) == 0
+    assert git(root, "show", "--name-only", "--format=", "HEAD") == "real/pin.toml"

@@ -92,3 +92,17 @@ def test_a_set_is_frozen_with_its_ids_and_stays_checked(
     assert main(["check", "--offline", "--json"]) == 1
     problems = json.loads(capsys.readouterr().out)["problems"]
     assert len(problems) == 1 and problems[0].startswith("sets.other: 1 output changed"), problems
+
+
+def test_sets_written_as_inline_tables_freeze_and_thaw(history, capsys):
+    inline = (
+        history.text()
+        .replace("[sets.other]\nrc = ", "[sets]\nother = { rc = ")
+        .replace("clone_submodules = true }\n", "clone_submodules = true } }\n")
+    )
+    history.lock.write_text(inline)
+    assert main(["freeze", "other"]) == 0 and "freeze = true" in history.text()
+    assert main(["upgrade", "other"]) == 12
+    assert main(["thaw", "other"]) == 0
+    assert history.text().replace(" ", "") == inline.replace(" ", ""), "thawed as it was (spacing aside)"
+    capsys.readouterr()

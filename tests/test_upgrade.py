@@ -349,6 +349,10 @@ def test_upgrade_and_new_as_of_a_date_take_the_branch_as_it_was_then(history, ca
     capsys.readouterr()
     assert main(["upgrade", "demo", "--as-of", "1999-01-01"]) == 5
     assert "repos.rc (file://" in capsys.readouterr().err
+    assert main(["upgrade", "demo", "--as-of", "9999-12-31", "--dry-run"]) == 0, "git's own dates end in 2100"
+    assert f"-> {dated[2][:7]}" in capsys.readouterr().out
+    assert main(["upgrade", "demo", "--as-of", "0001-01-01T00:00+01:00"]) == 5
+    capsys.readouterr()
     for wrong in ("2031-02-30", "yesterday", "2031-02-01 10:00"):
         assert main(["upgrade", "demo", "--as-of", wrong]) == 2
         assert f"--as-of: '{wrong}'" in capsys.readouterr().err

@@ -87,6 +87,7 @@ def edit_configs(path: Path, name: str, out: Output, *, add: Sequence[str], remo
                 f"{display_path(current.path)}: another process changed sets.{shown_key(name)} while this command ran; "
                 "nothing written"
             )
+        current.get_set(name).check_not_frozen("pin configs --add/--remove")  # frozen by another process meanwhile
         table: Any = document["sets"][name]  # type: ignore[index]
         if "configs" not in table:
             add_value(table, "configs", tomlkit.array())

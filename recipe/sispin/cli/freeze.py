@@ -16,7 +16,7 @@ from sispin.cli.options import add_command, commit_option, commit_written
 from sispin.cli.output import Output
 from sispin.errors import LockfileError
 from sispin.graph.snapshot import read_snapshot, snapshot_path
-from sispin.lock.editing import edit_freeze
+from sispin.lock.freezing import edit_freeze
 from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile, shown_key
 
 

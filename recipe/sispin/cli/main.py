@@ -14,7 +14,7 @@ import sys
 from typing import Optional, Sequence
 
 from sispin import __version__
-from sispin.cli.options import COMMANDS, output_of
+from sispin.cli.options import COMMANDS, check_commit, output_of
 from sispin.cli.output import Output
 from sispin.cli.progress import TerminalProgress
 from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError
@@ -79,6 +79,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     shown = not out.quiet and sys.stderr.isatty()
     try:
         _repair_after_a_kill(out)
+        if getattr(args, "commit", False):
+            check_commit(args)  # before anything is written
         with progress_to(TerminalProgress(sys.stderr) if shown else None):
             return int(args.run(args, out))
     except PinError as exc:

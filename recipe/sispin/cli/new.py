@@ -138,9 +138,7 @@ def new_set(
     out.info(f"{display_path(path)}: new set {name!r}" + (f" from {from_set!r}" if from_set else ""))
     if written is not None:
         out.info(f"{starter}: starter config written (it uses experiment_set({name!r}); build the set's graph in py())")
-    width = max((len(repo) for repo in heads), default=0)
-    for repo, sha in heads.items():
-        out.result(f"{repo:<{width}}  {sha[:7]}  ({lockfile.get_repo(repo).branch or 'default branch'} head)")
+    _say_pins(out, lockfile, heads, as_of)
     if graph is not None:
         recorded = count(len(graph.outputs), "output")
         out.info(f"{display_path(snapshot_path(path))}: recorded sets.{shown_key(name)} ({recorded})")
@@ -170,6 +168,14 @@ def _checked_configs(lockfile: Lockfile, name: str, configs: Sequence[str], star
                 f"--configs {config}: no such file (write it first, or let --config {config} write a starter)"
             )
     return configs
+
+
+def _say_pins(out: Output, lockfile: Lockfile, heads: Dict[str, str], as_of: Optional[datetime.datetime]) -> None:
+    """A line per pin of the new set: where its commit comes from."""
+    width = max((len(repo) for repo in heads), default=0)
+    at = "head" if as_of is None else f"as of {as_of.isoformat()}"
+    for repo, sha in heads.items():
+        out.result(f"{repo:<{width}}  {sha[:7]}  ({lockfile.get_repo(repo).branch or 'default branch'} {at})")
 
 
 def _head(lockfile: Lockfile, repo: str, store: Store, as_of: Optional[datetime.datetime]) -> str:

@@ -15,6 +15,7 @@ __all__ = [
     "dry_run",
     "commit_option",
     "commit_written",
+    "check_commit",
     "as_of",
     "output_of",
 ]
@@ -126,7 +127,12 @@ def _moment(text: str) -> datetime.datetime:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
     if "T" not in text:
         moment = moment.replace(hour=23, minute=59, second=59)  # a day: all of it
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.timezone.utc)
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.timezone.utc)
+    try:
+        moment.timestamp()
+    except (OverflowError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range") from None
+    return moment
 
 
 _MOMENT_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:\d{2})?)?")
@@ -140,6 +146,24 @@ def commit_option(parser: argparse.ArgumentParser) -> None:
         help="commit pin.toml and pin.snapshot.toml as this command leaves them, and nothing else (whatever else is "
         "staged stays staged), with a message saying what changed",
     )
+
+
+def check_commit(args: argparse.Namespace) -> None:
+    """
+    Before a command with ``--commit`` writes anything: that it writes, and that the commit can be made.
+
+    :raises UsageError: for a dry run
+    :raises GitError: when there is no repository, or pin.toml or the snapshot hold changes not committed
+    """
+    from sispin.errors import UsageError
+    from sispin.git.setup_history import check_committable
+    from sispin.lock.files import snapshot_path
+    from sispin.lock.lockfile import find_lockfile
+
+    if getattr(args, "dry_run", False):
+        raise UsageError("--commit: a dry run writes nothing to commit")
+    lock = find_lockfile()
+    check_committable(lock.parent, [lock, snapshot_path(lock)])
 
 
 def commit_written(lock: Path, summary: str, body: Sequence[str], out: Output) -> None:

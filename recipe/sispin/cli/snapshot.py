@@ -58,18 +58,16 @@ def snapshot(path: Path, names: Sequence[str], out: Output) -> int:
     specs = lockfile.select_sets(names)
     for spec in specs if names else ():
         spec.check_not_frozen("pin snapshot")
+    target = snapshot_path(lockfile.path)
+    before = read_snapshot(target)
     # a set without configs has no graph yet (just created), a frozen one keeps its ids: said once each, and no
     # failure of the sets that are recorded
     for spec in specs:
         if spec.freeze:
-            out.info(
-                f"sets.{shown_key(spec.name)}: frozen: its recorded ids stay (`pin thaw {spec.name}` to record anew)"
-            )
+            out.info(_frozen_line(spec.name, spec.name in before))
         elif not spec.configs:
             out.info(skipped_line(spec.name))
     names = [spec.name for spec in specs if spec.configs and not spec.freeze]
-    target = snapshot_path(lockfile.path)
-    before = read_snapshot(target)
     # every job's record walked anew: one whose id stays can hold other unhashed state (its own hash(), a
     # ReturnnConfig's post_config), and a record kept from before would explain that as a change later
     graphs = [load_graph(lockfile, name, records="all") for name in names]
@@ -122,6 +120,15 @@ def _recorded_line(graph: SetGraph, before: Snapshot, changed: Sequence[str], lo
     else:
         news = "new in the snapshot"
     return f"{graph.set_name}: {count(len(graph.outputs), 'output')}, {count(len(graph.jobs), 'job')} ({news})"
+
+
+def _frozen_line(name: str, recorded: bool) -> str:
+    if recorded:
+        return f"sets.{shown_key(name)}: frozen: its recorded ids stay (`pin thaw {name}` to record anew)"
+    return (
+        f"sets.{shown_key(name)}: frozen, and not recorded (`pin check` fails on it): `pin thaw {name}`, `pin "
+        f"snapshot {name}`, `pin freeze {name}`"
+    )
 
 
 def skipped_line(name: str) -> str:

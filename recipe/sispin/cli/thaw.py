@@ -8,7 +8,7 @@ import argparse
 
 from sispin.cli.options import add_command, commit_option, commit_written
 from sispin.cli.output import Output
-from sispin.lock.editing import edit_freeze
+from sispin.lock.freezing import edit_freeze
 from sispin.lock.lockfile import find_lockfile, shown_key
 
 

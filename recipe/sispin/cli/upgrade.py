@@ -412,6 +412,7 @@ def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, mov
             f"{where}: sets.{shown_key(set_name)} was removed by another process while this upgrade ran; "
             "nothing written"
         )
+    current.sets[set_name].check_not_frozen("pin upgrade")  # frozen by another process meanwhile
     already = []
     for move in moves:
         pins = current.sets[set_name].pins

@@ -49,6 +49,8 @@ _USER_GIT_VARIABLES = frozenset(
         "GIT_AUTHOR_EMAIL",
         "GIT_COMMITTER_NAME",
         "GIT_COMMITTER_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_DATE",
         "GIT_EXEC_PATH",
         "GIT_SSH",
         "GIT_SSH_COMMAND",
@@ -104,7 +106,7 @@ def read_git(repository: Path, *args: str, stdin: Optional[str] = None) -> str:
     except OSError as exc:
         raise GitError(f"cannot run git in {repository}: {exc}") from None
     if answer.returncode != 0:
-        lines = [line for line in answer.stderr.splitlines() if line.strip()]
+        lines = [line for line in answer.stderr.splitlines() if line.strip() and not line.startswith("hint:")]
         raise GitError(f"git {args[0]} in {repository} failed: {lines[-1] if lines else answer.returncode}")
     return answer.stdout[:-1] if answer.stdout.endswith("\n") else answer.stdout
 

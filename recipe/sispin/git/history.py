@@ -66,6 +66,10 @@ def branch_commit(path: Path, branch: Optional[str]) -> str:
     return sha
 
 
+#: 2100-01-01T00:00:00Z, where the dates git reads end
+_GIT_DATES_END = 4_102_444_800
+
+
 def commit_as_of(path: Path, branch: Optional[str], moment: datetime.datetime) -> str:
     """
     :param path: a mirror
@@ -76,10 +80,13 @@ def commit_as_of(path: Path, branch: Optional[str], moment: datetime.datetime) -
     :raises RevisionError: when the branch does not exist or has no commit that old
     """
     head = branch_commit(path, branch)
-    when = moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S +0000")
-    found = read_git(path, "rev-list", "-1", "--first-parent", f"--before={when}", head)
+    # git reads no date from 2100 on (and no timestamp that large): a later moment takes every commit
+    before = [f"--before=@{int(moment.timestamp())}"] if moment.timestamp() < _GIT_DATES_END else []
+    # before 1970 there are no commits (and git reads no negative timestamp)
+    found = read_git(path, "rev-list", "-1", "--first-parent", *before, head) if moment.timestamp() >= 0 else ""
     if not found:
-        raise RevisionError(f"{f'branch {branch!r}' if branch else 'the default branch'} has no commit before {when}")
+        where = f"branch {branch!r}" if branch else "the default branch"
+        raise RevisionError(f"{where} has no commit at or before {moment.isoformat()}")
     return found
 
 

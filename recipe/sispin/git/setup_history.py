@@ -6,11 +6,11 @@ touching the user's working tree, index or worktree list.
 
 from __future__ import annotations
 
-__all__ = ["export_setup", "commit_files"]
+__all__ = ["export_setup", "check_committable", "commit_files"]
 
 import os
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 import git
 
@@ -56,29 +56,67 @@ def export_setup(root: Path, revision: str, target: Path) -> Path:
     return files
 
 
+def _top(root: Path) -> Path:
+    try:
+        return Path(read_git(root, "rev-parse", "--show-toplevel"))
+    except GitError:
+        raise GitError(f"--commit: {root} is in no git repository") from None
+
+
+def _names(top: Path, files: Sequence[Path]) -> List[str]:
+    """:return: the files (through symlinks) relative to the repository's top"""
+    names = []
+    for file in files:
+        real = os.path.realpath(file)
+        if not real.startswith(os.path.join(os.path.realpath(top), "")):
+            raise GitError(f"--commit: {file} is outside the repository {top}")
+        names.append(os.path.relpath(real, os.path.realpath(top)))
+    return names
+
+
+def check_committable(root: Path, files: Sequence[Path]) -> None:
+    """
+    Before a command writes with ``--commit``: the setup is in a repository, and its files hold no changes that are
+    not committed (they would go into the commit under the command's message).
+
+    :raises GitError: saying which
+    """
+    top = _top(root)
+    names = _names(top, [file for file in files if os.path.lexists(file)])
+    changed = [
+        line[3:] for line in read_git(top, "status", "--porcelain", "--", *names).splitlines() if line[:2] != "??"
+    ]
+    if names and changed:
+        raise GitError(
+            f"--commit: {', '.join(changed)} has changes not committed: commit them first, or leave out --commit"
+        )
+
+
 def commit_files(root: Path, files: Sequence[Path], summary: str, body: Sequence[str] = ()) -> Optional[str]:
     """
     Commit exactly these files of the setup as they are on disk (``git commit --only``): whatever else is staged
-    stays staged and out of the commit. The repository's hooks run as for any commit.
+    stays staged and out of the commit, and a refused commit leaves the index as it was. The repository's hooks run
+    as for any commit.
 
     :param root: the setup directory, inside a git repository
-    :param files: files below it that exist (new ones are added)
+    :param files: files below it that exist (new ones are added; symlinks are followed)
     :param summary: the message's first line
     :param body: the lines after it
     :return: the new commit's SHA, or None when the files are as committed already
     :raises GitError: when the setup is in no git repository, or git refuses the commit (its reason)
     """
-    try:
-        read_git(root, "rev-parse", "--show-toplevel")
-    except GitError:
-        raise GitError(f"--commit: {root} is in no git repository") from None
-    names = [os.path.relpath(file, root) for file in files]
-    if not read_git(root, "status", "--porcelain", "--", *names):
+    top = _top(root)
+    names = _names(top, files)
+    if not read_git(top, "status", "--porcelain", "--", *names):
         return None
+    new = [name for name in names if not read_git(top, "ls-files", "--", name)]
     text = "\n".join([summary, "", *body]) if body else summary
     try:
-        read_git(root, "add", "--", *names)
-        read_git(root, "commit", "--only", "--quiet", "-m", text, "--", *names)
+        if new:
+            read_git(top, "add", "--intent-to-add", "--", *new)
+        read_git(top, "commit", "--only", "--quiet", "-m", text, "--", *names)
     except GitError as exc:
+        if new:
+            read_git(top, "reset", "--quiet", "--", *new)
         raise GitError(f"--commit: {exc} (the files are written; nothing was committed)") from None
-    return read_git(root, "rev-parse", "HEAD")
+    return read_git(top, "rev-parse", "HEAD")

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 __all__ = [
     "edit_lockfile",
-    "edit_freeze",
-    "set_frozen",
+    "keyed_items",
     "append_table",
     "add_value",
     "set_pin_commit",
@@ -27,7 +26,7 @@ import difflib
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
 
 import tomlkit
 from tomlkit.items import Comment, InlineTable, String, StringType, Table, Trivia, Whitespace
@@ -114,7 +113,7 @@ def _check_only_additions_and_shas(old: str, new: str, where: str, rewritable_ke
         before, after = "".join(old_lines[i1:i2]), "".join(new_lines[j1:j2])
         if tag == "equal" or _only_inserted(before, after) or _only_shas_differ(before, after):
             continue
-        if _only_alias_dropped(before, after):
+        if _only_alias_dropped(before, after) or (rewritable_key == "freeze" and _only_freeze_dropped(before, after)):
             continue
         if rewritable_key and set(range(i1, i2)) <= old_key_lines and set(range(j1, j2)) <= new_key_lines:
             continue
@@ -145,6 +144,19 @@ def _only_alias_dropped(before: str, after: str) -> bool:
         return " ".join(_PUNCTUATION_SPACE_RE.sub(r"\1", _SHA_RUN_RE.sub("<sha>", text)).split())
 
     return plain(_ALIAS_RE.sub("", before)) == plain(after)
+
+
+#: a set's freeze flag as the text holds it: in an inline table after a comma, or first, or on a line of its own
+_FREEZE_RE = re.compile(
+    rf",\s*freeze\s*=\s*(?:true|false)|(?:{_KEY_PART}\s*\.\s*)*\bfreeze\s*=\s*(?:true|false)(\s*,)?"
+)
+
+
+def _only_freeze_dropped(before: str, after: str) -> bool:
+    """Whether after is before without its ``freeze = ...`` (thawing a set written as an inline table)."""
+    return " ".join(_PUNCTUATION_SPACE_RE.sub(r"\1", _FREEZE_RE.sub("", before)).split()) == " ".join(
+        _PUNCTUATION_SPACE_RE.sub(r"\1", after).split()
+    )
 
 
 def _value_lines(lines: List[str], key: str) -> Set[int]:
@@ -271,7 +283,7 @@ def set_pin_commit(document: tomlkit.TOMLDocument, set_name: str, repo: str, com
     :param commit: the new full SHA
     :raises LockfileError: when the document holds no string for that pin (a bug of the caller: pins are validated)
     """
-    for path, parent, item in _keyed_items(document, ()):
+    for path, parent, item in keyed_items(document, ()):
         if path in (("sets", set_name, repo), ("sets", set_name, repo, "commit")) and isinstance(item, String):
             kind = item.type
             parent[path[-1]] = tomlkit.string(commit, literal=kind.is_literal(), multiline=kind.is_multiline())
@@ -288,52 +300,13 @@ def drop_pin_alias(document: tomlkit.TOMLDocument, set_name: str, repo: str) -> 
     :param set_name: the set
     :param repo: the repository the set pins
     """
-    for path, parent, _ in list(_keyed_items(document, ())):
+    for path, parent, _ in list(keyed_items(document, ())):
         if path == ("sets", set_name, repo, "hash_overwrite"):
             del parent[path[-1]]
             return
 
 
-def set_frozen(document: tomlkit.TOMLDocument, set_name: str, frozen: bool) -> None:
-    """
-    Freeze a set (``freeze = true`` added at the end of its values) or thaw it (its ``freeze`` key removed, whatever
-    TOML spelling holds it).
-
-    :param document: pin.toml as tomlkit reads it, with the set in it
-    :param set_name: the set
-    :param frozen: whether it is to be frozen
-    """
-    for path, parent, _ in list(_keyed_items(document, ())):
-        if path == ("sets", set_name, "freeze"):
-            del parent[path[-1]]
-    if frozen:
-        add_value(document["sets"][set_name], "freeze", True)  # type: ignore[index]
-
-
-def edit_freeze(path: Path, names: Sequence[str], frozen: bool) -> List[str]:
-    """
-    Freeze or thaw sets in pin.toml (see :func:`set_frozen`), under its lock.
-
-    :param path: the pin.toml
-    :param names: the sets
-    :param frozen: freeze them, or thaw them
-    :return: the sets that changed (the others were frozen, or thawed, already)
-    :raises UnknownNameError: for a set pin.toml does not have
-    """
-    changed: List[str] = []
-
-    def change(current: Lockfile, document: tomlkit.TOMLDocument) -> None:
-        changed.clear()
-        for name in dict.fromkeys(names):
-            if current.get_set(name).freeze != frozen:
-                set_frozen(document, name, frozen)
-                changed.append(name)
-
-    edit_lockfile(path, change, rewritable_key="freeze")
-    return changed
-
-
-def _keyed_items(container: Any, prefix: Tuple[str, ...]) -> Iterator[Tuple[Tuple[str, ...], Any, Any]]:
+def keyed_items(container: Any, prefix: Tuple[str, ...]) -> Iterator[Tuple[Tuple[str, ...], Any, Any]]:
     """
     Every keyed item below a document or table, with its full key path and the table that holds it. tomlkit keeps
     dotted keys (``a.b = 1``) and split tables as nested tables of their own, so the path is the only reliable name.
@@ -345,7 +318,7 @@ def _keyed_items(container: Any, prefix: Tuple[str, ...]) -> Iterator[Tuple[Tupl
         path = (*prefix, key.key)
         yield path, container, item
         if isinstance(item, (Table, InlineTable)):
-            yield from _keyed_items(item, path)
+            yield from keyed_items(item, path)
 
 
 def _last_item(table: Table) -> Any:
