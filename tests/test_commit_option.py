@@ -37,11 +37,14 @@ def test_commit_takes_only_the_lock_files_and_says_what_moved(history, capsys):
         (["freeze", "other", "--commit"], "pin freeze other"),
         (["thaw", "other", "--commit"], "pin thaw other"),
         (["configs", "other", "--add", "notes.txt", "--commit"], "pin configs other: +notes.txt"),
-        (["new", "paper", "--commit"], f"pin new paper: rc {history.c[4][:7]}"),
     ):
         assert main(command) == 0, command
         assert git(root, "log", "-1", "--format=%s") == summary
         assert git(root, "show", "--name-only", "--format=", "HEAD") == "pin.toml"
+    # a new set's starter config goes into the commit that lists it
+    assert main(["new", "paper", "--config", "config/paper.py", "--commit"]) == 0
+    assert git(root, "log", "-1", "--format=%s") == f"pin new paper: rc {history.c[4][:7]}"
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["config/paper.py", "pin.toml"]
     capsys.readouterr()
     assert main(["thaw", "other", "--commit"]) == 0
     assert "--commit: nothing to commit (as committed already)" in capsys.readouterr().out

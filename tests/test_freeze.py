@@ -106,3 +106,10 @@ def test_sets_written_as_inline_tables_freeze_and_thaw(history, capsys):
     assert main(["thaw", "other"]) == 0
     assert history.text().replace(" ", "") == inline.replace(" ", ""), "thawed as it was (spacing aside)"
     capsys.readouterr()
+
+
+def test_a_hand_written_freeze_false_is_turned_where_it_stands(history, capsys):
+    history.lock.write_text(history.text().replace("[sets.other]\n", "[sets.other]\nfreeze = false  # not yet\n"))
+    assert main(["freeze", "other"]) == 0
+    assert "[sets.other]\nfreeze = true  # not yet\n" in history.text()
+    capsys.readouterr()

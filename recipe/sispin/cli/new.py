@@ -80,7 +80,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     )  # fmt: skip
     if args.commit:
         pins = ", ".join(f"{repo} {pin.commit[:7]}" for repo, pin in load_lockfile(path).get_set(args.set).pins.items())
-        commit_written(path, f"pin new {args.set}: {pins}", [], out)
+        starter = [path.parent / args.config] if args.config else []  # the config the new set lists
+        commit_written(path, f"pin new {args.set}: {pins}", [], out, also=starter)
     return code
 
 

@@ -166,19 +166,20 @@ def check_commit(args: argparse.Namespace) -> None:
     check_committable(lock.parent, [lock, snapshot_path(lock)])
 
 
-def commit_written(lock: Path, summary: str, body: Sequence[str], out: Output) -> None:
+def commit_written(lock: Path, summary: str, body: Sequence[str], out: Output, also: Sequence[Path] = ()) -> None:
     """
     Commit the setup's pin.toml and pin.snapshot.toml (those that exist), and say so.
 
     :param lock: the pin.toml
     :param summary: the message's first line
     :param body: the lines after it
+    :param also: other files the command wrote (a starter config), committed with them
     :raises GitError: when there is no repository, or git refuses
     """
     from sispin.git.setup_history import commit_files  # only --commit needs git here
     from sispin.lock.files import snapshot_path
 
-    files = [path for path in (lock, snapshot_path(lock)) if path.exists()]
+    files = [path for path in (lock, snapshot_path(lock), *also) if path.exists()]
     sha = commit_files(lock.parent, files, summary, body)
     out.info(f"committed {sha[:7]}: {summary}" if sha else "--commit: nothing to commit (as committed already)")
 

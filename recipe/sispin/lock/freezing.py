@@ -17,16 +17,22 @@ from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lo
 
 def set_frozen(document: tomlkit.TOMLDocument, set_name: str, frozen: bool) -> None:
     """
-    Freeze a set (``freeze = true`` added at the end of its values) or thaw it (its ``freeze`` key removed, whatever
-    TOML spelling holds it).
+    Freeze a set (``freeze = true``: a ``freeze = false`` already there turned, its comment kept; else added at the
+    end of its values) or thaw it (its ``freeze`` key removed, whatever TOML spelling holds it).
 
     :param document: pin.toml as tomlkit reads it, with the set in it
     :param set_name: the set
     :param frozen: whether it is to be frozen
     """
-    for path, parent, _ in list(keyed_items(document, ())):
+    for path, parent, item in list(keyed_items(document, ())):
         if path == ("sets", set_name, "freeze"):
-            del parent[path[-1]]
+            if not frozen:
+                del parent[path[-1]]
+                return
+            turned = tomlkit.item(True)
+            turned.trivia.comment_ws, turned.trivia.comment = item.trivia.comment_ws, item.trivia.comment
+            parent[path[-1]] = turned
+            return
     if frozen:
         add_value(document["sets"][set_name], "freeze", True)  # type: ignore[index]
 
