@@ -28,6 +28,7 @@ def test_commit_takes_only_the_lock_files_and_says_what_moved(history, capsys):
     message = git(root, "log", "-1", "--format=%B")
     summary = f"pin upgrade demo: rc {history.c[0][:7]} -> {history.c[4][:7]}"
     assert message.splitlines()[0] == summary and f"rc {history.c[0][:7]} -> {history.c[4][:7]} (+4 commits)" in message
+    assert "--as-of" not in message and "--to" not in message
     assert f"committed {git(root, 'rev-parse', '--short=7', 'HEAD')}: {summary}" in capsys.readouterr().out
     assert git(root, "show", "--name-only", "--format=", "HEAD") == "pin.toml"
     # what the user had staged stays staged, what they changed stays changed
@@ -41,6 +42,9 @@ def test_commit_takes_only_the_lock_files_and_says_what_moved(history, capsys):
         assert main(command) == 0, command
         assert git(root, "log", "-1", "--format=%s") == summary
         assert git(root, "show", "--name-only", "--format=", "HEAD") == "pin.toml"
+    # where a move was asked to go is part of the record
+    assert main(["upgrade", "demo", "rc", "--to", "v1", "--allow-downgrade", "--commit"]) == 0
+    assert git(root, "log", "-1", "--format=%B").splitlines()[-1] == "--to v1"
     # a new set's starter config goes into the commit that lists it
     assert main(["new", "paper", "--config", "config/paper.py", "--commit"]) == 0
     assert git(root, "log", "-1", "--format=%s") == f"pin new paper: rc {history.c[4][:7]}"

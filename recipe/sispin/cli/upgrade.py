@@ -158,7 +158,7 @@ def upgrade(
         return 0
     _write(path, set_name, moving, graphs[1] if graphs else None, out)
     if commit:
-        _commit_moves(path, set_name, moving, graphs, out)
+        _commit_moves(path, set_name, moving, graphs, target, out)
     return 0
 
 
@@ -254,10 +254,17 @@ def _judged_graphs(
 
 
 def _commit_moves(
-    path: Path, set_name: str, moving: List[Move], graphs: Optional[Tuple[SetGraph, SetGraph]], out: Output
+    path: Path,
+    set_name: str,
+    moving: List[Move],
+    graphs: Optional[Tuple[SetGraph, SetGraph]],
+    target: Target,
+    out: Output,
 ) -> None:
-    """Commit pin.toml and the snapshot with the moves and the blast radius as the message."""
+    """Commit pin.toml and the snapshot with the moves, where they went and the blast radius as the message."""
     body = [f"{m.repo} {m.old[:7]} -> {m.new[:7]} ({m.summary})" for m in moving]
+    body += [f"--to {target.revision}"] if target.revision else []
+    body += [f"--as-of {target.as_of.isoformat()}"] if target.as_of else []
     body += [f"{_radius(*graphs)} get new ids"] if graphs else []
     moves = ", ".join(f"{m.repo} {m.old[:7]} -> {m.new[:7]}" for m in moving)
     commit_written(path, f"pin upgrade {set_name}: {moves}", body, out)

@@ -161,7 +161,7 @@ def update_mirror(url: str, path: Path) -> None:
     :param path: mirror made by :func:`create_mirror`
     :raises GitError: when the remote cannot be reached
     """
-    _keep_commit_graph(runner(path))  # also in mirrors made before sispin kept one
+    runner(path).config("fetch.writeCommitGraph", "true")  # also in mirrors made before sispin kept one
     network(runner(path), url, "fetch", "fetch", "--prune", "origin")
     _follow_remote_head(url, path)
 
