@@ -168,6 +168,14 @@ def _notes(records: List[Dict[str, Any]]) -> List[str]:
                 f"note: {record['repo']} {record['commit'][:7]} is not in the store's mirror "
                 f"(fetched {record['fetched_at']}): run `pin status --fetch`; if it persists, it was force-pushed away"
             )
+        elif record["in_store"] and record["behind"] is None and record["url"] not in seen:
+            # the commit is there, the branch to count against is not
+            seen.add(record["url"])
+            branch = f"branch {record['branch']!r}" if record["branch"] else "the default branch"
+            notes.append(
+                f"note: {record['repo']}: {branch} is not in the store's mirror (fetched {record['fetched_at']}): "
+                f"BEHIND is unknown; check repos.{shown_key(record['repo'])}.branch, or run `pin status --fetch`"
+            )
     fetched = sorted({r["fetched_at"] for r in records if r["fetched_at"]})
     if fetched:
         notes.append(f"store last fetched: {fetched[0]}" + (f" .. {fetched[-1]}" if len(fetched) > 1 else ""))
