@@ -24,7 +24,7 @@ import argparse
 import datetime
 import re
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from sispin.cli.output import NORMAL, QUIET, VERBOSE, Output
 
@@ -148,6 +148,13 @@ def commit_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _lock_files(lock: Path) -> List[Path]:
+    """:return: the files ``--commit`` commits: pin.toml and pin.snapshot.toml"""
+    from sispin.lock.files import snapshot_path
+
+    return [lock, snapshot_path(lock)]
+
+
 def check_commit(args: argparse.Namespace) -> None:
     """
     Before a command with ``--commit`` writes anything: that it writes, and that the commit can be made.
@@ -157,13 +164,12 @@ def check_commit(args: argparse.Namespace) -> None:
     """
     from sispin.errors import UsageError
     from sispin.git.setup_history import check_committable
-    from sispin.lock.files import snapshot_path
     from sispin.lock.lockfile import find_lockfile
 
     if getattr(args, "dry_run", False):
         raise UsageError("--commit: a dry run writes nothing to commit")
     lock = find_lockfile()
-    check_committable(lock.parent, [lock, snapshot_path(lock)])
+    check_committable(lock.parent, _lock_files(lock))
 
 
 def commit_written(lock: Path, summary: str, body: Sequence[str], out: Output, also: Sequence[Path] = ()) -> None:
@@ -177,9 +183,8 @@ def commit_written(lock: Path, summary: str, body: Sequence[str], out: Output, a
     :raises GitError: when there is no repository, or git refuses
     """
     from sispin.git.setup_history import commit_files  # only --commit needs git here
-    from sispin.lock.files import snapshot_path
 
-    files = [path for path in (lock, snapshot_path(lock), *also) if path.exists()]
+    files = [path for path in (*_lock_files(lock), *also) if path.exists()]
     sha = commit_files(lock.parent, files, summary, body)
     out.info(f"committed {sha[:7]}: {summary}" if sha else "--commit: nothing to commit (as committed already)")
 

@@ -17,8 +17,6 @@ __all__ = ["KeptPass", "kept_pass", "keep_pass", "forget_pass"]
 
 import hashlib
 import json
-import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
@@ -27,8 +25,7 @@ from sispin.errors import PinError
 from sispin.graph.build import Output
 from sispin.graph.ledger import changed_input
 from sispin.graph.runner import probe_environment
-from sispin.lock.cache import CACHE_DIR, cache_directory
-from sispin.lock.files import replace_file
+from sispin.lock.cache import set_cache_file, write_set_cache
 from sispin.lock.lockfile import Lockfile
 
 #: the format of a kept pass; another one is not read
@@ -48,8 +45,7 @@ class KeptPass(NamedTuple):
 
 
 def _file(root: Path, set_name: str) -> Path:
-    # a set name is a valid file name (letters, digits, '_', '.', '-'), never '.' or '..' (pin.toml's rule)
-    return root / CACHE_DIR / "checks" / f"{set_name}.json"
+    return set_cache_file(root, "checks", set_name)
 
 
 def _sispin_source() -> List[Tuple[str, int, int]]:
@@ -154,13 +150,7 @@ def keep_pass(
         "outputs": passed.outputs,
         "changes": passed.changes,
     }
-    try:
-        cache_directory(lockfile.root)
-        target.parent.mkdir(exist_ok=True)
-        mode = stat.S_IMODE(os.stat(lockfile.path).st_mode) & 0o666
-        replace_file(target, json.dumps(data, separators=(",", ":")).encode(), mode)
-    except OSError:
-        pass  # a setup that cannot hold the cache builds every set on every check
+    write_set_cache(lockfile.path, "checks", set_name, data)  # a setup that cannot hold it builds every time
     return None
 
 

@@ -28,8 +28,6 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 from sispin.graph.records import hashed_paths, record
 
-#: exit code of a probe that found no (rwth-i6) Sisyphus to import
-NO_SISYPHUS = 3
 #: exit code of a probe whose configs raised; OUT then holds {"error": {"where", "exception", "traceback"}}
 CONFIG_FAILED = 4
 
@@ -279,18 +277,19 @@ def _never_stale_bytecode(root: str) -> None:
 
 
 def _find_sisyphus() -> None:
-    """Exit with NO_SISYPHUS and one line when no rwth-i6 Sisyphus can be imported (PyPI's 'sisyphus' is another)."""
+    """
+    :raises SystemExit: with the one line :func:`sispin.graph.runner.run_probe` reports (the process's last line of
+        error output) when no rwth-i6 Sisyphus can be imported (PyPI's 'sisyphus' is another)
+    """
     try:
         import sisyphus.toolkit  # noqa: F401
     except ImportError as exc:
         found = sys.modules.get("sisyphus")
         where = f" ({found.__file__} is another package of that name)" if found is not None else ""
-        print(
+        raise SystemExit(
             f"no Sisyphus to import{where}: {exc}; add it to pin.toml's [setup.*] and run `pin sync`, "
-            "pip install a Sisyphus checkout, or put one on PYTHONPATH",
-            file=sys.stderr,
-        )
-        sys.exit(NO_SISYPHUS)
+            "pip install a Sisyphus checkout, or put one on PYTHONPATH"
+        ) from None
 
 
 def main(argv: List[str]) -> int:

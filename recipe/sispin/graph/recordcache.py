@@ -12,22 +12,14 @@ __all__ = ["write_records", "read_records"]
 
 import hashlib
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
 from sispin.graph.build import Arg, JobRecord, Output, SetGraph
-from sispin.lock.cache import CACHE_DIR, cache_directory
-from sispin.lock.files import replace_file
+from sispin.lock.cache import set_cache_file, write_set_cache
 
 #: the format of a records file; another one is not read
 _VERSION = 1
-
-
-def _file(directory: Path, set_name: str) -> Path:
-    # a set name is a valid file name (letters, digits, '_', '.', '-'), never '.' or '..' (pin.toml's rule)
-    return directory / "records" / f"{set_name}.json"
 
 
 def write_records(lockfile_path: Path, graph: SetGraph) -> None:
@@ -42,13 +34,8 @@ def write_records(lockfile_path: Path, graph: SetGraph) -> None:
         "outputs": _fingerprint(graph.outputs),
         "jobs": {job: _encoded(record) for job, record in sorted(graph.records.items())},
     }
-    try:
-        target = _file(cache_directory(Path(lockfile_path).parent), graph.set_name)
-        target.parent.mkdir(exist_ok=True)
-        mode = stat.S_IMODE(os.stat(lockfile_path).st_mode) & 0o666
-        replace_file(target, json.dumps(data, separators=(",", ":")).encode(), mode)
-    except OSError:
-        pass  # a setup that cannot hold the cache explains through `pin explain --against REV`
+    # a setup that cannot hold the cache explains through `pin explain --against REV`
+    write_set_cache(lockfile_path, "records", graph.set_name, data)
 
 
 def read_records(lockfile_path: Path, set_name: str, recorded: Mapping[str, Output]) -> Optional[Dict[str, JobRecord]]:
@@ -61,7 +48,7 @@ def read_records(lockfile_path: Path, set_name: str, recorded: Mapping[str, Outp
         damaged cache)
     """
     try:
-        data = json.loads(_file(Path(lockfile_path).parent / CACHE_DIR, set_name).read_bytes())
+        data = json.loads(set_cache_file(Path(lockfile_path).parent, "records", set_name).read_bytes())
         if data.get("version") != _VERSION or data.get("outputs") != _fingerprint(recorded):
             return None
         return {job: _decoded(record) for job, record in data["jobs"].items()}

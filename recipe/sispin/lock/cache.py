@@ -15,7 +15,7 @@ source), the lockfile is validated as if there were none.
 
 from __future__ import annotations
 
-__all__ = ["CACHE_DIR", "cache_directory", "validating_modules", "load_cached"]
+__all__ = ["CACHE_DIR", "cache_directory", "set_cache_file", "write_set_cache", "validating_modules", "load_cached"]
 
 import ast
 import hashlib
@@ -166,6 +166,40 @@ def cache_directory(root: Path) -> Path:
     if not ignore.exists():
         ignore.write_text("# sispin's caches (validated lockfiles, job records); safe to delete\n*\n")
     return directory
+
+
+def set_cache_file(root: Path, kind: str, set_name: str) -> Path:
+    """
+    :param root: the setup root
+    :param kind: what is kept per set (``records``, ``checks``)
+    :param set_name: the set
+    :return: where the set's JSON of that kind is kept: ``.sispin-cache/KIND/SET.json``
+    """
+    # a set name is a valid file name (letters, digits, '_', '.', '-'), never '.' or '..' (pin.toml's rule)
+    return Path(root) / CACHE_DIR / kind / f"{set_name}.json"
+
+
+def write_set_cache(lockfile_path: Path, kind: str, set_name: str, data: Any) -> None:
+    """
+    Replace a set's JSON of a kind (see :func:`set_cache_file`), with pin.toml's permission bits. Only a cache: a
+    setup that cannot hold it goes without.
+
+    :param lockfile_path: the pin.toml
+    :param data: what to keep, as JSON
+    """
+    import json  # neither is needed on the config path, which only reads the lock's cache
+
+    from sispin.lock.files import replace_file
+
+    root = Path(lockfile_path).parent
+    try:
+        cache_directory(root)
+        target = set_cache_file(root, kind, set_name)
+        target.parent.mkdir(exist_ok=True)
+        mode = stat.S_IMODE(os.stat(lockfile_path).st_mode) & 0o666
+        replace_file(target, json.dumps(data, separators=(",", ":")).encode(), mode)
+    except OSError:
+        pass
 
 
 def _write(cache: Path, key: bytes, code: List[Tuple[str, bytes]], value: Tuple[Any, Any, Any], mode: int) -> None:
