@@ -264,7 +264,7 @@ def test_load_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_the_snapshot_text_reads_back_as_what_was_recorded_whatever_the_names():
-    from sispin.graph.snapshot import _render
+    from sispin.graph.snapshot import render_snapshot
 
     if sys.version_info >= (3, 11):
         import tomllib
@@ -278,5 +278,5 @@ def test_the_snapshot_text_reads_back_as_what_was_recorded_whatever_the_names():
         "b-1": {"outputs": {}},
     }
     bound = {'V/ä"': ["a" * 40, "b" * 40], "X": ["c" * 40]}
-    data = tomllib.loads(_render(sets, bound))
+    data = tomllib.loads(render_snapshot(sets, bound))
     assert data["sets"] == sets and data["bound"] == bound and data["version"] == 1

@@ -32,7 +32,7 @@ __all__ = [
 #: carries one of them
 EXIT_CODES: Dict[int, str] = {
     0: "ok",
-    1: "a check found problems",
+    1: "a check found problems; a merge left conflicts",
     2: "bad command line",
     3: "pin.toml or pin.snapshot.toml missing or invalid",
     4: "unknown set or repository, or a new name that exists already",

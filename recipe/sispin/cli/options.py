@@ -48,6 +48,7 @@ COMMANDS = {
     "verify": ("verify", "check that setup checkouts, store checkouts and finished clone jobs are untouched"),
     "why": ("why", "show which sets, finished jobs and outputs use a commit or a repository"),
     "gc": ("gc", "remove the store checkouts that no lockfile using the store pins"),
+    "merge-driver": ("merge_driver", "merge pin.toml and pin.snapshot.toml for git (--install sets it up)"),
 }
 
 #: what every command takes: how much it prints

@@ -23,6 +23,9 @@ __all__ = [
     "edit_lock_and_snapshot",
     "complete_interrupted",
     "compare_outputs",
+    "parse_snapshot",
+    "render_snapshot",
+    "add_aliases",
 ]
 
 import json
@@ -83,9 +86,19 @@ def _load_all(path: Path) -> Tuple[Dict[str, Entry], Dict[str, List[str]]]:
     """
     if not os.path.lexists(path):
         return {}, {}
-    where = display_path(path)
+    return parse_snapshot(read_lockfile_text(path), display_path(path))
+
+
+def parse_snapshot(text: str, where: str) -> Tuple[Dict[str, Entry], Dict[str, List[str]]]:
+    """
+    :param text: a snapshot's text
+    :param where: how messages name the file
+    :return: its sets, checked: set name -> entry, and every commit each hash_overwrite value was ever bound to (its
+        ``bound`` table, with the aliases of the sets in it)
+    :raises LockfileError: when it is malformed (naming file and key)
+    """
     try:
-        data = tomllib.loads(read_lockfile_text(path))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise LockfileError(f"{where}: invalid TOML: {exc}") from None
     except RecursionError:
@@ -103,11 +116,11 @@ def _load_all(path: Path) -> Tuple[Dict[str, Entry], Dict[str, List[str]]]:
     ):
         raise LockfileError(f"{where}: bound: must be a table of hash_overwrite value -> list of commits")
     history = {value: list(commits) for value, commits in bound.items()}
-    _add_aliases(history, sets)
+    add_aliases(history, sets)
     return sets, history
 
 
-def _add_aliases(history: Dict[str, List[str]], sets: Mapping[str, Entry]) -> None:
+def add_aliases(history: Dict[str, List[str]], sets: Mapping[str, Entry]) -> None:
     """Add the commit each alias of the sets binds to its value's history."""
     for entry in sets.values():
         for alias in entry.get("aliases", {}).values():
@@ -172,7 +185,7 @@ def _entry(graph: SetGraph) -> Entry:
     }
 
 
-def _render(sets: Mapping[str, Entry], bound: Mapping[str, List[str]]) -> str:
+def render_snapshot(sets: Mapping[str, Entry], bound: Mapping[str, List[str]]) -> str:
     """
     The snapshot's text, written out directly: a generated file of one line per output, where tomlkit's document
     model (built for keeping a user's file intact) would cost more than the build it records at thousands of outputs.
@@ -223,8 +236,8 @@ def _write_sets(path: Path, entries: Mapping[str, Entry], sets_in_lock: Collecti
     sets = {name: entry for name, entry in loaded.items() if name in sets_in_lock}
     sets.update(entries)
     # a set dropped or renamed keeps its aliases' history (loaded above): a value never stands for another commit
-    _add_aliases(bound, sets)
-    text = _render(sets, bound)
+    add_aliases(bound, sets)
+    text = render_snapshot(sets, bound)
     if os.path.isfile(path) and read_lockfile_text(path) == text:
         return False
     write_atomically(path, text)

@@ -20,6 +20,7 @@ __all__ = [
     "toml_pin",
     "multiline_string",
     "render_lockfile",
+    "keep_line_endings",
 ]
 
 import difflib
@@ -73,7 +74,7 @@ def edit_lockfile(
         current = parse_lockfile(text, path)
         document = tomlkit.parse(text)
         edit(current, document)
-        new_text = _keep_line_endings(text, tomlkit.dumps(document))
+        new_text = keep_line_endings(text, tomlkit.dumps(document))
         _check_only_additions_and_shas(text, new_text, display_path(path), rewritable_key)
         updated = parse_lockfile(new_text, path)
         if new_text == text:
@@ -85,7 +86,7 @@ def edit_lockfile(
     return updated
 
 
-def _keep_line_endings(old: str, new: str) -> str:
+def keep_line_endings(old: str, new: str) -> str:
     """A file written with CRLF line endings keeps them, also on the lines an edit adds."""
     if "\r\n" in old and not re.search(r"(?<!\r)\n", old):
         return re.sub(r"(?<!\r)\n", "\r\n", new)

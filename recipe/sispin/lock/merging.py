@@ -1,0 +1,246 @@
+"""
+Three-way merge of pin.toml, for git's merge driver (``pin merge-driver``).
+
+The merge is decided on the values, key by key: a key only one branch changed takes that branch's value; a key
+both changed differently is a conflict, named with both values. The text is written by the first of these that
+holds exactly the merged values and validates: git's own line merge, or this branch's file with the other branch's
+changes applied to it (tomlkit: comments, quotes and layout of both stay).
+"""
+
+from __future__ import annotations
+
+__all__ = ["LockMerge", "parse_values", "merge_values", "apply_changes", "holds"]
+
+import sys
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import tomlkit
+from tomlkit.items import Table
+
+from sispin.errors import LockfileError
+from sispin.lock.editing import add_value, append_table, keep_line_endings, toml_pin
+from sispin.lock.lockfile import is_full_sha, shown_key, shown_value
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised by the Python 3.9 CI run
+    import tomli as tomllib
+
+#: a key one side does not have
+_ABSENT = object()
+#: the top-level tables whose entries are tables of their own (a set, a repository, a setup checkout)
+_SECTIONS = ("repos", "sets", "setup")
+
+Leaves = Dict[Tuple[str, ...], Any]
+#: comment lines above a table's header, by its key path
+Comments = Dict[Tuple[str, ...], List[str]]
+
+
+class LockMerge(NamedTuple):
+    """What a three-way merge of pin.toml's values gives."""
+
+    #: the merged values (meaningful when there are no conflicts)
+    values: Dict[str, Any]
+    #: one line per key both branches changed differently
+    conflicts: List[str]
+
+
+def parse_values(text: str, where: str) -> Dict[str, Any]:
+    """
+    :param text: one side's file ("" when that side has none)
+    :param where: how messages name it
+    :return: its values
+    :raises LockfileError: when it is not TOML
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LockfileError(f"{where}: invalid TOML: {exc}") from None
+
+
+def merge_values(base: Dict[str, Any], ours: Dict[str, Any], theirs: Dict[str, Any], where: str) -> LockMerge:
+    """
+    Merge key by key: what one branch changed is taken, what both changed the same way is kept, what both changed
+    differently is a conflict.
+
+    :param base: the common ancestor's values
+    :param ours: this branch's values
+    :param theirs: the other branch's values
+    :param where: how messages name the file
+    """
+    base_leaves, our_leaves, their_leaves = _leaves(base), _leaves(ours), _leaves(theirs)
+    merged: Leaves = {}
+    conflicts = []
+    for path in dict.fromkeys([*our_leaves, *their_leaves, *base_leaves]):
+        old, mine, other = (leaves.get(path, _ABSENT) for leaves in (base_leaves, our_leaves, their_leaves))
+        if _same(mine, other) or _same(other, old):
+            value = mine
+        elif _same(mine, old):
+            value = other
+        else:
+            conflicts.append(_conflict(where, path, old, mine, other))
+            continue
+        if value is not _ABSENT:
+            merged[path] = value
+    values, clashes = _tree(merged)
+    clashing = [f"{where}: {_dotted(path)}: a value on one branch, a table on the other" for path in clashes]
+    return LockMerge(values, conflicts + clashing)
+
+
+def _same(a: Any, b: Any) -> bool:
+    # 1 == True and 1 == 1.0 in Python, not in TOML
+    return type(a) is type(b) and a == b
+
+
+def _leaves(values: Dict[str, Any], prefix: Tuple[str, ...] = ()) -> Leaves:
+    """Every value that is not a non-empty table, by its key path (an array or an inline table's values too)."""
+    leaves: Leaves = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and value:
+            leaves.update(_leaves(value, prefix + (key,)))
+        else:
+            leaves[prefix + (key,)] = value
+    return leaves
+
+
+def _tree(leaves: Leaves) -> Tuple[Dict[str, Any], List[Tuple[str, ...]]]:
+    """The tables the leaves make up, and the paths where one side's value meets the other side's table."""
+    tree: Dict[str, Any] = {}
+    clashes = []
+    for path, value in leaves.items():
+        node = tree
+        for depth, key in enumerate(path[:-1]):
+            node = node.setdefault(key, {})
+            if not isinstance(node, dict):
+                clashes.append(path[: depth + 1])
+                break
+        else:
+            if path[-1] in node:
+                clashes.append(path)
+            node[path[-1]] = value
+    return tree, clashes
+
+
+def _conflict(where: str, path: Tuple[str, ...], old: Any, mine: Any, other: Any) -> str:
+    if len(path) in (3, 4) and path[0] == "sets" and path[3:] in ((), ("commit",)):
+        pin = f"sets.{shown_key(path[1])}.{shown_key(path[2])}"
+        return (
+            f"{where}: {pin} moved to {_shown(mine)} on this branch and to {_shown(other)} on the other (from "
+            f"{_shown(old)}): keep one, then `pin check`"
+        )
+    return f"{where}: {_dotted(path)}: {_shown(mine)} on this branch, {_shown(other)} on the other (was {_shown(old)})"
+
+
+def _dotted(path: Sequence[str]) -> str:
+    return ".".join(shown_key(key) for key in path)
+
+
+def _shown(value: Any) -> str:
+    if value is _ABSENT:
+        return "nothing"
+    if is_full_sha(value):
+        return value[:12]
+    return shown_value(value)
+
+
+def holds(text: str, values: Dict[str, Any]) -> bool:
+    """
+    :param text: a candidate merged file
+    :param values: the merged values
+    :return: whether the text is TOML with exactly these values (no duplicated key, nothing stale left)
+    """
+    try:
+        return _leaves(tomllib.loads(text)) == _leaves(values) and _same_types(tomllib.loads(text), values)
+    except tomllib.TOMLDecodeError:
+        return False
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_types(a[key], b[key]) for key in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_types(x, y) for x, y in zip(a, b))
+    return _same(a, b)
+
+
+def apply_changes(ours: str, theirs: str, values: Dict[str, Any]) -> str:
+    """
+    This branch's file with the other branch's changes made to it: keys set, added and removed where this file has
+    them, new tables added after the last of their section (their comments and quoting as the other branch wrote
+    them).
+
+    :param ours: this branch's file
+    :param theirs: the other branch's file
+    :param values: the merged values
+    :return: the merged text (the caller checks it with :func:`holds`)
+    """
+    document = tomlkit.parse(ours)
+    other = tomlkit.parse(theirs)
+    _apply(document, other, document.unwrap(), values, (), _leading_comments(theirs))
+    text = tomlkit.dumps(document)
+    if text.endswith("\n\n") and not ours.endswith("\n\n"):
+        text = text.rstrip("\n") + "\n"  # the blank line that keeps an appended table apart from nothing
+    return keep_line_endings(ours, text)
+
+
+def _apply(
+    document: Any, other: Any, mine: Dict[str, Any], merged: Dict[str, Any], path: Tuple[str, ...], comments: Comments
+) -> None:
+    container = _item(document, path) if path else document
+    for key in [key for key in mine if key not in merged]:
+        del container[key]
+    for key, value in merged.items():
+        if key not in mine:
+            _add(document, container, path + (key,), _item(other, path + (key,)), comments)
+        elif isinstance(value, dict) and isinstance(mine[key], dict) and value and mine[key]:
+            _apply(document, other, mine[key], value, path + (key,), comments)
+        elif not _same_types(value, mine[key]):
+            container[key] = _item(other, path + (key,))
+
+
+def _add(document: Any, container: Any, path: Tuple[str, ...], item: Any, comments: Comments) -> None:
+    if len(path) == 2 and path[0] in _SECTIONS and isinstance(item, Table):
+        # the comment lines in front of its header come with it (tomlkit counts them to the table before)
+        item.trivia.indent = "".join(["\n", *comments[path]]) if path in comments else ""
+        append_table(document, path[0], path[1], item)
+    elif container is document:
+        document.add(path[-1], item)
+    else:
+        add_value(container, path[-1], item if not isinstance(item, Table) else toml_pin(item.unwrap()))
+
+
+def _leading_comments(text: str) -> Comments:
+    """The comment lines right above each table header of a file, by the table's key path."""
+    comments: Comments = {}
+    above: List[str] = []
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            above.append(line)
+            continue
+        if stripped.startswith("[") and not stripped.startswith("[["):
+            path = _header_path(stripped)
+            if path is not None and above:
+                comments[path] = above
+        above = []
+    return comments
+
+
+def _header_path(header: str) -> Optional[Tuple[str, ...]]:
+    try:
+        values = tomllib.loads(header + "\n")
+    except tomllib.TOMLDecodeError:
+        return None  # a bracket inside a multi-line string
+    path: Tuple[str, ...] = ()
+    while isinstance(values, dict) and len(values) == 1:
+        key, values = next(iter(values.items()))
+        path += (key,)
+    return path
+
+
+def _item(document: Any, path: Tuple[str, ...]) -> Any:
+    # tomlkit resolves dotted keys and tables split across the file (its proxies) when walked key by key
+    item = document
+    for key in path:
+        item = item[key]
+    return item

@@ -1,0 +1,233 @@
+"""
+``pin merge-driver``: pin.toml and pin.snapshot.toml merged by value for git, and a real ``git merge`` of two branches
+that upgraded different sets of a setup (with the real Sisyphus), then one that moved the same pin twice.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from test_freeze import CONFIG
+
+from conftest import git, git_commit, make_setup, sisyphus_entry
+from sispin.cli.main import main
+from sispin.lock.lockfile import parse_lockfile
+
+SHA = {digit: digit * 40 for digit in "0123456789"}
+BASE = f"""\
+# the setup's lock
+version = 1
+
+[repos.rc]
+url = "https://example.org/rc"
+
+[sets.a]
+configs = ["config/a.py"]
+rc = "{SHA['1']}"  # a's comment
+
+# b is the paper's set
+[sets.b]
+configs = ["config/b.py"]
+rc = '{SHA['2']}'
+"""
+
+
+def _merge(tmp_path, base, ours, theirs, name="pin.toml"):
+    files = []
+    for label, text in (("base", base), ("ours", ours), ("theirs", theirs)):
+        files.append(tmp_path / label)
+        files[-1].write_bytes(text.encode())
+    code = main(["merge-driver", *map(str, files), name])
+    return code, files[1].read_bytes().decode()
+
+
+def _new_set(name, digit, comment):
+    return f'\n# {comment}\n[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{SHA[digit]}"\n'
+
+
+def test_different_sets_moved_and_added_on_both_branches_merge_keeping_comments(tmp_path, capsys):
+    ours = BASE.replace(SHA["1"], SHA["3"]) + _new_set("c", "5", "our new set")
+    theirs = BASE.replace(SHA["2"], SHA["4"]) + _new_set("d", "6", "their new set")
+    code, merged = _merge(tmp_path, BASE, ours, theirs)
+    assert code == 0, capsys.readouterr().err
+    lock = parse_lockfile(merged, Path("pin.toml"))
+    assert {name: spec.pins["rc"].commit for name, spec in lock.sets.items()} == {
+        "a": SHA["3"],
+        "b": SHA["4"],
+        "c": SHA["5"],
+        "d": SHA["6"],
+    }
+    # both new sets with the comments in front of them, the quoting of each line as its branch wrote it
+    for line in ("# our new set", "# their new set", "# b is the paper's set", f"rc = '{SHA['4']}'", "# a's comment"):
+        assert line in merged, line
+    assert merged.index("[sets.c]") < merged.index("[sets.d]")
+
+
+def test_a_change_next_to_a_new_set_merges_by_value(tmp_path, capsys):
+    # the line merge conflicts (the changed line ends the file where the other branch appends), the union merge
+    # keeps the old and the new pin: the driver writes the other branch's set into this branch's file
+    ours = BASE.replace(SHA["2"], SHA["3"])
+    theirs = BASE + _new_set("c", "5", "their new set")
+    code, merged = _merge(tmp_path, BASE, ours, theirs)
+    assert code == 0, capsys.readouterr().err
+    lock = parse_lockfile(merged, Path("pin.toml"))
+    assert lock.sets["b"].pins["rc"].commit == SHA["3"] and lock.sets["c"].pins["rc"].commit == SHA["5"]
+    assert merged.startswith(ours.rstrip("\n"))
+
+
+def test_a_comment_changed_on_the_other_branch_is_kept(tmp_path, capsys):
+    # values alone do not hold comments: git's clean line merge is taken
+    theirs = BASE.replace("# b is the paper's set", "# b is the ICASSP paper's set")
+    code, merged = _merge(tmp_path, BASE, BASE.replace(SHA["1"], SHA["3"]), theirs)
+    assert code == 0, capsys.readouterr().err
+    assert merged == theirs.replace(SHA["1"], SHA["3"])
+
+
+def test_a_clean_line_merge_that_repeats_a_table_is_not_taken(tmp_path, capsys):
+    # the same new set, appended on one branch and inserted before [sets.b] on the other: git's line merge is clean
+    # but holds [sets.c] twice
+    new_set = _new_set("c", "5", "c")
+    ours = BASE + new_set
+    theirs = BASE.replace("\n# b is the paper's set", new_set + "\n# b is the paper's set")
+    code, merged = _merge(tmp_path, BASE, ours, theirs)
+    assert code == 0, capsys.readouterr().err
+    assert merged.count("[sets.c]") == 1 and parse_lockfile(merged, Path("pin.toml")).sets.keys() == {"a", "b", "c"}
+
+
+def test_the_same_pin_moved_twice_is_a_conflict_naming_both_commits(tmp_path, capsys):
+    code, merged = _merge(tmp_path, BASE, BASE.replace(SHA["1"], SHA["3"]), BASE.replace(SHA["1"], SHA["4"]))
+    assert code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"pin: error: pin.toml: sets.a.rc moved to {SHA['3'][:12]} on this branch and to {SHA['4'][:12]} on the other "
+        f"(from {SHA['1'][:12]}): keep one, then `pin check`"
+    ]
+    # git's usual markers, for the user to resolve
+    assert "<<<<<<< this branch" in merged and ">>>>>>> other branch" in merged
+
+
+def test_values_that_are_fine_alone_but_not_together_are_a_conflict(tmp_path, capsys):
+    setup = '\n[setup.{}]\nurl = "https://example.org/{}"\ncommit = "{}"\npath = "tools/x"\n'
+    ours = BASE + setup.format("x", "x", SHA["3"])
+    theirs = BASE + setup.format("y", "y", SHA["4"])
+    code, merged = _merge(tmp_path, BASE, ours, theirs)
+    err = capsys.readouterr().err
+    assert code == 1 and "merged pin.toml: setup.y.path: 'tools/x' is the path of setup.x" in err, err
+    assert "<<<<<<< this branch" in merged
+
+
+def test_crlf_line_endings_stay(tmp_path, capsys):
+    crlf = BASE.replace("\n", "\r\n")
+    ours = crlf.replace(SHA["2"], SHA["3"])
+    theirs = crlf + _new_set("c", "5", "their new set").replace("\n", "\r\n")
+    code, merged = _merge(tmp_path, crlf, ours, theirs)
+    assert code == 0, capsys.readouterr().err
+    assert "\n" not in merged.replace("\r\n", "") and SHA["5"] in merged and SHA["3"] in merged
+
+
+def _snapshot(bound=None, **sets):
+    from sispin.graph.snapshot import render_snapshot
+
+    entries = {name: {"outputs": {f"{name}/out": {"job": job, "path": "out"}}} for name, job in sets.items()}
+    return render_snapshot(entries, bound or {})
+
+
+def test_snapshot_sets_merge_whole_and_a_set_both_changed_is_flagged(tmp_path, capsys):
+    base = _snapshot(a="J/a.1", b="J/b.1", c="J/c.1")
+    ours = _snapshot(a="J/a.2", b="J/b.1", c="J/c.2", d="J/d.1")
+    theirs = _snapshot(a="J/a.1", b="J/b.2", c="J/c.3", e="J/e.1")
+    code, merged = _merge(tmp_path, base, ours, theirs, "sub/pin.snapshot.toml")
+    assert code == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "pin: error: sub/pin.snapshot.toml: set c changed on both branches: run `pin snapshot c` after the merge, "
+        "then `git add`"
+    ]
+    assert merged == _snapshot(a="J/a.2", b="J/b.2", c="J/c.2", d="J/d.1", e="J/e.1")
+    code, merged = _merge(tmp_path, base, ours, base, "pin.snapshot.toml")
+    assert (code, merged) == (0, ours)
+
+
+def test_the_history_of_hash_overwrite_values_keeps_both_branches(tmp_path, capsys):
+    ours = _snapshot({"v1": [SHA["1"]]}, a="J/a.1")
+    theirs = _snapshot({"v1": [SHA["2"]], "v2": [SHA["3"]]}, a="J/a.1")
+    code, merged = _merge(tmp_path, _snapshot(a="J/a.1"), ours, theirs, "pin.snapshot.toml")
+    assert (code, merged) == (0, _snapshot({"v1": [SHA["1"], SHA["2"]], "v2": [SHA["3"]]}, a="J/a.1"))
+
+
+def test_usage_errors_are_one_line(tmp_path, capsys):
+    assert main(["merge-driver", "x"]) == 2
+    assert "BASE OURS THEIRS" in capsys.readouterr().err
+    code, merged = _merge(tmp_path, BASE, "version = [\n", BASE)
+    assert code == 3 and "pin.toml: invalid TOML" in capsys.readouterr().err
+
+
+def _git_merge(root, branch, pin_dir):
+    env = {**os.environ, "PATH": f"{pin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env.update(
+        {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"}
+    )
+    return subprocess.run(
+        ["git", "merge", "--no-edit", branch], cwd=root, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def test_git_merges_branches_that_upgraded_different_sets(
+    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
+):
+    pin_dir = Path(sys.executable).parent
+    assert (pin_dir / "pin").is_file(), f"no `pin` beside {sys.executable}: install sispin into this environment"
+    remote = make_repo("rc")
+    commits = [git_commit(remote, {"__init__.py": f"X = {i}\n"}) for i in range(3)]
+    sets = "".join(f'[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{commits[0]}"\n\n' for name in "ab")
+    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n{sets}' + sisyphus_entry(real_sisyphus)
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {f"{n}.py": CONFIG.format(name=n) for n in "ab"})
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    assert main(["snapshot"]) == 0
+    git(root, "init", "-q", "-b", "main")
+    assert main(["merge-driver", "--install"]) == 0
+    assert (root / ".gitattributes").read_text() == "/pin.toml merge=pin\n/pin.snapshot.toml merge=pin\n"
+    assert git(root, "config", "merge.pin.driver") == "pin merge-driver %O %A %B %P"
+    assert main(["merge-driver", "--install"]) == 0  # once is enough: nothing added twice
+    assert (root / ".gitattributes").read_text().count("merge=pin") == 2
+    git(root, "add", "pin.toml", "pin.snapshot.toml", ".gitattributes")
+    git(root, "commit", "-q", "-m", "the setup")
+
+    git(root, "checkout", "-q", "-b", "upgrade-a")
+    assert main(["upgrade", "a", "--commit"]) == 0
+    git(root, "checkout", "-q", "-b", "upgrade-b", "main")
+    assert main(["upgrade", "b", "rc", "--to", commits[1], "--commit"]) == 0
+    merge = _git_merge(root, "upgrade-a", pin_dir)
+    assert merge.returncode == 0, merge.stdout + merge.stderr
+    lock_now = parse_lockfile((root / "pin.toml").read_text(), root / "pin.toml")
+    assert [lock_now.sets[name].pins["rc"].commit for name in "ab"] == [commits[2], commits[1]]
+    capsys.readouterr()
+    assert main(["check", "--full"]) == 0, capsys.readouterr()
+
+    # the same pin moved to two commits on two branches: git stops, the driver's line names both
+    git(root, "checkout", "-q", "-b", "again", "main")
+    assert main(["upgrade", "b", "rc", "--to", commits[2], "--commit"]) == 0
+    merge = _git_merge(root, "upgrade-b", pin_dir)
+    assert merge.returncode != 0
+    assert f"sets.b.rc moved to {commits[2][:12]} on this branch and to {commits[1][:12]} on the other" in (
+        merge.stdout + merge.stderr
+    )
+    assert "CONFLICT" in merge.stdout and "<<<<<<<" in (root / "pin.toml").read_text()
+
+
+def test_install_keeps_the_users_gitattributes_and_needs_a_repository(write_lock, capsys):
+    lock = write_lock(BASE)
+    assert main(["merge-driver", "--install"]) == 5
+    assert (
+        capsys.readouterr().err.strip() == f"pin: error: {lock.parent} is in no git repository: a merge driver is git's"
+    )
+    git(lock.parent, "init", "-q", "-b", "main")
+    (lock.parent / ".gitattributes").write_bytes(b"*.sh text eol=lf\r\n/pin.toml merge=pin")
+    assert main(["merge-driver", "--install"]) == 0
+    assert (lock.parent / ".gitattributes").read_bytes() == (
+        b"*.sh text eol=lf\r\n/pin.toml merge=pin\r\n/pin.snapshot.toml merge=pin\r\n"
+    )
+    assert "added /pin.snapshot.toml merge=pin" in capsys.readouterr().out
