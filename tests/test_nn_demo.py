@@ -36,6 +36,10 @@ RETURNN_HEAD = "b46ff5f0f337266809082d2e88c33218940bc13b"  # 2026-08: outside th
 #: what each build reports: output -> job id, the config dict (CodeWrapper as {"code": ...}), prolog, written text
 _DUMP = r"""
 import json, sys
+
+# every file the build opens (modules: their source or bytecode), seen by Python's own audit events
+opened = set()
+sys.addaudithook(lambda event, args: opened.add(args[0]) if event == "open" and isinstance(args[0], str) else None)
 from i6_core.returnn.config import CodeWrapper
 from sisyphus import toolkit as tk
 from sisyphus.loader import config_manager
@@ -60,6 +64,7 @@ report = {
     "config": plain(returnn_config.config),
     "prolog": returnn_config.python_prolog,
     "text": returnn_config._serialize(),
+    "opened": sorted(opened),
 }
 with open(sys.argv[1], "w") as handle:
     json.dump(report, handle)
@@ -317,6 +322,50 @@ def _dry_run(nn_setup: Tuple[Path, Dict[str, str]], commit: str) -> str:
     result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
+
+
+def _imported_from(report: Dict[str, Any], commit: str, folder: str) -> List[str]:
+    """The files of the store's checkout of commit that the build opened (bytecode as its source), relative to it."""
+    marker = f"{os.sep}{commit}{os.sep}{folder}{os.sep}"
+    files = set()
+    for file in report["opened"]:
+        if marker in file:
+            relative = Path(file.split(marker, 1)[1])
+            if relative.parent.name == "__pycache__":
+                relative = relative.parent.parent / f"{relative.name.split('.')[0]}.py"
+            files.add(relative.as_posix())
+    return sorted(files)
+
+
+@pytest.mark.parametrize(
+    "repo, old, new, folder",
+    [("returnn_common", SHIPPED, HEAD, "returnn_common"), ("returnn", RETURNN_SHIPPED, RETURNN_HEAD, "returnn")],
+)
+def test_an_upgrade_lists_the_commits_that_change_the_code_the_set_imports(nn_setup, builds, repo, old, new, folder):
+    root, env = nn_setup
+    command = [sys.executable, "-m", "sispin", "upgrade", "nn_demo", repo, "--to", new, "--dry-run", "--verbose"]
+    result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    # RETURNN's head cannot build the model: the changes are shown before the after-build fails
+    assert result.returncode == (9 if repo == "returnn" else 0), result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    used = [line[len("    uses ") :] for line in lines if line.startswith("    uses ")]
+    # what the manager read of the checkout: at least every module a plain build of the config imports from it
+    imported = _imported_from(builds["shipped"], old, folder)
+    assert imported and set(imported) <= set(used), sorted(set(imported) - set(used))
+    assert repo != "returnn" or any(file.startswith("returnn/tf/") for file in used), used
+    (mirror,) = (root.parent / "store" / "mirrors").glob(f"{repo}-*.git")
+    assert set(used) <= set(git(mirror, "ls-tree", "-r", "--name-only", old).splitlines())
+    # the count is git's own: git log OLD..NEW -- PATHS
+    touching = len(git(mirror, "log", "--format=%H", f"{old}..{new}", "--", *used).splitlines())
+    every = int(git(mirror, "rev-list", "--count", f"{old}..{new}"))
+    headline = (
+        f"    {touching} of the {every} new commits change what set 'nn_demo' uses of {repo} "
+        f"({len(used)} files the manager read):"
+    )
+    assert headline in lines, (headline, result.stdout)
+    assert 10 < touching < every
+    listed = [line for line in lines if line.startswith("    + 20")]
+    assert len(listed) == 10 and f"    ... and {touching - 10} more that change it" in lines
 
 
 def test_the_advisor_tells_a_commit_only_move_from_a_net_dict_change(nn_setup, builds):

@@ -139,7 +139,7 @@ CORPUS = {
     # command lines
     "unknown command": (GOOD, ["frobnicate"], 2, "invalid choice: 'frobnicate'"),
     "unknown option": (GOOD, ["status", "--colour"], 2, "unrecognized arguments: --colour"),
-    "upgrade without a set": (GOOD, ["upgrade"], 2, "the following arguments are required: SET"),
+    "upgrade without a set": (GOOD, ["upgrade"], 2, r"upgrade needs SET \(or --all\)"),
     "unknown set": (GOOD, ["upgrade", "nope"], 4, r"no experiment set 'nope' \(known sets: demo\)"),
     "unknown repo": (GOOD, ["upgrade", "demo", "nope"], 4, r"pins no repository 'nope' \(it pins: rc\)"),
     "--to with two repos": (GOOD, ["upgrade", "demo", "rc", "rc", "x", "--to", "v1"], 2, "--to needs exactly one REPO"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = ["TerminalProgress"]
 
 import shutil
+import threading
 from typing import TextIO
 
 from sispin.lock.urls import name_from_url
@@ -24,6 +25,8 @@ class TerminalProgress:
     def __init__(self, stream: TextIO):
         self.stream = stream
         self._shown = 0
+        # fetches run side by side: one redraw at a time
+        self._drawing = threading.Lock()
 
     def __call__(self, url: str, line: str) -> None:
         """
@@ -33,6 +36,7 @@ class TerminalProgress:
         # never wider than the terminal: a wrapped line could not be redrawn in place
         width = shutil.get_terminal_size().columns - 1
         text = f"{name_from_url(url)}: {line}"[:width] if line else ""
-        self.stream.write("\r" + text.ljust(self._shown) + ("" if text else "\r"))
-        self.stream.flush()
-        self._shown = len(text)
+        with self._drawing:
+            self.stream.write("\r" + text.ljust(self._shown) + ("" if text else "\r"))
+            self.stream.flush()
+            self._shown = len(text)

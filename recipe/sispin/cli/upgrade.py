@@ -1,9 +1,11 @@
 """
-``pin upgrade SET [REPO ...] [--to REV] [--dry-run]``: the one deliberate way to move an experiment set.
+``pin upgrade SET [SET ...] [REPO ...] [--to REV | --as-of WHEN] [--dry-run]``, ``pin upgrade --all [REPO ...]``: the
+one deliberate way to move experiment sets.
 
-Each repository moves to the head of its ``branch`` (or to ``--to``); the command shows what moves and the commits
-in between, refuses downgrades and jumps to unrelated history unless explicitly allowed, and rewrites pin.toml
-atomically, keeping its comments and formatting.
+Each repository moves to the head of its ``branch`` (or to ``--to``, or to the branch as it was ``--as-of``); the
+command shows what moves, the commits in between that change what the set uses, and the blast radius; refuses
+downgrades and jumps to unrelated history unless explicitly allowed; and rewrites pin.toml (and the snapshot) once for
+all sets, atomically, keeping its comments and formatting. The remotes are fetched side by side.
 """
 
 from __future__ import annotations
@@ -16,35 +18,39 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import tomlkit
 
-from sispin.cli.options import add_command, as_of, commit_option, commit_written, dry_run, one_set
+from sispin.cli.options import add_command, as_of, commit_option, commit_written, dry_run
 from sispin.cli.output import Output
 from sispin.cli.snapshot import waiting_lines
+from sispin.cli.upgrade_report import (
+    radius,
+    refuse_code_that_sets_a_dropped_alias,
+    refuse_drift,
+    refuse_kept_ids_with_other_content,
+    say_dropped_aliases,
+    show_blast_radius,
+    show_moves,
+)
 from sispin.errors import (
     ConcurrentChangeError,
-    HashOverwriteError,
     RefusedMoveError,
     RevisionError,
     SisyphusError,
+    UnknownNameError,
     UsageError,
 )
-from sispin.git.moves import Allowed, Move, PlannedMove, Target, format_move, plan_repo_move, refusal
+from sispin.git.moves import Allowed, Move, PlannedMove, Target, plan_repo_move, refusal
 from sispin.git.store import Store
 from sispin.graph.build import SetGraph, load_graph
-from sispin.graph.explain import explain_output, is_commit_only, shown, summary
-from sispin.graph.guard import capped, listed, state_problems
-from sispin.graph.recordcache import read_records
-from sispin.graph.snapshot import edit_lock_and_snapshot, read_snapshot, snapshot_path
+from sispin.graph.runner import recording_inputs
+from sispin.graph.snapshot import edit_lock_and_snapshot, snapshot_path
+from sispin.graph.used_code import UsedCode, used_code
 from sispin.lock.editing import drop_pin_alias, edit_lockfile, set_pin_commit
 from sispin.lock.files import check_writable
-from sispin.lock.lockfile import (
-    Lockfile,
-    SetSpec,
-    display_path,
-    find_lockfile,
-    parse_lockfile,
-    read_lockfile_text,
-    shown_key,
-)
+from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, parse_lockfile, read_lockfile_text, shown_key
+
+#: what is known of one set's moves once its graphs are built: the graphs before and after (None: they cannot be
+#: built), and per moved repository how many of its commits change what the set uses
+Judged = Tuple[Optional[Tuple[SetGraph, SetGraph]], Dict[str, int]]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -53,13 +59,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "upgrade",
         run,
-        description="Move the pins of experiment set SET (all its repositories, or the REPOs named) to the head "
-        "of each repository's branch, or to --to REV. Shows every move with the commits in between; every job of "
-        "the set that depends on a moved repository gets a new id. Exit 8 when a move needs --allow-downgrade or "
+        description="Move the pins of experiment set SET (of several sets: SET SET ...; of every set: --all) to the "
+        "head of each repository's branch, or to --to REV; only the REPOs named when any are. Shows every move with "
+        "the commits in between that change what the set uses, and the blast radius: every job of the set that "
+        "depends on a moved repository gets a new id. Exit 8 when a move needs --allow-downgrade or "
         "--allow-unrelated.",
     )
-    one_set(parser)
-    parser.add_argument("repos", metavar="REPO", nargs="*", help="repositories to move (default: all of the set's)")
+    parser.add_argument(
+        "set", metavar="SET", nargs="?", help="experiment set name ([sets.SET] in pin.toml); more may follow"
+    )
+    parser.add_argument(
+        "repos",
+        metavar="REPO",
+        nargs="*",
+        help="more sets, then the repositories to move (default: all of each set's); with --all, repositories only",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="every set of pin.toml (that pins a REPO named, when any is); frozen sets "
+        "are left out, and said so"
+    )  # fmt: skip
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
         "--to", metavar="REV", help="a tag, branch or (unambiguous, possibly short) commit SHA; needs exactly one REPO"
@@ -100,15 +118,46 @@ def run(args: argparse.Namespace, out: Output) -> int:
         drift=args.accept_drift,
     )
     target = Target(revision=args.to, as_of=args.as_of)
+    path = find_lockfile()
+    words = ([args.set] if args.set is not None else []) + list(args.repos)
+    set_names, repos = _sets_and_repos(parse_lockfile(read_lockfile_text(path), path), words, args.all, out)
+    if not set_names:
+        return 0
     return upgrade(
-        find_lockfile(), args.set, args.repos, out, target=target, dry_run=args.dry_run, allowed=allowed,
-        commit=args.commit,
-    )  # fmt: skip
+        path, set_names, repos, out, target=target, dry_run=args.dry_run, allowed=allowed, commit=args.commit
+    )
+
+
+def _sets_and_repos(lockfile: Lockfile, words: List[str], every: bool, out: Output) -> Tuple[List[str], List[str]]:
+    """
+    :param words: the command line's names: a set, then sets and repositories (with --all: repositories)
+    :param every: --all
+    :return: the sets to move and the repositories named
+    :raises UsageError: for no set, or a name that is a set and a repository both
+    """
+    if every:
+        for repo in words:
+            lockfile.get_repo(repo)
+        names = [name for name, spec in lockfile.sets.items() if not words or set(words) & set(spec.pins)]
+        for name in [name for name in names if lockfile.sets[name].freeze]:
+            out.info(f"sets.{shown_key(name)}: frozen, left out")
+        names = [name for name in names if not lockfile.sets[name].freeze]
+        if not names:
+            out.result(f"no set to upgrade (none that is not frozen pins {', '.join(words) or 'a repository'})")
+        return names, words
+    if not words:
+        raise UsageError("upgrade needs SET (or --all)")
+    lockfile.get_set(words[0])
+    for word in words[1:]:
+        if word in lockfile.sets and word in lockfile.repos:
+            raise UsageError(f"{word!r} names a set and a repository: upgrade the sets one command at a time")
+    set_names = [words[0]] + [word for word in words[1:] if word in lockfile.sets]
+    return list(dict.fromkeys(set_names)), [word for word in words[1:] if word not in lockfile.sets]
 
 
 def upgrade(
     path: Path,
-    set_name: str,
+    set_names: Sequence[str],
     repos: Sequence[str],
     out: Output,
     *,
@@ -120,8 +169,8 @@ def upgrade(
 ) -> int:
     """
     :param path: the pin.toml
-    :param set_name: the set to move
-    :param repos: repositories to move; empty for all of the set's
+    :param set_names: the sets to move
+    :param repos: repositories to move; empty for all of each set's
     :param out: the moves, the blast radius and what was written
     :param target: where the repositories move
     :param dry_run: print only
@@ -135,272 +184,196 @@ def upgrade(
     # one read: the blast radius, the check of what changed meanwhile and the rewrite all start from this text
     text = read_lockfile_text(path)
     lockfile = parse_lockfile(text, path)
-    lockfile.get_set(set_name).check_not_frozen("pin upgrade")
+    for set_name in set_names:
+        lockfile.get_set(set_name).check_not_frozen("pin upgrade")
     if not dry_run:
         check_writable(path)  # say it before fetching and planning, not after
-    planned = _plan_set(lockfile, set_name, repos, target, store or Store())
-    if not planned:
-        out.result(f"experiment set {set_name!r} pins no repositories: nothing to upgrade")
-        return 0
-    _show_moves(out, lockfile, planned)
-    refused, flags = refusal(planned, allowed)
+    store = store or Store()
+    plans, mirrors = _plan_sets(lockfile, set_names, repos, target, store)
+    refused, flags = refusal([p for planned in plans.values() for p in planned], allowed)
     if refused and not dry_run:
+        for set_name, planned in plans.items():
+            _set_header(out, set_name, len(plans))
+            show_moves(out, lockfile, set_name, planned, None, mirrors)
         raise RefusedMoveError(refused)
-    moving = [p.move for p in planned if p.move.kind != "none"]
-    if not moving:
-        return 0
-    _say_dropped_aliases(out, lockfile.get_set(set_name), moving)
-    graphs = _judged_graphs(lockfile, text, set_name, moving, allowed, out)
-    if dry_run:
+    moving = _moving(plans)
+    moved_text = _moved_text(lockfile, text, moving)
+    judged: Dict[str, Judged] = {}
+    for set_name, planned in plans.items():
+        _set_header(out, set_name, len(plans))
+        if set_name in moving:
+            judged[set_name] = _judge(lockfile, (text, moved_text), set_name, planned, allowed, (store, mirrors), out)
+        else:
+            show_moves(out, lockfile, set_name, planned, None, mirrors)
+    if moving and dry_run:
         if refused:
             out.result(f"the real move needs {' '.join(flags)}")
         out.info(f"dry run: {display_path(path)} not changed")
-        return 0
-    _write(path, set_name, moving, graphs[1] if graphs else None, out)
-    if commit:
-        _commit_moves(path, set_name, moving, graphs, target, out)
+    elif moving:
+        _write(path, moving, judged, out)
+        if commit:
+            _commit_moves(path, moving, judged, target, out)
     return 0
 
 
-def _show_moves(out: Output, lockfile: Lockfile, planned: List[PlannedMove]) -> None:
-    width = max(len(p.move.repo) for p in planned)
-    for p in planned:
-        out.result("\n".join(format_move(p.move, width)))
-        if not p.on_remote:
-            out.result(f"    ! {p.move.new[:7]} is on no branch or tag of {lockfile.get_repo(p.move.repo).url}")
-
-
-def _plan_set(
-    lockfile: Lockfile, set_name: str, repos: Sequence[str], target: Target, store: Store
-) -> List[PlannedMove]:
+def _plan_sets(
+    lockfile: Lockfile, set_names: Sequence[str], repos: Sequence[str], target: Target, store: Store
+) -> Tuple[Dict[str, List[PlannedMove]], Dict[str, Path]]:
     """
-    :return: the planned move of each repository named (all of the set's when none is)
+    :return: per set, the planned move of each repository named that it pins (all of the set's when none is named);
+        and the mirror of each repository, fetched (side by side)
     :raises UsageError: when ``--to`` goes with other than exactly one repository
+    :raises UnknownNameError: when a repository named is pinned by none of the sets (by the one set, when one)
     """
-    spec = lockfile.get_set(set_name)
-    names = list(dict.fromkeys(repos)) or list(spec.pins)
-    if target.revision is not None and len(names) != 1:
-        raise UsageError(f"--to needs exactly one REPO (set {set_name!r} pins: {', '.join(spec.pins) or 'none'})")
-    return [_plan(lockfile, set_name, name, target, store) for name in names]
+    names = list(dict.fromkeys(repos))
+    chosen: Dict[str, List[str]] = {}
+    for set_name in set_names:
+        spec = lockfile.get_set(set_name)
+        if target.revision is not None and len(names or spec.pins) != 1:
+            raise UsageError(f"--to needs exactly one REPO (set {set_name!r} pins: {', '.join(spec.pins) or 'none'})")
+        if len(set_names) == 1:
+            for name in names:
+                spec.pin(name)  # one set: a repository it does not pin is an error
+        chosen[set_name] = [name for name in names if name in spec.pins] if names else list(spec.pins)
+    for name in names:
+        if not any(name in pins for pins in chosen.values()):
+            raise UnknownNameError(f"none of the sets {', '.join(set_names)} pins a repository {name!r}")
+    moved = list(dict.fromkeys(repo for pins in chosen.values() for repo in pins))
+    fetched = store.fetch_all(list(dict.fromkeys(lockfile.get_repo(repo).url for repo in moved)))
+    mirrors = {repo: fetched[lockfile.get_repo(repo).url] for repo in moved}
+    plans = {
+        set_name: [_plan(lockfile, set_name, name, target, mirrors[name]) for name in pins]
+        for set_name, pins in chosen.items()
+    }
+    return plans, mirrors
 
 
-def _write(path: Path, set_name: str, moving: List[Move], moved_graph: Optional[SetGraph], out: Output) -> None:
-    """Write the moves into pin.toml, and the set's graph after them into the snapshot when there is one."""
-    already: List[Move] = []
-
-    def apply(current: Lockfile, document: tomlkit.TOMLDocument) -> None:
-        already.extend(_apply(current, document, set_name, moving))
-
-    if moved_graph is None:
-        edit_lockfile(path, apply)
-    else:
-        # the snapshot moves with the lock, so that `pin check` keeps comparing against the state in force
-        edit_lock_and_snapshot(path, apply, [moved_graph])
-    for move in already:
-        out.info(
-            f"{move.repo}: another process moved sets.{shown_key(set_name)}.{shown_key(move.repo)} to {move.new[:7]} "
-            "meanwhile"
-        )
-    if len(already) == len(moving):
-        out.info(f"{display_path(path)}: not changed (already as planned)")
-        return
-    out.info(f"{display_path(path)}: updated sets.{shown_key(set_name)}")
-    if moved_graph is not None:
-        out.info(f"{display_path(snapshot_path(path))}: updated sets.{shown_key(set_name)}")
+def _moving(plans: Dict[str, List[PlannedMove]]) -> Dict[str, List[Move]]:
+    """:return: the moves of each set that has some"""
+    moves = {name: [p.move for p in planned if p.move.kind != "none"] for name, planned in plans.items()}
+    return {name: moving for name, moving in moves.items() if moving}
 
 
-def _graphs(
-    lockfile: Lockfile, text: str, set_name: str, moving: List[Move], out: Output
-) -> Optional[Tuple[SetGraph, SetGraph]]:
-    """
-    :param text: the lockfile's text the moves were planned on
-    :return: the set's graph before and after the moves, or None (said) when they cannot be built (no Sisyphus, no
-        configs)
-    """
+def _set_header(out: Output, set_name: str, sets: int) -> None:
+    """Name the set whose moves follow, when there are several."""
+    if sets > 1:
+        out.result(f"sets.{shown_key(set_name)}:")
+
+
+def _moved_text(lockfile: Lockfile, text: str, moving: Dict[str, List[Move]]) -> str:
+    """:return: the lockfile's text with every set's moves made"""
     document = tomlkit.parse(text)
-    _apply(lockfile, document, set_name, moving)
+    for set_name, moves in moving.items():
+        _apply(lockfile, document, set_name, moves)
+    return tomlkit.dumps(document)
+
+
+def _judge(
+    lockfile: Lockfile,
+    texts: Tuple[str, str],
+    set_name: str,
+    planned: List[PlannedMove],
+    allowed: Allowed,
+    mirrors: Tuple[Store, Dict[str, Path]],
+    out: Output,
+) -> Judged:
+    """
+    Show what a set's moves change and refuse what must not happen (see :mod:`sispin.cli.upgrade_report`).
+
+    :param texts: the lockfile's text the moves were planned on, and that text with every set's moves made
+    :param planned: the set's planned moves, some moving
+    :param mirrors: the store, and the mirror of each repository
+    """
+    (text, moved_text), (store, mirror_of) = texts, mirrors
+    moving = [p.move for p in planned if p.move.kind != "none"]
     try:
-        before = load_graph(lockfile, set_name, lock_text=text, states=True, records="all")
+        with recording_inputs() as read:
+            before = load_graph(lockfile, set_name, lock_text=text, states=True, records="all")
     except SisyphusError as exc:
+        show_moves(out, lockfile, set_name, planned, None, mirror_of)
+        say_dropped_aliases(out, lockfile.get_set(set_name), moving)
         # what can be said without the graph: the blast radius would count them
         out.result(
             f"Every job of set {set_name!r} that depends on {', '.join(m.repo for m in moving)} will get a new id."
         )
         out.result(f"Blast radius: not computed ({exc})")
-        return None
-    moved = ", ".join(f"{move.repo} {move.new[:7]}" for move in moving)
+        return None, {}
+    ledger = read.ledgers[0]
+    measured = {move.repo: mirror_of[move.repo] for move in moving}
+    used: Optional[Dict[str, UsedCode]] = used_code(lockfile, before, ledger, store, measured) if ledger else None
+    touching = show_moves(out, lockfile, set_name, planned, used, mirror_of)
+    say_dropped_aliases(out, lockfile.get_set(set_name), moving)
+    targets = ", ".join(f"{move.repo} {move.new[:7]}" for move in moving)
     try:
-        after = load_graph(lockfile, set_name, lock_text=tomlkit.dumps(document), states=True, records="all")
+        after = load_graph(lockfile, set_name, lock_text=moved_text, states=True, records="all")
     except SisyphusError as exc:
         # the set builds now: a move after which it does not would leave it unbuildable, and its snapshot behind
-        raise SisyphusError(f"set {set_name!r} does not build at {moved}: {exc}; nothing written") from None
+        raise SisyphusError(f"set {set_name!r} does not build at {targets}: {exc}; nothing written") from None
     for line in waiting_lines(after):
         out.result(f"note: {line} (the blast radius counts what is built before)")
-    return before, after
+    if not allowed.drift:
+        refuse_drift(lockfile, before, out)
+    refuse_code_that_sets_a_dropped_alias(out, lockfile.get_set(set_name), moving, before)
+    show_blast_radius(out, set_name, before, after)
+    refuse_kept_ids_with_other_content(out, before, after)
+    return (before, after), touching
 
 
-def _judged_graphs(
-    lockfile: Lockfile, text: str, set_name: str, moving: List[Move], allowed: Allowed, out: Output
-) -> Optional[Tuple[SetGraph, SetGraph]]:
-    """:return: the set's graph before and after the moves (None: they cannot be built), refused or shown"""
-    graphs = _graphs(lockfile, text, set_name, moving, out)
-    if graphs is not None:
-        if not allowed.drift:
-            _refuse_drift(lockfile, graphs[0], out)
-        _refuse_code_that_sets_a_dropped_alias(out, lockfile.get_set(set_name), moving, graphs[0])
-        _show_blast_radius(out, set_name, *graphs)
-        _refuse_kept_ids_with_other_content(out, *graphs)
-    return graphs
+def _write(path: Path, moving: Dict[str, List[Move]], judged: Dict[str, Judged], out: Output) -> None:
+    """Write the moves into pin.toml, and the sets' graphs after them into the snapshot where there are some."""
+    already: List[Tuple[str, Move]] = []
+    moved_graphs = [graphs[1] for graphs, _ in judged.values() if graphs is not None]
+
+    def apply(current: Lockfile, document: tomlkit.TOMLDocument) -> None:
+        for set_name, moves in moving.items():
+            already.extend((set_name, move) for move in _apply(current, document, set_name, moves))
+
+    if not moved_graphs:
+        edit_lockfile(path, apply)
+    else:
+        # the snapshot moves with the lock, so that `pin check` keeps comparing against the state in force
+        edit_lock_and_snapshot(path, apply, moved_graphs)
+    for set_name, move in already:
+        out.info(
+            f"{move.repo}: another process moved sets.{shown_key(set_name)}.{shown_key(move.repo)} to {move.new[:7]} "
+            "meanwhile"
+        )
+    if len(already) == sum(len(moves) for moves in moving.values()):
+        out.info(f"{display_path(path)}: not changed (already as planned)")
+        return
+    out.info(f"{display_path(path)}: updated {', '.join(f'sets.{shown_key(name)}' for name in moving)}")
+    if moved_graphs:
+        names = ", ".join(f"sets.{shown_key(graph.set_name)}" for graph in moved_graphs)
+        out.info(f"{display_path(snapshot_path(path))}: updated {names}")
 
 
 def _commit_moves(
-    path: Path,
-    set_name: str,
-    moving: List[Move],
-    graphs: Optional[Tuple[SetGraph, SetGraph]],
-    target: Target,
-    out: Output,
+    path: Path, moving: Dict[str, List[Move]], judged: Dict[str, Judged], target: Target, out: Output
 ) -> None:
     """Commit pin.toml and the snapshot with the moves, where they went and the blast radius as the message."""
-    body = [f"{m.repo} {m.old[:7]} -> {m.new[:7]} ({m.summary})" for m in moving]
+    several = len(moving) > 1
+    body = []
+    for set_name, moves in moving.items():
+        graphs, touching = judged[set_name]
+        prefix = f"{set_name}: " if several else ""
+        for m in moves:
+            uses = f", {touching[m.repo]} change what {set_name} uses" if m.repo in touching else ""
+            body.append(f"{prefix}{m.repo} {m.old[:7]} -> {m.new[:7]} ({m.summary}{uses})")
+        body += [f"{prefix}{radius(*graphs)} get new ids"] if graphs else []
     body += [f"--to {target.revision}"] if target.revision else []
     body += [f"--as-of {target.as_of.isoformat()}"] if target.as_of else []
-    body += [f"{_radius(*graphs)} get new ids"] if graphs else []
-    moves = ", ".join(f"{m.repo} {m.old[:7]} -> {m.new[:7]}" for m in moving)
-    commit_written(path, f"pin upgrade {set_name}: {moves}", body, out)
-
-
-def _radius(before: SetGraph, after: SetGraph) -> str:
-    renewed = [job for job in before.jobs if job not in after.jobs]
-    return f"Blast radius: {len(renewed)} of {len(before.jobs)} jobs"
-
-
-def _show_blast_radius(out: Output, set_name: str, before: SetGraph, after: SetGraph) -> None:
-    """
-    How much of the set's job graph the move renews, what would run, what finished work it leaves unused, and per
-    output whether only the pinned commit changes or content built from the pinned code too.
-    """
-    would_run = [job for job in after.jobs if job not in before.jobs and not after.jobs[job]]
-    unused = [job for job in before.jobs if job not in after.jobs and before.jobs[job]]
-    out.result(
-        f"{_radius(before, after)} of set {set_name!r} get new ids; "
-        f"{len(would_run)} would run (not finished in work/), {len(unused)} finished jobs would no longer be used."
+    moves = "; ".join(
+        (f"{set_name} " if several else "") + ", ".join(f"{m.repo} {m.old[:7]} -> {m.new[:7]}" for m in moves)
+        for set_name, moves in moving.items()
     )
-    outputs = sorted(set(before.outputs) | set(after.outputs))
-    changed = [name for name in outputs if before.outputs.get(name) != after.outputs.get(name)]
-    out.result(f"Outputs that change: {listed(changed) if changed else 'none'}")
-    # one line per cause (the first differences), not per output: a move renews hundreds of outputs for one reason
-    causes: Dict[Tuple[str, Tuple[str, ...]], List[Tuple[str, List[str]]]] = {}
-    for name in changed:
-        cause, differences = _advice(name, before, after)
-        # one argument path reached through many jobs of the output is one difference, said once
-        distinct = list(dict.fromkeys(differences))
-        causes.setdefault((cause, tuple(distinct[:5])), []).append((name, distinct))
-    for (cause, first), names in causes.items():
-        which = names[0][0] if len(names) == 1 else f"{len(names)} outputs ({listed([name for name, _ in names])})"
-        out.result(capped(f"  {which}: {cause}"))
-        for difference in first:
-            out.result(capped(f"      {difference}"))
-        if any(len(differences) > len(first) for _, differences in names):
-            out.result("      ... (every difference of every output: --verbose)")
-        for name, differences in names:
-            out.detail(f"    {name}: {'; '.join(differences) or cause}")
+    commit_written(path, f"pin upgrade {' '.join(moving)}: {moves}", body, out)
 
 
-def _say_dropped_aliases(out: Output, spec: SetSpec, moving: List[Move]) -> None:
-    """Name each hash_overwrite that a move drops from its pin (the ids made with it move)."""
-    for move in moving:
-        alias = spec.pins[move.repo].hash_overwrite
-        if alias is not None:
-            out.result(
-                f"{move.repo}: drops hash_overwrite {alias!r}: it stands for {move.old[:7]} only, so the jobs that "
-                "hashed it get new ids"
-            )
-
-
-def _refuse_code_that_sets_a_dropped_alias(out: Output, spec: SetSpec, moving: List[Move], before: SetGraph) -> None:
-    """
-    Refuse when config code (not sispin's exp.repo(), which applies a pin's alias itself) sets a hash_overwrite that
-    the move drops: after the move, the same value would hide the new commit.
-    """
-    dropped = {spec.pins[move.repo].hash_overwrite for move in moving} - {None}
-    places = sorted({(a.value, a.where) for a in before.assignments if a.where != "pin.toml" and a.value in dropped})
-    for value, where in places:
-        out.result(
-            f"problem: {where} sets hash_overwrite {value!r} itself: after the move it would hide the new commit"
-        )
-    if places:
-        raise HashOverwriteError(
-            f"remove the code that sets {', '.join(sorted({repr(value) for value, _ in places}))} (listed above; "
-            "exp.repo() applies a pin's hash_overwrite itself and drops it with the move), then upgrade; nothing "
-            "written"
-        )
-
-
-def _refuse_kept_ids_with_other_content(out: Output, before: SetGraph, after: SetGraph) -> None:
-    """
-    Refuse the move when a job would keep its id but hold other content after it (built from the pinned code where
-    no hash sees it): its finished work would stand for code it was not made with.
-    """
-    problems = state_problems(before, after)
-    for problem in problems:
-        out.result(f"problem: {problem}")
-    if problems:
-        kept = "1 job would keep its id" if len(problems) == 1 else f"{len(problems)} jobs would keep their ids"
-        raise HashOverwriteError(
-            f"{kept} with other content after this move (listed above): make that content part of the hash; nothing "
-            "written"
-        )
-
-
-def _advice(name: str, before: SetGraph, after: SetGraph) -> Tuple[str, List[str]]:
-    """
-    :return: whether an output changes only because a pinned commit moved, or because content built from it changed
-        too, and what differs (each difference's path, old -> new)
-    """
-    old, new = before.outputs.get(name), after.outputs.get(name)
-    if old is None or new is None:
-        return ("new output" if old is None else "no longer registered"), []
-    causes = explain_output(name, old.job, new.job, before.records, after.records).causes
-    content = [cause for cause in causes if not is_commit_only(cause)]
-    if not content:
-        return "only the pinned commit changes", []
-    paths = [f"{d.path}: {shown(d.old)} -> {shown(d.new)}" for cause in content for d in cause.differences]
-    return "content changes too" + ("" if paths else f": {content[0].reason}"), paths
-
-
-def _refuse_drift(lockfile: Lockfile, current: SetGraph, out: Output) -> None:
-    """Refuse to move a set whose graph at its current pins already differs from its snapshot."""
-    target = snapshot_path(lockfile.path)
-    recorded = read_snapshot(target).get(current.set_name)
-    if recorded is None:
-        return  # nothing recorded yet: nothing to drift from
-    records = read_records(lockfile.path, current.set_name, recorded) or {}
-    drifted = [
-        name
-        for name in sorted(set(recorded) | set(current.outputs))
-        if (recorded[name].job if name in recorded else None)
-        != (current.outputs[name].job if name in current.outputs else None)
-    ]
-    if not drifted:
-        return
-    for name in drifted:
-        old = recorded[name].job if name in recorded else None
-        new = current.outputs[name].job if name in current.outputs else None
-        reason = summary(explain_output(name, old, new, records, current.records))
-        out.result(f"drift: output/{name}: {old or '(none)'} -> {new or '(none)'}" + (f" ({reason})" if reason else ""))
-    raise RefusedMoveError(
-        f"set {current.set_name!r} already differs from {display_path(target)} before the move "
-        f"({len(drifted)} output{'s' if len(drifted) != 1 else ''}, listed above): review it with `pin explain`, "
-        "record it with `pin snapshot`, or pass --accept-drift (nothing written)"
-    )
-
-
-def _plan(lockfile: Lockfile, set_name: str, name: str, target: Target, store: Store) -> PlannedMove:
-    """:return: the move of one repository"""
+def _plan(lockfile: Lockfile, set_name: str, name: str, target: Target, mirror: Path) -> PlannedMove:
+    """:return: the move of one repository, planned in its mirror (just fetched)"""
     pin, repo = lockfile.get_set(set_name).pin(name), lockfile.get_repo(name)
     try:
-        return plan_repo_move(store.fetch(repo.url), name, pin.commit, repo.branch, target)
+        return plan_repo_move(mirror, name, pin.commit, repo.branch, target)
     except RevisionError as exc:
         raise RevisionError(f"repos.{name} ({repo.url}): {exc}") from None
 

@@ -14,6 +14,9 @@ __all__ = [
     "parent_commit",
     "count_commits",
     "log_oneline",
+    "Change",
+    "changes_to",
+    "tracked_files",
     "pin_facts",
 ]
 
@@ -150,6 +153,60 @@ def log_oneline(path: Path, exclude: str, include: str, limit: int) -> List[str]
     """:return: up to limit lines "<short sha> <subject>" of exclude..include, newest first"""
     out = read_git(path, "log", f"--max-count={limit}", "--format=%h %s", f"{exclude}..{include}")
     return out.splitlines()
+
+
+@dataclass(frozen=True)
+class Change:
+    """
+    :param commit: its short SHA
+    :param date: its author date, YYYY-MM-DD
+    :param subject: its message's first line
+    :param files: the files it changes among those asked about
+    """
+
+    commit: str
+    date: str
+    subject: str
+    files: Tuple[str, ...]
+
+
+def changes_to(path: Path, exclude: str, include: str, files: Sequence[str], limit: int) -> Tuple[int, List[Change]]:
+    """
+    The commits of exclude..include that change any of the files (``git log -- FILES``: by path, renames not
+    followed), newest first.
+
+    :param path: the repository
+    :param files: paths relative to its top; a directory stands for everything below it, "." for everything
+    :param limit: how many to describe
+    :return: how many there are, and up to limit of them
+    """
+    if not files:
+        return 0, []
+    # literal: a file named "*.py" or ":x" is that file, not a pattern or pathspec magic
+    count = int(read_git(path, "--literal-pathspecs", "rev-list", "--count", f"{exclude}..{include}", "--", *files))
+    out = read_git(
+        path,
+        "--literal-pathspecs",
+        "log",
+        f"--max-count={limit}",
+        "--format=%x00%h%x1f%ad%x1f%s",
+        "--date=short",
+        "--name-only",
+        f"{exclude}..{include}",
+        "--",
+        *files,
+    )
+    changes = []
+    for entry in out.split("\0")[1:]:
+        head, _, names = entry.partition("\n")
+        commit, date, subject = head.split("\x1f", 2)
+        changes.append(Change(commit, date, subject, tuple(name for name in names.splitlines() if name)))
+    return count, changes
+
+
+def tracked_files(path: Path, commit: str) -> List[str]:
+    """:return: every file of the commit's tree, relative to its top"""
+    return read_git(path, "ls-tree", "-r", "--name-only", "--full-tree", commit).splitlines()
 
 
 def pin_facts(path: Path, branch: Optional[str], commits: Sequence[str]) -> Dict[str, PinFacts]:

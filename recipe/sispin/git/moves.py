@@ -10,6 +10,7 @@ __all__ = [
     "Move",
     "plan_move",
     "format_move",
+    "format_log",
     "Allowed",
     "Target",
     "PlannedMove",
@@ -81,17 +82,21 @@ def plan_move(mirror: Path, repo: str, old: str, new: str) -> Move:
     return Move(repo, old, new, "unrelated", added, dropped, tuple(log_oneline(mirror, old, new, LOG_LIMIT)))
 
 
-def format_move(move: Move, width: int) -> List[str]:
+def format_move(move: Move, width: int) -> str:
     """
     :param move: a planned move
     :param width: column width of repository names
-    :return: the lines that show it: a headline, then the log, capped, with a count of the rest
+    :return: its headline: ``rc  1234567 -> 89abcde  (+4 commits)``
     """
     if move.kind == "none":
-        return [f"{move.repo:<{width}}  {move.old[:7]}  already up to date"]
-    lines = [f"{move.repo:<{width}}  {move.old[:7]} -> {move.new[:7]}  ({move.summary})"]
+        return f"{move.repo:<{width}}  {move.old[:7]}  already up to date"
+    return f"{move.repo:<{width}}  {move.old[:7]} -> {move.new[:7]}  ({move.summary})"
+
+
+def format_log(move: Move) -> List[str]:
+    """:return: the lines of the move's commits (the dropped ones of a downgrade), capped, with a count of the rest"""
     sign = "-" if move.kind == "downgrade" else "+"
-    lines += [f"    {sign} {line}" for line in move.log]
+    lines = [f"    {sign} {line}" for line in move.log]
     listed_of = move.dropped if move.kind == "downgrade" else move.added
     if listed_of is not None and listed_of > len(move.log):
         lines.append(f"    ... and {listed_of - len(move.log)} more")

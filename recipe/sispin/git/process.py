@@ -22,6 +22,7 @@ import re
 import select
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Sequence
@@ -35,15 +36,20 @@ from sispin.git.env import GIT_ENV, no_git_env, progress_listener
 @contextlib.contextmanager
 def _without_repository_env() -> Iterator[None]:
     # GitPython builds each process's environment from os.environ and can add variables but not remove them, so
-    # the caller's repository variables are set aside while it starts the process (sispin starts git from one
-    # thread at a time)
-    removed = {key: os.environ[key] for key in os.environ.keys() - no_git_env(os.environ).keys()}
-    for key in removed:
-        del os.environ[key]
-    try:
-        yield
-    finally:
-        os.environ.update(removed)
+    # the caller's repository variables are set aside while it starts the process; one thread at a time (fetches
+    # run side by side), or one would put them back while another starts git
+    with _ENVIRONMENT:
+        removed = {key: os.environ[key] for key in os.environ.keys() - no_git_env(os.environ).keys()}
+        for key in removed:
+            del os.environ[key]
+        try:
+            yield
+        finally:
+            os.environ.update(removed)
+
+
+#: held while os.environ is without the repository variables
+_ENVIRONMENT = threading.RLock()
 
 
 class GitRunner(git.Git):
