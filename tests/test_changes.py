@@ -6,6 +6,8 @@ job takes. Real Sisyphus, real git.
 
 from __future__ import annotations
 
+import json
+
 from conftest import git, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 
@@ -128,3 +130,29 @@ def test_a_checkout_that_is_a_package_itself_is_used_whole(
     assert "    1 of the 1 new commit change what set 'takes' uses of rc (all of it: a job takes the checkout):" in (
         capsys.readouterr().out
     )
+
+
+def test_status_counts_the_commits_behind_that_change_what_each_set_uses(
+    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
+):
+    _setup(real_sisyphus, make_repo, tmp_path, monkeypatch)
+    assert main(["status", "--fetch"]) == 0
+    assert "TOUCHING" not in capsys.readouterr().out
+    assert main(["status", "--changes", "--json"]) == 0
+    pins = json.loads(capsys.readouterr().out)["pins"]
+    assert {pin["set"]: (pin["behind"], pin["touching"]) for pin in pins} == {
+        "imports": (3, 1),
+        "takes": (3, 2),
+        "lists": (3, 1),
+    }
+    assert main(["status", "imports", "--changes"]) == 0
+    assert capsys.readouterr().out.splitlines()[:2][0].split() == [
+        "SET", "REPO", "COMMIT", "DATE", "BEHIND", "TOUCHING", "BRANCH"
+    ]  # fmt: skip
+    (tmp_path / "setup" / "config" / "lists.py").unlink()
+    assert main(["status", "--changes"]) == 9
+    captured = capsys.readouterr()
+    assert "pin: error: sets.lists: TOUCHING unknown: sets.lists.configs: config/lists.py does not exist" in (
+        captured.err
+    )
+    assert [line.split()[5] for line in captured.out.splitlines()[1:4]] == ["1", "2", "?"]

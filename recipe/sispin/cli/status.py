@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sispin.cli.options import add_command, json_output, set_names
 from sispin.cli.output import Output
-from sispin.errors import GitError
+from sispin.errors import GitError, SisyphusError
 from sispin.git.history import PinFacts, pin_facts
 from sispin.git.store import Store
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
@@ -36,12 +36,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     set_names(parser, "show")
     json_output(parser, "a table")
     parser.add_argument("--fetch", action="store_true", help="update the store's mirrors from the remotes first")
+    parser.add_argument(
+        "--changes",
+        action="store_true",
+        help="build each set's graph and add TOUCHING: how many of the commits behind change what the set uses "
+        "(as `pin upgrade` measures it)",
+    )
     parser.set_defaults(trailing="sets")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return status(find_lockfile(), args.sets, out, as_json=args.json, fetch=args.fetch, store=Store())
+    return status(
+        find_lockfile(), args.sets, out, as_json=args.json, fetch=args.fetch, store=Store(), changes=args.changes
+    )
 
 
 def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store: Store) -> List[Dict[str, Any]]:
@@ -97,7 +105,16 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
     return records
 
 
-def status(path: Path, set_names: Sequence[str], out: Output, *, as_json: bool, fetch: bool, store: Store) -> int:
+def status(
+    path: Path,
+    set_names: Sequence[str],
+    out: Output,
+    *,
+    as_json: bool,
+    fetch: bool,
+    store: Store,
+    changes: bool = False,
+) -> int:
     """
     :param path: the pin.toml
     :param set_names: sets to show; empty for all
@@ -105,10 +122,13 @@ def status(path: Path, set_names: Sequence[str], out: Output, *, as_json: bool, 
     :param as_json: print JSON instead of a table
     :param fetch: update the mirrors first
     :param store: where the mirrors are
-    :return: exit code: 0, or that of a git failure (5) when a remote could not be fetched (after every row)
+    :param changes: count, of the commits behind, those that change what each set uses (builds every set's graph)
+    :return: exit code: 0, or that of a git failure (5) when a remote could not be fetched (after every row); 9
+        when --changes could not build a set's graph (after every row)
     """
     lockfile = load_lockfile(path)
     records = collect(lockfile, set_names, fetch=fetch, store=store)
+    unbuilt = count_touching(lockfile, records, store) if changes else {}
     # clones outside the lock that a set accepts deliberately: shown, so that nobody forgets them
     accepted = {
         spec.name: {
@@ -124,8 +144,9 @@ def status(path: Path, set_names: Sequence[str], out: Output, *, as_json: bool, 
     elif not records:
         out.result(f"{display_path(path)}: no pins" + (f" in {', '.join(set_names)}" if set_names else ""))
     else:
-        rows = [_COLUMNS] + [_row(record) for record in records]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+        columns = _COLUMNS[:5] + ("TOUCHING",) + _COLUMNS[5:] if changes else _COLUMNS
+        rows = [columns] + [_row(record, changes) for record in records]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
         for row in rows:
             out.result("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
         for note in _notes(records):
@@ -138,17 +159,63 @@ def status(path: Path, set_names: Sequence[str], out: Output, *, as_json: bool, 
     failures = {record["repo"]: record["fetch_error"] for record in records if record["fetch_error"]}
     for repo, error in failures.items():
         out.error(f"{repo}: {error} (its rows show the store as last fetched)")
-    return GitError.exit_code if failures else 0
+    for set_name, error in unbuilt.items():
+        out.error(f"sets.{shown_key(set_name)}: TOUCHING unknown: {error}")
+    return GitError.exit_code if failures else SisyphusError.exit_code if unbuilt else 0
 
 
-def _row(record: Dict[str, Any]) -> Tuple[str, ...]:
+def count_touching(lockfile: Lockfile, records: List[Dict[str, Any]], store: Store) -> Dict[str, str]:
+    """
+    Add to each record ``touching``: how many of the commits between the pin and its branch's head change what the
+    set uses, measured on a build of the set's graph (see :mod:`sispin.graph.used_code`); None where unknown.
+
+    :return: the sets whose graph could not be built, with why
+    """
+    # building graphs needs Sisyphus and the recorder: only --changes pays their import
+    from sispin.git.history import branch_commit, changes_to
+    from sispin.graph.build import load_graph
+    from sispin.graph.runner import recording_inputs
+    from sispin.graph.used_code import used_code
+
+    unbuilt = {}
+    for set_name in dict.fromkeys(record["set"] for record in records):
+        mine = [record for record in records if record["set"] == set_name]
+        for record in mine:
+            record["touching"] = None
+        try:
+            with recording_inputs() as read:
+                graph = load_graph(lockfile, set_name)
+        except SisyphusError as exc:
+            unbuilt[set_name] = str(exc)
+            continue
+        counted = [record for record in mine if record["behind"] is not None]
+        mirrors = {record["repo"]: store.mirror_path(record["url"]) for record in counted}
+        used = used_code(lockfile, graph, read.ledgers[0] or {}, store, mirrors) if read.ledgers[0] else {}
+        for record in counted:
+            if record["repo"] in used:
+                mirror = mirrors[record["repo"]]
+                head = branch_commit(mirror, record["branch"])
+                record["touching"] = changes_to(mirror, record["commit"], head, used[record["repo"]].paths, 0)[0]
+    return unbuilt
+
+
+def _row(record: Dict[str, Any], changes: bool) -> Tuple[str, ...]:
     behind = "?" if record["behind"] is None else str(record["behind"])
     if record["off_branch"]:
         behind += f" (+{record['off_branch']} off branch)"
     if record["fetch_error"]:
         behind += " (fetch failed)"
     date = record["date"][:10] if record["date"] else "?"
-    return (record["set"], record["repo"], record["commit"][:7], date, behind, record["branch"] or "(default)")
+    touching = ("?" if record["touching"] is None else str(record["touching"]),) if changes else ()
+    return (
+        record["set"],
+        record["repo"],
+        record["commit"][:7],
+        date,
+        behind,
+        *touching,
+        record["branch"] or "(default)",
+    )
 
 
 def _notes(records: List[Dict[str, Any]]) -> List[str]:

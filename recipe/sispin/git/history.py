@@ -184,6 +184,8 @@ def changes_to(path: Path, exclude: str, include: str, files: Sequence[str], lim
         return 0, []
     # literal: a file named "*.py" or ":x" is that file, not a pattern or pathspec magic
     count = int(read_git(path, "--literal-pathspecs", "rev-list", "--count", f"{exclude}..{include}", "--", *files))
+    if not limit:
+        return count, []
     out = read_git(
         path,
         "--literal-pathspecs",
