@@ -292,7 +292,7 @@ def test_a_mirror_keeps_a_commit_graph_for_status_to_walk_its_history_fast(histo
     info = Store().mirror(history.url) / "objects" / "info"
     assert (info / "commit-graph").is_file() or (info / "commit-graphs").is_dir(), sorted(os.listdir(info))
     git_commit(history.remote, {"nn.py": "VERSION = 5\n"}, "another")
-    assert main(["status", "--fetch"]) == 0 and "5       main" in capsys.readouterr().out
+    assert main(["status", "--fetch"]) == 0 and "5 (1 release)   main" in capsys.readouterr().out
 
 
 def test_a_branch_the_mirror_lacks_is_a_note_not_a_bare_question_mark(history, store_dir, capsys):

@@ -739,7 +739,7 @@ def test_git_variables_of_a_caller_do_not_reach_sispins_git(history, make_repo, 
     assert main(["status", "--fetch"]) == 0
     out = capsys.readouterr().out
     assert "note:" not in out.replace("note: store", ""), out
-    assert f"demo   rc    {history.c[0][:7]}" in out and "  4  " in out, out
+    assert f"demo   rc    {history.c[0][:7]}" in out and "  4 (1 release)  " in out, out
     assert main(["sync", "demo"]) == 0
     assert main(["upgrade", "demo", "--dry-run"]) == 0
     assert f"rc  {history.c[0][:7]} -> {history.c[4][:7]}  (+4 commits)" in capsys.readouterr().out

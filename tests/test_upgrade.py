@@ -100,7 +100,7 @@ def test_downgrade_needs_a_flag_and_is_named(history, capsys):
     before = history.text()
     assert main(["upgrade", "other", "rc", "--to", "v1"]) == 8
     captured = capsys.readouterr()
-    assert f"rc  {history.c[4][:7]} -> {history.c[1][:7]}  (downgrade: 3 commits back)" in captured.out
+    assert f"rc  {history.c[4][:7]} -> {history.c[1][:7]}  (downgrade: 3 commits back, tag v1)" in captured.out
     assert f"    - {history.c[4][:7]} change 4" in captured.out
     assert "is a downgrade: pass --allow-downgrade to move anyway (nothing written)" in captured.err
     assert history.text() == before

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sispin.cli.options import add_command, json_output, set_names
-from sispin.cli.output import Output
+from sispin.cli.output import Output, count
 from sispin.errors import GitError, SisyphusError
-from sispin.git.history import PinFacts, pin_facts
+from sispin.git.history import PinFacts, pin_facts, releases_behind
 from sispin.git.store import Store
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
 
@@ -67,6 +67,7 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
             pinned.setdefault(lockfile.get_repo(name).url, []).append(pin.commit)
     # ask each mirror once about all the commits pinned from it
     facts: Dict[str, Dict[str, PinFacts]] = {}
+    releases: Dict[str, Dict[str, int]] = {}
     mirrors: Dict[str, Optional[Path]] = {}
     failed: Dict[str, str] = {}
     for repo in lockfile.repos.values():
@@ -81,6 +82,8 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
             mirror = mirror or store.mirror(repo.url)
             mirrors[repo.url] = mirror
             facts[repo.url] = pin_facts(mirror, repo.branch, pinned[repo.url]) if mirror else {}
+            known = [commit for commit in pinned[repo.url] if commit in facts[repo.url]]
+            releases[repo.url] = releases_behind(mirror, repo.branch, repo.releases, known) if mirror else {}
     records = []
     for spec in specs:
         for name, pin in spec.pins.items():
@@ -97,6 +100,7 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
                     "date": known.date if known else None,
                     "behind": known.behind if known else None,
                     "off_branch": known.off_branch if known else None,
+                    "releases_behind": releases[repo.url].get(pin.commit),
                     "in_store": mirrors[repo.url] is not None,
                     "fetched_at": fetched.isoformat(timespec="seconds") if fetched else None,
                     "fetch_error": failed.get(repo.url),
@@ -201,6 +205,8 @@ def count_touching(lockfile: Lockfile, records: List[Dict[str, Any]], store: Sto
 
 def _row(record: Dict[str, Any], changes: bool) -> Tuple[str, ...]:
     behind = "?" if record["behind"] is None else str(record["behind"])
+    if record["releases_behind"] is not None:
+        behind += f" ({count(record['releases_behind'], 'release')})"
     if record["off_branch"]:
         behind += f" (+{record['off_branch']} off branch)"
     if record["fetch_error"]:

@@ -83,6 +83,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--to", metavar="REV", help="a tag, branch or (unambiguous, possibly short) commit SHA; needs exactly one REPO"
     )
     as_of(target, "move each repository to its branch as it was then")
+    target.add_argument(
+        "--release",
+        action="store_true",
+        help="move each repository to the newest release tag on its branch (by version order; its tags matching "
+        "[repos.REPO] releases = 'GLOB', every tag when not set)",
+    )
     dry_run(parser, "show what would move; write nothing")
     commit_option(parser)
     parser.add_argument(
@@ -117,7 +123,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         unreachable=args.allow_unreachable,
         drift=args.accept_drift,
     )
-    target = Target(revision=args.to, as_of=args.as_of)
+    target = Target(revision=args.to, as_of=args.as_of, release=args.release)
     path = find_lockfile()
     words = ([args.set] if args.set is not None else []) + list(args.repos)
     set_names, repos = _sets_and_repos(parse_lockfile(read_lockfile_text(path), path), words, args.all, out)
@@ -362,6 +368,7 @@ def _commit_moves(
         body += [f"{prefix}{radius(*graphs)} get new ids"] if graphs else []
     body += [f"--to {target.revision}"] if target.revision else []
     body += [f"--as-of {target.as_of.isoformat()}"] if target.as_of else []
+    body += ["--release"] if target.release else []
     moves = "; ".join(
         (f"{set_name} " if several else "") + ", ".join(f"{m.repo} {m.old[:7]} -> {m.new[:7]}" for m in moves)
         for set_name, moves in moving.items()
@@ -373,7 +380,7 @@ def _plan(lockfile: Lockfile, set_name: str, name: str, target: Target, mirror: 
     """:return: the move of one repository, planned in its mirror (just fetched)"""
     pin, repo = lockfile.get_set(set_name).pin(name), lockfile.get_repo(name)
     try:
-        return plan_repo_move(mirror, name, pin.commit, repo.branch, target)
+        return plan_repo_move(mirror, repo, pin.commit, target)
     except RevisionError as exc:
         raise RevisionError(f"repos.{name} ({repo.url}): {exc}") from None
 
@@ -408,6 +415,6 @@ def _apply(current: Lockfile, document: tomlkit.TOMLDocument, set_name: str, mov
                 "upgrade ran (it "
                 f"planned {move.old[:7]} -> {move.new[:7]}); nothing written: rerun to see the move from there"
             )
-        set_pin_commit(document, set_name, move.repo, move.new)
+        set_pin_commit(document, set_name, move.repo, move.new, move.tag)
         drop_pin_alias(document, set_name, move.repo)  # an alias stands for the old commit only
     return already

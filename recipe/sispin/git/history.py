@@ -10,6 +10,9 @@ __all__ = [
     "branch_commit",
     "commit_as_of",
     "resolve_revision",
+    "tag_commit",
+    "newest_release",
+    "releases_behind",
     "on_a_ref",
     "parent_commit",
     "count_commits",
@@ -117,6 +120,58 @@ def resolve_revision(path: Path, revision: str) -> str:
         named = ", ".join(f"{kind} {sha[:12]}" for kind, sha in found)
         raise RevisionError(f"{revision!r} is ambiguous: {named}; give more of the SHA")
     return commits[0]
+
+
+def tag_commit(path: Path, name: str) -> Optional[str]:
+    """:return: the commit the tag name points to, or None when there is no such tag"""
+    return _rev_parse(path, f"refs/tags/{name}")
+
+
+def _release_refs(pattern: Optional[str]) -> str:
+    """The refs a release pattern (a glob over tag names; None: every tag) selects, as for-each-ref reads them."""
+    return f"refs/tags/{pattern}" if pattern else "refs/tags"
+
+
+def newest_release(path: Path, branch: Optional[str], pattern: Optional[str]) -> Tuple[str, str]:
+    """
+    :param path: a mirror
+    :param branch: the branch the release must be on (None: the default branch)
+    :param pattern: a glob the release tags' names match (``v*``); None for every tag
+    :return: the newest release tag on the branch by version order (``v1.10`` after ``v1.9``), and its commit
+    :raises RevisionError: when the branch holds no such tag
+    """
+    head = branch_commit(path, branch)
+    names = read_git(
+        path, "for-each-ref", "--count=1", f"--merged={head}", "--sort=-v:refname", "--format=%(refname:strip=2)",
+        _release_refs(pattern),
+    )  # fmt: skip
+    if not names:
+        where = f"branch {branch!r}" if branch else "the default branch"
+        raise RevisionError(f"{where} has no release tag" + (f" matching {pattern!r}" if pattern else ""))
+    return names, _rev_parse(path, f"refs/tags/{names}") or ""
+
+
+def releases_behind(
+    path: Path, branch: Optional[str], pattern: Optional[str], commits: Sequence[str]
+) -> Dict[str, int]:
+    """
+    :param path: a mirror
+    :param branch: the branch (None: the default branch)
+    :param pattern: a glob over tag names (see :func:`newest_release`)
+    :param commits: pinned commits the mirror holds
+    :return: per commit, how many release tags the branch's head has that the commit has not; empty when the
+        repository has no release tags, or the branch is not in the mirror
+    """
+    head = _rev_parse(path, f"refs/heads/{branch}" if branch else "HEAD")
+    if head is None or not read_git(path, "for-each-ref", "--count=1", "--format=x", _release_refs(pattern)):
+        return {}
+    behind = {}
+    for commit in dict.fromkeys(commits):
+        found = read_git(
+            path, "for-each-ref", f"--merged={head}", f"--no-merged={commit}", "--format=x", _release_refs(pattern)
+        )
+        behind[commit] = len(found.splitlines())
+    return behind
 
 
 def on_a_ref(path: Path, commit: str) -> bool:

@@ -18,13 +18,24 @@ __all__ = [
     "refusal",
 ]
 
+import dataclasses
 import datetime
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-from sispin.git.history import branch_commit, commit_as_of, count_commits, log_oneline, on_a_ref, resolve_revision
+from sispin.git.history import (
+    branch_commit,
+    commit_as_of,
+    count_commits,
+    log_oneline,
+    newest_release,
+    on_a_ref,
+    resolve_revision,
+    tag_commit,
+)
 from sispin.git.repo import has_commit
+from sispin.lock.lockfile import RepoSpec
 
 #: commits listed per moved repository before the rest are only counted
 LOG_LIMIT = 10
@@ -40,6 +51,7 @@ class Move:
     :param added: commits reachable from new but not from old (None when old is not in the mirror)
     :param dropped: commits reachable from old but not from new (None when old is not in the mirror)
     :param log: one-line log of the added commits (of the dropped ones for a downgrade), at most LOG_LIMIT
+    :param tag: the tag the move was asked to go to (``--to TAG``, ``--release``), kept beside the pin
     """
 
     repo: str
@@ -49,10 +61,15 @@ class Move:
     added: Optional[int] = None
     dropped: Optional[int] = None
     log: tuple = ()
+    tag: Optional[str] = None
 
     @property
     def summary(self) -> str:
-        """The parenthesised description of the move, e.g. ``+12 commits``."""
+        """The parenthesised description of the move, e.g. ``+12 commits`` or ``+3 commits, tag v1.2``."""
+        return self._distance + (f", tag {self.tag}" if self.tag else "")
+
+    @property
+    def _distance(self) -> str:
         if self.kind == "forward":
             return f"+{self.added} commit{'s' if self.added != 1 else ''}"
         if self.kind == "downgrade":
@@ -120,12 +137,13 @@ class Allowed:
 @dataclass(frozen=True)
 class Target:
     """
-    Where a repository moves: the head of its branch (neither given), a revision (``--to``), or its branch as it was
-    at a moment (``--as-of``).
+    Where a repository moves: the head of its branch (none given), a revision (``--to``), its branch as it was at a
+    moment (``--as-of``), or the newest release tag on its branch (``--release``).
     """
 
     revision: Optional[str] = None
     as_of: Optional[datetime.datetime] = None
+    release: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,24 +154,28 @@ class PlannedMove:
     on_remote: bool
 
 
-def plan_repo_move(mirror: Path, repo: str, old: str, branch: Optional[str], target: Target) -> PlannedMove:
+def plan_repo_move(mirror: Path, repo: RepoSpec, old: str, target: Target) -> PlannedMove:
     """
     :param mirror: the repository's store mirror, just fetched
-    :param repo: repository name
+    :param repo: the repository (its branch, its release tags)
     :param old: the pinned commit
-    :param branch: the branch the repository follows (None: the default branch)
     :param target: where it moves
     :raises RevisionError: when the target does not resolve
     """
+    tag = None
     if target.revision is not None:
         new = resolve_revision(mirror, target.revision)
+        # a tag named: kept beside the pin (a branch or SHA named says nothing the SHA does not)
+        tag = target.revision if tag_commit(mirror, target.revision) == new else None
     elif target.as_of is not None:
-        new = commit_as_of(mirror, branch, target.as_of)
+        new = commit_as_of(mirror, repo.branch, target.as_of)
+    elif target.release:
+        tag, new = newest_release(mirror, repo.branch, repo.releases)
     else:
-        new = branch_commit(mirror, branch)
+        new = branch_commit(mirror, repo.branch)
     # the mirror keeps objects the remote dropped (force-pushes): a SHA can resolve there and be gone from the remote
     on_remote = target.revision is None or on_a_ref(mirror, new)
-    return PlannedMove(plan_move(mirror, repo, old, new), on_remote)
+    return PlannedMove(dataclasses.replace(plan_move(mirror, repo.name, old, new), tag=tag), on_remote)
 
 
 def refusal(planned: Sequence[PlannedMove], allowed: Allowed) -> Tuple[Optional[str], List[str]]:

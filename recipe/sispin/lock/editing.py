@@ -100,9 +100,10 @@ _KEY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')"""
 
 def _check_only_additions_and_shas(old: str, new: str, where: str, rewritable_key: Optional[str] = None) -> None:
     """
-    The promise of every rewrite: existing text stays byte for byte, except the characters of a SHA that moves, a
-    pin's ``hash_overwrite`` that a move drops (the alias dies with its commit), and the lines of rewritable_key's
-    values, when given; everything else an edit does is new text between it.
+    The promise of every rewrite: existing text stays byte for byte, except the characters of a SHA that moves, the
+    tag comment sispin keeps after a moved pin, a pin's ``hash_overwrite`` that a move drops (the alias dies with its
+    commit), and the lines of rewritable_key's values, when given; everything else an edit does is new text between
+    it.
 
     :raises LockfileError: naming the first line that would change otherwise (nothing is written)
     """
@@ -113,6 +114,8 @@ def _check_only_additions_and_shas(old: str, new: str, where: str, rewritable_ke
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         before, after = "".join(old_lines[i1:i2]), "".join(new_lines[j1:j2])
         if tag == "equal" or _only_inserted(before, after) or _only_shas_differ(before, after):
+            continue
+        if _only_shas_and_tag_comments_differ(before, after):
             continue
         if _only_alias_dropped(before, after) or (rewritable_key == "freeze" and _only_freeze_dropped(before, after)):
             continue
@@ -188,6 +191,16 @@ def _bracket_depth(line: str) -> int:
 def _only_inserted(before: str, after: str) -> bool:
     matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
     return all(tag in ("equal", "insert") for tag, *_ in matcher.get_opcodes())
+
+
+#: a tag comment at the end of a line, with the space before it
+_TAG_COMMENT_END_RE = re.compile(r"[ \t]*# tag \S+(?=\r?\n|$)")
+
+
+def _only_shas_and_tag_comments_differ(before: str, after: str) -> bool:
+    """Whether the texts differ in SHAs and in the tag comments sispin writes after pins, and in nothing else."""
+    plain_before, plain_after = _TAG_COMMENT_END_RE.sub("", before), _TAG_COMMENT_END_RE.sub("", after)
+    return plain_before == plain_after or _only_shas_differ(plain_before, plain_after)
 
 
 def _only_shas_differ(before: str, after: str) -> bool:
@@ -271,25 +284,43 @@ def add_value(table: Any, key: str, value: Any) -> None:
         table.add(item)
 
 
-def set_pin_commit(document: tomlkit.TOMLDocument, set_name: str, repo: str, commit: str) -> None:
+def set_pin_commit(
+    document: tomlkit.TOMLDocument, set_name: str, repo: str, commit: str, tag: Optional[str] = None
+) -> None:
     """
     Move a set's pin of a repository to another commit in the document, whatever TOML spelling holds it: ``repo =
     "<sha>"``, ``repo = { commit = "<sha>" }``, ``repo.commit = "<sha>"``, ``[sets]`` with ``set.repo = "<sha>"``,
     ``sets.set.repo`` at the top, inline ``sets = {...}``. Only the characters of the string that holds the SHA
-    change: it is written the way the old one was (basic or literal, single- or multi-line), its comment stays.
+    change: it is written the way the old one was (basic or literal, single- or multi-line), its comment stays. A
+    move to a tag says so in a comment after the pin (``# tag v1.2``), where the line has no comment of the user's;
+    a move elsewhere drops such a comment.
 
     :param document: pin.toml as tomlkit reads it
     :param set_name: the set
     :param repo: the repository the set pins
     :param commit: the new full SHA
+    :param tag: the tag the commit was asked for by (None: none)
     :raises LockfileError: when the document holds no string for that pin (a bug of the caller: pins are validated)
     """
     for path, parent, item in keyed_items(document, ()):
         if path in (("sets", set_name, repo), ("sets", set_name, repo, "commit")) and isinstance(item, String):
             kind = item.type
             parent[path[-1]] = tomlkit.string(commit, literal=kind.is_literal(), multiline=kind.is_multiline())
+            # the comment of the line: an inline table's, or the string's own
+            _set_tag_comment(parent if isinstance(parent, InlineTable) else parent[path[-1]], tag)
             return
     raise LockfileError(f"sets.{shown_key(set_name)}.{shown_key(repo)}: no commit string found in the document")
+
+
+#: the comment sispin writes after a pin moved to a tag
+_TAG_COMMENT_RE = re.compile(r"# tag \S+")
+
+
+def _set_tag_comment(item: Any, tag: Optional[str]) -> None:
+    trivia = item.trivia
+    if trivia.comment and not _TAG_COMMENT_RE.fullmatch(trivia.comment):
+        return  # the user's comment stays as it is
+    trivia.comment_ws, trivia.comment = ("  ", f"# tag {tag}") if tag else ("", "")
 
 
 def drop_pin_alias(document: tomlkit.TOMLDocument, set_name: str, repo: str) -> None:

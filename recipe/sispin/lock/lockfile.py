@@ -77,12 +77,15 @@ class RepoSpec(NamedTuple):
     :param url: clone URL, hashed verbatim into every CloneGitRepositoryJob
     :param branch: the branch ``pin upgrade`` follows (None: the remote's default branch); never a job argument
     :param checkout: CloneGitRepositoryJob ``checkout_folder_name`` (None: i6_core's default)
+    :param releases: a glob over tag names that selects its release tags (``v*``; None: every tag); never a job
+        argument
     """
 
     name: str
     url: str
     branch: Optional[str] = None
     checkout: Optional[str] = None
+    releases: Optional[str] = None
 
 
 class Pin(NamedTuple):

@@ -84,6 +84,7 @@ _REPO_KEYS: Dict[str, _Key] = {
     "url": _Key("url", _string(lambda v, key, value: v.url(key, value)), required=True),
     "branch": _Key("branch", _string(lambda v, key, value: v.branch(key, value))),
     "checkout": _Key("checkout", _string(lambda v, key, value: v.relative_path(key, value, "checkout folder"))),
+    "releases": _Key("releases", _string(lambda v, key, value: v.release_pattern(key, value))),
 }
 #: ``[setup.NAME]``
 _SETUP_KEYS: Dict[str, _Key] = {
@@ -266,6 +267,12 @@ class _Validator:
     def branch(self, key: str, value: str) -> str:
         if not valid_branch(value):
             raise self.fail(key, f"{shown_value(value)} is not a branch name (git would read it as another revision)")
+        return value
+
+    def release_pattern(self, key: str, value: str) -> str:
+        # a tag name with * and ? for any characters: nothing git would read as another revision or an option
+        if not valid_branch(value.replace("*", "x").replace("?", "x")):
+            raise self.fail(key, f"{shown_value(value)} is not a tag name pattern (a tag name with * and ?)")
         return value
 
     def url(self, key: str, value: str) -> str:
