@@ -127,3 +127,22 @@ def test_commit_follows_a_symlinked_lockfile(history, capsys):
     git(root, "commit", "-q", "-m", "pin.toml moved")
     assert main(["freeze", "other", "--commit"]) == 0
     assert git(root, "show", "--name-only", "--format=", "HEAD") == "real/pin.toml"
+
+
+def test_commit_of_a_lockfile_git_ignores_is_refused_before_anything_is_written(history, capsys):
+    root = history.lock.parent
+    git(root, "init", "-q", "-b", "main")
+    (root / ".gitignore").write_text("pin.toml\n")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-q", "-m", "ignore the lock")
+    before = history.text()
+    assert main(["freeze", "other", "--commit"]) == 5
+    assert capsys.readouterr().err.strip() == (
+        "pin: error: --commit: pin.toml is ignored by git (`git check-ignore -v pin.toml` says why): add it once with "
+        "`git add -f`, or leave out --commit"
+    )
+    assert history.text() == before
+    git(root, "add", "-f", "pin.toml")
+    git(root, "commit", "-q", "-m", "the lock after all")
+    assert main(["freeze", "other", "--commit"]) == 0  # tracked: ignoring no longer applies
+    assert git(root, "log", "-1", "--format=%s") == "pin freeze other"

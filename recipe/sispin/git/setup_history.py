@@ -9,13 +9,14 @@ from __future__ import annotations
 __all__ = ["export_setup", "check_committable", "commit_files"]
 
 import os
+import subprocess
 from pathlib import Path
 from typing import List, Optional, Sequence
 
 import git
 
 from sispin.errors import GitError, RevisionError
-from sispin.git.env import read_git
+from sispin.git.env import GIT_ENV, no_git_env, read_git
 from sispin.git.process import message, runner
 
 
@@ -90,6 +91,33 @@ def check_committable(root: Path, files: Sequence[Path]) -> None:
         raise GitError(
             f"--commit: {', '.join(changed)} has changes not committed: commit them first, or leave out --commit"
         )
+    # an ignored file that git does not track would never be committed: say so, not "nothing to commit"
+    tracked = set(read_git(top, "ls-files", "--", *names).splitlines()) if names else set()
+    untracked = [name for name in names if name not in tracked]
+    ignored = _ignored_by_git(top, untracked)
+    if ignored:
+        raise GitError(
+            f"--commit: {', '.join(ignored)} is ignored by git (`git check-ignore -v {ignored[0]}` says why): add it "
+            "once with `git add -f`, or leave out --commit"
+        )
+
+
+def _ignored_by_git(top: Path, names: Sequence[str]) -> List[str]:
+    """:return: those of the files (relative to the repository's top) that git ignores"""
+    if not names:
+        return []
+    answer = subprocess.run(
+        ["git", "check-ignore", "--stdin", "-z"],
+        cwd=top,
+        env={**no_git_env(os.environ), **GIT_ENV},
+        input="\0".join(names).encode(),
+        capture_output=True,
+        check=False,
+    )
+    # 1: none is ignored; 0: some are (listed)
+    if answer.returncode not in (0, 1):
+        raise GitError(f"git check-ignore in {top} failed: {answer.stderr.decode(errors='replace').strip()}")
+    return [name for name in answer.stdout.decode().split("\0") if name]
 
 
 def commit_files(root: Path, files: Sequence[Path], summary: str, body: Sequence[str] = ()) -> Optional[str]:
