@@ -25,6 +25,7 @@ import pytest
 
 from conftest import PROJECT_ROOT, _real_required, git, make_setup
 from sispin.graph.snapshot import read_snapshot
+from sispin.lock.lockfile import parse_lockfile
 
 SHIPPED = "ce19c45bc67d98cfd34ab5753c75089c50cfab62"  # the shipped pin of [sets.nn_demo]
 DOC_FIX = "fc6b41cd7a27e9ab33b514e4470ef820442c0ed8"  # "fix doc": nothing in the net changes
@@ -378,3 +379,45 @@ def test_the_advisor_tells_a_commit_only_move_from_a_net_dict_change(nn_setup, b
     differences = [line for line in lines[start + 1 :] if line.startswith("      ")]
     assert len(differences) == 4 and all("['dropout']['dropout_axis']" in line for line in differences), dropout
     assert "--verbose" not in dropout, "the 4 differing leaves of the network, each by its path, are all shown"
+
+
+def test_branches_that_moved_different_sets_of_the_demo_setup_merge_and_check(nn_setup, tmp_path):
+    # the shipped setup (demo and nn_demo, real returnn_common and RETURNN history), shared by git: Alice moves demo
+    # and adds a set, Bob moves nn_demo and adds a set; both append to pin.toml and its snapshot
+    _, env = nn_setup
+    pin = Path(sys.executable).parent / "pin"
+    assert pin.is_file(), f"no `pin` beside {sys.executable}: install sispin into this environment"
+    env = {**env, "PATH": f"{pin.parent}{os.pathsep}{env['PATH']}"}
+    env.update(
+        {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"}
+    )
+    configs = {name: (PROJECT_ROOT / "config" / name).read_text() for name in ("demo.py", "nn_demo.py")}
+    root = make_setup(tmp_path / "setup", (PROJECT_ROOT / "pin.toml").read_text(), _sisyphus_of(nn_setup), configs)
+
+    def run(*command: str) -> str:
+        result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, f"{command}: {result.stdout}{result.stderr}"
+        return result.stdout + result.stderr
+
+    run("git", "init", "-q", "-b", "main")
+    run("pin", "snapshot")
+    run("pin", "merge-driver", "--install")
+    run("git", "add", "-A")
+    run("git", "commit", "-q", "-m", "the setup")
+    run("git", "checkout", "-q", "-b", "alice")
+    run("pin", "upgrade", "demo", "--as-of", "2025-06-01", "--allow-downgrade", "--commit")
+    run("pin", "new", "alice_exp", "--from", "demo", "--config", "config/alice_exp.py", "--commit")
+    run("git", "checkout", "-q", "-b", "bob", "main")
+    run("pin", "upgrade", "nn_demo", "returnn_common", "--as-of", "2023-03-14", "--commit")
+    run("pin", "new", "bob_exp", "--from", "demo", "--config", "config/bob_exp.py", "--commit")
+    merged = run("git", "merge", "--no-edit", "alice")
+    assert "CONFLICT" not in merged, merged
+    assert "pin check: ok (4 sets" in run("pin", "check", "--full")
+    lock = parse_lockfile((root / "pin.toml").read_text(), root / "pin.toml")
+    moved = {name: lock.sets[name].pins["returnn_common"].commit[:7] for name in ("demo", "nn_demo")}
+    assert moved == {"demo": "f88cd37", "nn_demo": "34f9aa4"} and {"alice_exp", "bob_exp"} <= set(lock.sets)
+
+
+def _sisyphus_of(nn_setup: Tuple[Path, Dict[str, str]]) -> Path:
+    """The real Sisyphus checkout the nn setup links to."""
+    return (nn_setup[0] / "tools" / "sisyphus").resolve()
