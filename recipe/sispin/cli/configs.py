@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import tomlkit
 
-from sispin.cli.options import add_command, commit_option, commit_written, one_set
+from sispin.cli.options import add_command, commit_option, commit_written, one_set, setup_relative
 from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, UsageError
 from sispin.lock.editing import add_value, edit_lockfile
@@ -34,7 +34,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "relative) to sets.SET.configs, --remove takes listed ones out; comments and layout of pin.toml stay.",
     )
     one_set(parser, "the experiment set")
-    parser.add_argument("--add", metavar="PATH", nargs="+", default=[], help="config files to add (must exist)")
+    parser.add_argument(
+        "--add",
+        metavar="PATH",
+        nargs="+",
+        default=[],
+        help="config files to add (must exist; relative to where you are)",
+    )
     parser.add_argument("--remove", metavar="PATH", nargs="+", default=[], help="config files to remove")
     commit_option(parser)
 
@@ -42,9 +48,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
     path = find_lockfile()
-    code = edit_configs(path, args.set, out, add=args.add, remove=args.remove)
-    if args.commit and (args.add or args.remove):
-        changes = [f"+{config}" for config in args.add] + [f"-{config}" for config in args.remove]
+    add = [setup_relative(path.parent, config, "--add") for config in args.add]
+    remove = [setup_relative(path.parent, config, "--remove") for config in args.remove]
+    code = edit_configs(path, args.set, out, add=add, remove=remove)
+    if args.commit and (add or remove):
+        changes = [f"+{config}" for config in add] + [f"-{config}" for config in remove]
         commit_written(path, f"pin configs {args.set}: {' '.join(changes)}", [], out)
     return code
 

@@ -13,7 +13,7 @@ __all__ = ["add_parser", "run", "explain", "explanation_lines"]
 import argparse
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from sispin.cli.options import add_command, json_output, set_names
 from sispin.cli.output import VERBOSE, Output, count
@@ -82,11 +82,14 @@ def explain(
     # outputs with the same root causes (the same arguments, old -> new, in jobs of the same classes) are said once
     shapes: Dict[Tuple[str, ...], List[List[str]]] = {}
     same_way: Dict[Tuple[str, ...], List[str]] = {}
+    known: Set[str] = set()
     for name in names:
         old_outputs, records = _before(lockfile, name, recorded, against)
         graph = load_graph(lockfile, name, records={o: output.job for o, output in old_outputs.items()} or None)
+        known.update(old_outputs, graph.outputs)
         for output_name in sorted(set(old_outputs) | set(graph.outputs)):
-            if output is not None and output_name != output:
+            # as explain and check print it, or as registered (Sisyphus puts it under output/)
+            if output is not None and output not in (output_name, f"output/{output_name}"):
                 continue
             found = True
             old = old_outputs[output_name].job if output_name in old_outputs else None
@@ -103,7 +106,7 @@ def explain(
     for shape, texts in shapes.items():
         lines += _grouped(texts, same_way[shape], every=out.level >= VERBOSE)
     if not found:
-        raise UnknownNameError(f"no registered output {output!r} in set(s) {', '.join(names)}")
+        _no_such_output(output, names, known)
     if as_json:
         out.json(report)
     else:
@@ -111,6 +114,13 @@ def explain(
         for line in lines or [f"every output has the job id {baseline}"]:
             out.result(line)
     return 1 if report else 0
+
+
+def _no_such_output(output: Optional[str], names: List[str], known: Set[str]) -> None:
+    """:raises UnknownNameError: naming the outputs the sets do register"""
+    raise UnknownNameError(
+        f"no registered output {output!r} in set(s) {', '.join(names)} (they register: {listed(sorted(known))})"
+    )
 
 
 def _before(

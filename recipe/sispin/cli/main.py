@@ -35,7 +35,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a bad command line is one line on stderr like every other error (exit 2)."""
 
     def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"pin: error: {self.prog}: {message} (see {self.prog} --help)\n")
+        # "pin upgrade: ..." names the subcommand; the top-level parser's prog is "pin" itself, said once
+        where = f"{self.prog}: " if self.prog != "pin" else ""
+        self.exit(2, f"pin: error: {where}{message} (see {self.prog} --help)\n")
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:

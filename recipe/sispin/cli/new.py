@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import tomlkit
 
-from sispin.cli.options import add_command, as_of, commit_option, commit_written
+from sispin.cli.options import add_command, as_of, commit_option, commit_written, setup_relative
 from sispin.cli.output import Output, count
 from sispin.errors import ConcurrentChangeError, NameConflictError, RevisionError, SisyphusError, UsageError
 from sispin.git.history import branch_commit, commit_as_of
@@ -60,12 +60,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="PATH",
         nargs="+",
         default=[],
-        help="existing Sisyphus config files of the set (setup-relative)",
+        help="existing Sisyphus config files of the set (relative to where you are; pin.toml lists them relative "
+        "to the setup root)",
     )
     parser.add_argument(
         "--config",
         metavar="PATH",
-        help="write a starter config at PATH that uses experiment_set(SET), and list it in the set's configs",
+        help="write a starter config at PATH (relative to where you are) that uses experiment_set(SET), and list it "
+        "in the set's configs",
     )
     as_of(parser, "pin each repository's branch as it was then, not its head")
     commit_option(parser)
@@ -74,14 +76,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
     path = find_lockfile()
+    configs = [setup_relative(path.parent, config, "--configs") for config in args.configs]
+    starter = setup_relative(path.parent, args.config, "--config") if args.config else None
     code = new_set(
-        path, args.set, out, from_set=args.from_set, configs=args.configs, store=Store(), starter=args.config,
-        as_of=args.as_of,
-    )  # fmt: skip
+        path, args.set, out, from_set=args.from_set, configs=configs, store=Store(), starter=starter, as_of=args.as_of
+    )
     if args.commit:
         pins = ", ".join(f"{repo} {pin.commit[:7]}" for repo, pin in load_lockfile(path).get_set(args.set).pins.items())
-        starter = [path.parent / args.config] if args.config else []  # the config the new set lists
-        commit_written(path, f"pin new {args.set}: {pins}", [], out, also=starter)
+        written = [path.parent / starter] if starter else []  # the config the new set lists
+        commit_written(path, f"pin new {args.set}: {pins}", [], out, also=written)
     return code
 
 
@@ -140,12 +143,24 @@ def new_set(
     if written is not None:
         out.info(f"{starter}: starter config written (it uses experiment_set({name!r}); build the set's graph in py())")
     _say_pins(out, lockfile, heads, as_of)
+    return _say_recorded(out, path, name, graph, not_recorded, configs)
+
+
+def _say_recorded(
+    out: Output, path: Path, name: str, graph: Optional[SetGraph], not_recorded: str, configs: Sequence[str]
+) -> int:
+    """:return: the exit code: 9 when the set lists configs that do not load (the set is written all the same)"""
+    snapshot = display_path(snapshot_path(path))
     if graph is not None:
-        recorded = count(len(graph.outputs), "output")
-        out.info(f"{display_path(snapshot_path(path))}: recorded sets.{shown_key(name)} ({recorded})")
-    else:
-        out.info(f"{display_path(snapshot_path(path))}: sets.{shown_key(name)} not recorded ({not_recorded})")
-    return 0
+        out.info(f"{snapshot}: recorded sets.{shown_key(name)} ({count(len(graph.outputs), 'output')})")
+        return 0
+    line = f"{snapshot}: sets.{shown_key(name)} not recorded ({not_recorded})"
+    if not configs:
+        out.info(line)  # a set without configs is a state the tools handle
+        return 0
+    # the set is written, but its configs do not load: a script must notice
+    out.error(f"{line}: the set is in pin.toml; fix its configs, then `pin snapshot {name}`")
+    return SisyphusError.exit_code
 
 
 def _checked_configs(lockfile: Lockfile, name: str, configs: Sequence[str], starter: Optional[str]) -> List[str]:

@@ -13,6 +13,7 @@ __all__ = [
     "one_set",
     "json_output",
     "dry_run",
+    "setup_relative",
     "commit_option",
     "commit_written",
     "check_commit",
@@ -22,11 +23,13 @@ __all__ = [
 
 import argparse
 import datetime
+import os
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Callable, List, Optional, Sequence
 
 from sispin.cli.output import NORMAL, QUIET, VERBOSE, Output
+from sispin.errors import UsageError
 
 #: every command, as it is typed: its module in sispin.cli and its line in ``pin --help`` (listed from here, so that
 #: ``pin --help`` imports no command module; a run imports only its command's, which brings its own dependencies)
@@ -188,6 +191,24 @@ def commit_written(lock: Path, summary: str, body: Sequence[str], out: Output, a
     files = [path for path in (*_lock_files(lock), *also) if path.exists()]
     sha = commit_files(lock.parent, files, summary, body)
     out.info(f"committed {sha[:7]}: {summary}" if sha else "--commit: nothing to commit (as committed already)")
+
+
+def setup_relative(root: Path, given: str, option: str) -> str:
+    """
+    A path as the user typed it, relative to where they stand (or absolute), as pin.toml lists it: relative to the
+    setup root. Symlinks are not resolved: ``config/x.py`` stays that, whatever it links to.
+
+    :param root: the setup root
+    :param given: the path on the command line
+    :param option: the option it came with, for the message
+    :raises UsageError: for a path outside the setup
+    """
+    relative = os.path.relpath(os.path.normpath(os.path.join(os.getcwd(), given)), root)
+    if relative == os.curdir or relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        raise UsageError(
+            f"{option} {given}: not inside the setup {root} (paths are relative to the directory you are in)"
+        )
+    return PurePath(relative).as_posix()
 
 
 def dry_run(parser: argparse.ArgumentParser, help: str) -> None:

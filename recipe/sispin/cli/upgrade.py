@@ -62,8 +62,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Move the pins of experiment set SET (of several sets: SET SET ...; of every set: --all) to the "
         "head of each repository's branch, or to --to REV; only the REPOs named when any are. Shows every move with "
         "the commits in between that change what the set uses, and the blast radius: every job of the set that "
-        "depends on a moved repository gets a new id. Exit 8 when a move needs --allow-downgrade or "
-        "--allow-unrelated.",
+        "depends on a moved repository gets a new id. Exit 8 when a move needs --allow-downgrade, "
+        "--allow-unrelated, --allow-unreachable or --accept-drift (nothing is written).",
     )
     parser.add_argument(
         "set", metavar="SET", nargs="?", help="experiment set name ([sets.SET] in pin.toml); more may follow"
@@ -204,13 +204,7 @@ def upgrade(
         raise RefusedMoveError(refused)
     moving = _moving(plans)
     moved_text = _moved_text(lockfile, text, moving)
-    judged: Dict[str, Judged] = {}
-    for set_name, planned in plans.items():
-        _set_header(out, set_name, len(plans))
-        if set_name in moving:
-            judged[set_name] = _judge(lockfile, (text, moved_text), set_name, planned, allowed, (store, mirrors), out)
-        else:
-            show_moves(out, lockfile, set_name, planned, None, mirrors)
+    judged = _judge_sets(lockfile, (text, moved_text), plans, allowed, (store, mirrors), out)
     if moving and dry_run:
         if refused:
             out.result(f"the real move needs {' '.join(flags)}")
@@ -252,6 +246,26 @@ def _plan_sets(
         for set_name, pins in chosen.items()
     }
     return plans, mirrors
+
+
+def _judge_sets(
+    lockfile: Lockfile,
+    texts: Tuple[str, str],
+    plans: Dict[str, List[PlannedMove]],
+    allowed: Allowed,
+    mirrors: Tuple[Store, Dict[str, Path]],
+    out: Output,
+) -> Dict[str, Judged]:
+    """Show each set's moves, and judge those of the sets that move (see :func:`_judge`)."""
+    mirror_of = mirrors[1]
+    judged: Dict[str, Judged] = {}
+    for set_name, planned in plans.items():
+        _set_header(out, set_name, len(plans))
+        if any(p.move.kind != "none" for p in planned):
+            judged[set_name] = _judge(lockfile, texts, set_name, planned, allowed, mirrors, out)
+        else:
+            show_moves(out, lockfile, set_name, planned, None, mirror_of)
+    return judged
 
 
 def _moving(plans: Dict[str, List[PlannedMove]]) -> Dict[str, List[Move]]:
@@ -311,7 +325,8 @@ def _judge(
     say_dropped_aliases(out, lockfile.get_set(set_name), moving)
     targets = ", ".join(f"{move.repo} {move.new[:7]}" for move in moving)
     try:
-        after = load_graph(lockfile, set_name, lock_text=moved_text, states=True, records="all")
+        # (what the move checks out goes with the build: a dry run leaves the store as it was)
+        after = load_graph(lockfile, set_name, lock_text=moved_text, states=True, records="all", scratch_checkouts=True)
     except SisyphusError as exc:
         # the set builds now: a move after which it does not would leave it unbuildable, and its snapshot behind
         raise SisyphusError(f"set {set_name!r} does not build at {targets}: {exc}; nothing written") from None

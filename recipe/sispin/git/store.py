@@ -11,7 +11,7 @@ a new mirror is built beside its final place and renamed in, so concurrent proce
 
 from __future__ import annotations
 
-__all__ = ["PIN_HOME_ENV", "PARALLEL_FETCHES", "Store", "default_store_dir"]
+__all__ = ["PIN_HOME_ENV", "SCRATCH_CHECKOUTS_ENV", "PARALLEL_FETCHES", "Store", "default_store_dir"]
 
 import datetime
 import hashlib
@@ -26,6 +26,8 @@ from sispin.lock.lockfile import is_full_sha
 from sispin.lock.urls import name_from_url
 
 PIN_HOME_ENV = "PIN_HOME"
+#: where a build at pins not written makes the checkouts the store lacks (set by sispin for its own probes)
+SCRATCH_CHECKOUTS_ENV = "SISPIN_SCRATCH_CHECKOUTS"
 #: how many remotes one command fetches at a time
 PARALLEL_FETCHES = 8
 
@@ -147,6 +149,13 @@ class Store:
         path = self.checkout_path(url, commit, folder)
         if (path / ".git").is_dir():
             return path
+        scratch = os.environ.get(SCRATCH_CHECKOUTS_ENV)
+        if scratch:
+            # a build at pins not written (an upgrade's, a check's moved build): what it checks out is its own and
+            # goes with it, so that the store holds only what lockfiles pin
+            path = Path(scratch) / path.relative_to(self.directory / "checkouts")
+            if (path / ".git").is_dir():
+                return path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with FileLock(str(path.parent) + ".lock"):
@@ -158,7 +167,8 @@ class Store:
                             raise GitError(f"commit {commit} does not exist in {url} (nor in the store)")
                     _clear(path)
                     clone_at_commit(str(mirror), commit, path)
-                    _make_read_only(path)
+                    if not scratch:
+                        _make_read_only(path)
         except OSError as exc:
             raise FileSystemError(self._cannot_write(exc)) from None
         return path

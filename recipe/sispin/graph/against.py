@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Optional
 
 from sispin.errors import LockfileError, PinError
+from sispin.git.registry import forget_lockfile
 from sispin.git.setup_history import export_setup
+from sispin.git.store import Store
 from sispin.graph.build import SetGraph, load_graph
 from sispin.lock.lockfile import Lockfile, load_lockfile
 
@@ -48,6 +50,9 @@ def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optio
             error = type(exc)(f"at {revision}: {said}")
             error.details = exc.details
             raise error from None
+        finally:
+            # the build's exp.imported() recorded the temporary lockfile as a user of the store: it is none
+            forget_lockfile(Store().directory, old_path)
 
 
 def _link_untracked(current: Path, old: Path, depth: int) -> None:

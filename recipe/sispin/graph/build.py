@@ -241,6 +241,7 @@ def load_graph(
     states: bool = False,
     moved: Optional[Dict[str, Any]] = None,
     records: Union[str, Mapping[str, str], None] = None,
+    scratch_checkouts: bool = False,
 ) -> SetGraph:
     """
     Build the set's job graph with real Sisyphus, in a subprocess.
@@ -253,6 +254,7 @@ def load_graph(
         commit, moved commit]], "awaits": {config: awaits the real build passed}}
     :param records: whose argument records to take (walking them costs as much as hashing): "all" (to record the
         set), or the outputs' recorded job ids (the jobs below each output whose id differs, to explain it), or None
+    :param scratch_checkouts: the build is at pins no lockfile holds (``lock_text``): code it checks out goes with it
     :raises SisyphusError: when Sisyphus is missing, the set has no configs, or loading them fails
     """
     spec = lockfile.get_set(set_name)
@@ -267,7 +269,8 @@ def load_graph(
             )
     request = {"set": set_name, "configs": list(spec.configs), "states": states, "moved": moved, "records": records}
     what = f"loading the configs of set {set_name!r}" + (" with its pins moved" if moved else "")
-    return _set_graph(set_name, run_probe(lockfile, ["graph"], what, lock_text, request=request))
+    report = run_probe(lockfile, ["graph"], what, lock_text, request=request, scratch_checkouts=scratch_checkouts)
+    return _set_graph(set_name, report)
 
 
 def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:

@@ -88,7 +88,8 @@ def load_moved_graph(lockfile: Lockfile, graph: SetGraph, moves: MovedPins) -> S
     remap: List[Tuple[str, str, str]] = [
         (lockfile.get_repo(repo).url, old, new) for repo, (old, new) in moves.commits.items()
     ]
-    return load_graph(lockfile, graph.set_name, text, states=True, moved={"remap": remap, "awaits": graph.awaits})
+    moved = {"remap": remap, "awaits": graph.awaits}
+    return load_graph(lockfile, graph.set_name, text, states=True, moved=moved, scratch_checkouts=True)
 
 
 def moved_builds(lockfile: Lockfile, graph: SetGraph, store: Store) -> Tuple[List[Tuple[str, SetGraph]], List[str]]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from sispin.errors import SisyphusError
+from sispin.git.store import SCRATCH_CHECKOUTS_ENV
 from sispin.lock.lockfile import LOCK_ENV, PROBE_TEXT_ENV, Lockfile
 from sispin.lock.urls import name_from_url
 
@@ -87,12 +88,28 @@ def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
     return None
 
 
+def _report(result: subprocess.CompletedProcess, report_path: Path, what: str) -> Any:
+    """:return: what a finished probe reported; :raises SisyphusError: with its error, or its last line of stderr"""
+    report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None
+    if isinstance(report, dict) and "error" in report:
+        error = report["error"]
+        failure = SisyphusError(f"{what} failed: {error['where']}: {error['exception']}")
+        failure.details = error["traceback"]
+        raise failure
+    if result.returncode != 0 or report is None:
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        reason = lines[-1].strip() if lines else f"exit code {result.returncode}"
+        raise SisyphusError(f"{what} failed: {reason}")
+    return report
+
+
 def probe_environment(lockfile: Lockfile) -> Dict[str, str]:
     """:return: the environment a probe of the setup runs in (the lock found by name, Sisyphus on the path)"""
     sisyphus_dir = find_sisyphus(lockfile)
     python_path = os.pathsep.join(p for p in (sisyphus_dir and str(sisyphus_dir), os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, LOCK_ENV: str(lockfile.path), "PYTHONPATH": python_path}
     env.pop(PROBE_TEXT_ENV, None)
+    env.pop(SCRATCH_CHECKOUTS_ENV, None)
     return env
 
 
@@ -103,6 +120,7 @@ def run_probe(
     lock_text: Optional[str] = None,
     *,
     request: Optional[Any] = None,
+    scratch_checkouts: bool = False,
 ) -> Any:
     """
     Run :mod:`sispin.graph.probe` in the setup root with the setup's Sisyphus, and return what it reports.
@@ -112,6 +130,8 @@ def run_probe(
     :param what: what is being done, for error messages
     :param lock_text: run against this lockfile content instead of the file
     :param request: a JSON request, handed to the probe as a file after OUT (before the other arguments)
+    :param scratch_checkouts: make the checkouts the store lacks in the probe's scratch directory, not in the store
+        (a build at pins no lockfile holds: they would stay behind)
     :raises SisyphusError: when no Sisyphus can be imported or the probe fails
     """
     env = probe_environment(lockfile)
@@ -124,6 +144,8 @@ def run_probe(
             text_path = Path(scratch) / "pin.toml"
             text_path.write_text(lock_text, encoding="utf-8")
             env[PROBE_TEXT_ENV] = str(text_path)
+        if scratch_checkouts:
+            env[SCRATCH_CHECKOUTS_ENV] = str(Path(scratch) / "checkouts")
         report_path = Path(scratch) / "report.json"
         package = str(Path(__file__).resolve().parent.parent)
         extra = list(arguments[1:])
@@ -139,16 +161,7 @@ def run_probe(
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             raise SisyphusError(f"{what} took over {PROBE_TIMEOUT} s") from None
-        report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None
-        if isinstance(report, dict) and "error" in report:
-            error = report["error"]
-            failure = SisyphusError(f"{what} failed: {error['where']}: {error['exception']}")
-            failure.details = error["traceback"]
-            raise failure
-        if result.returncode != 0 or report is None:
-            lines = [line for line in result.stderr.splitlines() if line.strip()]
-            reason = lines[-1].strip() if lines else f"exit code {result.returncode}"
-            raise SisyphusError(f"{what} failed: {reason}")
+        report = _report(result, report_path, what)
     for found in _RECORDING.get():
         found.ledgers.append(report.get("read") if isinstance(report, dict) else None)
     return report

@@ -1,0 +1,107 @@
+"""
+What a new user trips over (issue "Two commands for a newcomer"): each message that misled, as it reads now. Real git,
+real Sisyphus where a set is built.
+"""
+
+from __future__ import annotations
+
+import os
+
+from test_changes import IMPORTS
+from test_freeze import CONFIG
+
+from conftest import git, git_commit, make_setup, sisyphus_entry
+from sispin.cli.main import main
+
+
+def _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, configs):
+    remote = make_repo("rc")
+    commits = [git_commit(remote, {"pkg/__init__.py": "", "pkg/a.py": f"VALUE = {i}\n"}) for i in range(2)]
+    sets = "".join(f'[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{commits[0]}"\n\n' for name in configs)
+    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n{sets}' + sisyphus_entry(real_sisyphus)
+    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {f"{name}.py": text for name, text in configs.items()})
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PIN_LOCK", raising=False)
+    return root, commits
+
+
+def test_pin_without_a_command_says_so_once(capsys):
+    assert main([]) == 2
+    assert capsys.readouterr().err == "pin: error: the following arguments are required: COMMAND (see pin --help)\n"
+
+
+def test_explain_takes_an_output_as_printed_and_names_the_outputs_there_are(
+    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
+):
+    root, _ = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"a": CONFIG.format(name="a")})
+    assert main(["snapshot"]) == 0
+    (root / "config" / "a.py").write_text(CONFIG.format(name="a").replace("0.001", "0.01"))
+    capsys.readouterr()
+    assert main(["explain"]) == 1
+    printed = capsys.readouterr().out.splitlines()[0].split()[0]
+    assert printed == "output/a/config"
+    for name in (printed, "a/config"):
+        assert main(["explain", "--output", name]) == 1, name
+        assert capsys.readouterr().out.startswith("output/a/config  ")
+    assert main(["explain", "--output", "output/a/nope"]) == 4
+    assert capsys.readouterr().err == (
+        "pin: error: no registered output 'output/a/nope' in set(s) a (they register: a/config)\n"
+    )
+
+
+def test_config_paths_are_relative_to_where_the_user_stands(
+    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
+):
+    root, _ = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"a": CONFIG.format(name="a")})
+    monkeypatch.chdir(root / "config")  # paths below are relative to config/
+    assert main(["new", "exp2", "--config", "exp2.py"]) == 0
+    assert (root / "config" / "exp2.py").is_file() and not (root / "exp2.py").exists()
+    assert main(["configs", "exp2"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "config/exp2.py"
+    (root / "config" / "more.py").write_text(CONFIG.format(name="exp2"))
+    assert main(["configs", "exp2", "--add", "more.py", "--remove", "./exp2.py"]) == 0
+    assert capsys.readouterr().out.endswith("pin.toml: sets.exp2.configs = ['config/more.py']\n")
+    assert main(["configs", "exp2", "--add", "../../elsewhere.py"]) == 2
+    assert "--add ../../elsewhere.py: not inside the setup" in capsys.readouterr().err
+
+
+def test_a_new_set_whose_config_does_not_load_is_an_error(
+    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
+):
+    root, _ = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"a": CONFIG.format(name="a")})
+    (root / "config" / "broken.py").write_text("def py():\n    raise RuntimeError('not yet')\n")
+    assert main(["new", "broken", "--configs", "config/broken.py"]) == 9
+    err = capsys.readouterr().err
+    assert "config/broken.py:2: RuntimeError: not yet" in err and "then `pin snapshot broken`" in err
+    assert main(["configs", "broken"]) == 0  # the set was added all the same
+
+
+def test_a_dry_run_leaves_the_store_as_it_was(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys):
+    root, commits = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"imports": IMPORTS})
+    assert main(["snapshot"]) == 0
+    checkouts = sorted(path.name for path in (store_dir / "checkouts").glob("*/*") if path.is_dir())
+    assert checkouts == [commits[0]]
+    assert main(["upgrade", "imports", "--dry-run"]) == 0
+    assert sorted(path.name for path in (store_dir / "checkouts").glob("*/*") if path.is_dir()) == checkouts
+    # a build of the setup's history does not leave its temporary lockfile as a user of the store
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "setup")
+    assert main(["explain", "--against", "HEAD"]) == 0
+    users = [(store_dir / "lockfiles" / name).read_text().strip() for name in os.listdir(store_dir / "lockfiles")]
+    assert users == [str(root / "pin.toml")], users
+    capsys.readouterr()
+    assert main(["gc"]) == 0
+    assert "forgot" not in capsys.readouterr().out
+
+
+def test_upgrade_help_names_every_flag_of_exit_8(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # argparse would break a line inside "--allow-unreachable"
+    try:
+        main(["upgrade", "--help"])
+    except SystemExit:
+        pass
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "Exit 8 when a move needs --allow-downgrade, --allow-unrelated, --allow-unreachable or --accept-drift" in text
+    )
