@@ -231,3 +231,62 @@ def test_install_keeps_the_users_gitattributes_and_needs_a_repository(write_lock
         b"*.sh text eol=lf\r\n/pin.toml merge=pin\r\n/pin.snapshot.toml merge=pin\r\n"
     )
     assert "added /pin.snapshot.toml merge=pin" in capsys.readouterr().out
+
+
+#: the shipped pin.toml's shape: the sets, then a comment that introduces the [setup.*] tables
+WITH_SETUP = BASE + f"""
+# The setup's own recipe code and workflow manager.
+[setup.i6_core]
+url = "https://example.org/i6_core"
+commit = "{SHA['9']}"
+path = "recipe/i6_core"
+"""
+
+
+def _added_set(text, name, digit):
+    """pin new's way: the set goes after the last set, before the comment that introduces what follows."""
+    return text.replace(
+        "\n# The setup's own",
+        f'\n[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{SHA[digit]}"\n\n# The setup\'s own',
+    )
+
+
+def test_sets_added_on_both_branches_keep_every_comment_once(tmp_path, capsys):
+    ours, theirs = _added_set(WITH_SETUP, "alice", "3"), _added_set(WITH_SETUP, "bob", "4")
+    code, merged = _merge(tmp_path, WITH_SETUP, ours, theirs)
+    assert code == 0, capsys.readouterr().err
+    assert merged.count("# The setup's own recipe code and workflow manager.") == 1, merged
+    assert merged.index("[sets.alice]") < merged.index("[sets.bob]") < merged.index("# The setup's own")
+    assert set(parse_lockfile(merged, Path("pin.toml")).sets) == {"a", "b", "alice", "bob"}
+
+
+def test_a_comment_the_merge_by_value_cannot_place_is_a_conflict(tmp_path, capsys):
+    # the line merge conflicts (both append), and the other branch also edited a comment: not dropped silently
+    ours = _added_set(WITH_SETUP, "alice", "3")
+    theirs = _added_set(WITH_SETUP, "bob", "4").replace("# b is the paper's set", "# b is the paper's set: DO NOT MOVE")
+    code, merged = _merge(tmp_path, WITH_SETUP, ours, theirs)
+    assert code == 1 and "<<<<<<<" in merged
+    assert "cannot keep the other branch's line \"# b is the paper's set: DO NOT MOVE\"" in capsys.readouterr().err
+
+
+def test_a_moved_pin_takes_its_line_as_the_other_branch_wrote_it(tmp_path, capsys):
+    # a tag comment stands for the commit it came with: the other branch's move drops it, the merge too
+    tagged = WITH_SETUP.replace(f'rc = "{SHA["1"]}"  # a\'s comment', f'rc = "{SHA["1"]}"  # tag v1')
+    theirs = tagged.replace(f'rc = "{SHA["1"]}"  # tag v1', f'rc = "{SHA["5"]}"')
+    code, merged = _merge(tmp_path, tagged, _added_set(tagged, "alice", "3"), theirs)
+    assert code == 0, capsys.readouterr().err
+    assert f'rc = "{SHA["5"]}"\n' in merged and "# tag v1" not in merged
+
+
+def test_a_frozen_set_does_not_move_in_a_merge(tmp_path, capsys):
+    frozen = BASE.replace("[sets.a]\n", "[sets.a]\nfreeze = true\n")
+    code, merged = _merge(tmp_path, BASE, frozen, BASE.replace(SHA["1"], SHA["3"]))
+    assert code == 1  # (git's line merge is left in the file: it has no markers here, git marks it conflicted)
+    assert "sets.a is frozen on this branch, and the other branch changed it" in capsys.readouterr().err
+
+
+def test_a_set_removed_on_one_branch_and_changed_on_the_other_is_a_conflict(tmp_path, capsys):
+    removed = BASE[: BASE.index("# b is the paper's set")]
+    code, _ = _merge(tmp_path, BASE, removed, BASE.replace(SHA["2"], SHA["3"]))
+    assert code == 1
+    assert capsys.readouterr().err == "pin: error: pin.toml: sets.b: removed on this branch, changed on the other\n"

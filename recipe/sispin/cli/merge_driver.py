@@ -19,7 +19,7 @@ from sispin.git.merge import DRIVER_COMMAND, install_driver, merge_lines
 from sispin.graph.snapshot_merge import merge_snapshots
 from sispin.lock.files import SNAPSHOT_NAME, snapshot_path
 from sispin.lock.lockfile import find_lockfile, parse_lockfile, read_lockfile_text
-from sispin.lock.merging import apply_changes, holds, merge_values, parse_values
+from sispin.lock.merging import apply_changes, holds, lost_lines, merge_values, parse_values
 
 #: the exit code git takes as "conflicts are left in the file"
 CONFLICT = 1
@@ -89,6 +89,13 @@ def _merge_lockfile(base: str, ours: str, theirs: str, where: str) -> tuple:
     text = next((candidate for candidate in candidates if holds(candidate, merge.values)), None)
     if text is None:
         return merge_lines(base, ours, theirs)[0], [f"{where}: the merged values cannot be written keeping the layout"]
+    for side, label in ((ours, "this branch"), (theirs, "the other branch")):
+        lost = lost_lines(base, side, text)
+        if lost:
+            # a comment edit beside a change of values: never dropped silently
+            return merge_lines(base, ours, theirs)[0], [
+                f"{where}: a merge by value cannot keep {label}'s line {lost[0].strip()!r}: resolve by hand"
+            ]
     try:
         parse_lockfile(text, Path(where))
     except LockfileError as exc:

@@ -21,6 +21,7 @@ __all__ = [
     "multiline_string",
     "render_lockfile",
     "keep_line_endings",
+    "pop_ending_trivia",
 ]
 
 import difflib
@@ -247,7 +248,7 @@ def append_table(document: tomlkit.TOMLDocument, section: str, name: str, table:
         container[name] = toml_pin(dict(table))
         return
     last = _last_item(container)
-    trailing = _pop_ending_trivia(container)
+    trailing = pop_ending_trivia(container)
     if _written_dotted(last):
         # sets written as dotted keys get the new one as dotted keys too: a header among them would capture the
         # dotted keys and values that follow it
@@ -358,11 +359,11 @@ def _last_item(table: Table) -> Any:
     return next((item for key, item in reversed(table.value.body) if key is not None), None)
 
 
-def _pop_ending_trivia(table: Table) -> list:
+def pop_ending_trivia(table: Table) -> list:
     """The comments and blank lines that end what a table renders: its own values, or its last table (nested)."""
     trailing = _pop_trailing_trivia(table)
     last = _last_item(table)
-    return trailing or (_pop_ending_trivia(last) if isinstance(last, Table) else [])
+    return trailing or (pop_ending_trivia(last) if isinstance(last, Table) else [])
 
 
 def _pop_trailing_trivia(table: Table) -> list:

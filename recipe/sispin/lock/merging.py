@@ -9,8 +9,9 @@ changes applied to it (tomlkit: comments, quotes and layout of both stay).
 
 from __future__ import annotations
 
-__all__ = ["LockMerge", "parse_values", "merge_values", "apply_changes", "holds"]
+__all__ = ["LockMerge", "parse_values", "merge_values", "apply_changes", "holds", "lost_lines"]
 
+import difflib
 import sys
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -18,7 +19,7 @@ import tomlkit
 from tomlkit.items import Table
 
 from sispin.errors import LockfileError
-from sispin.lock.editing import add_value, append_table, keep_line_endings, toml_pin
+from sispin.lock.editing import add_value, append_table, keep_line_endings, pop_ending_trivia, toml_pin
 from sispin.lock.lockfile import is_full_sha, shown_key, shown_value
 
 if sys.version_info >= (3, 11):
@@ -70,7 +71,7 @@ def merge_values(base: Dict[str, Any], ours: Dict[str, Any], theirs: Dict[str, A
     """
     base_leaves, our_leaves, their_leaves = _leaves(base), _leaves(ours), _leaves(theirs)
     merged: Leaves = {}
-    conflicts = []
+    conflicts: Dict[Tuple[str, ...], str] = {}
     for path in dict.fromkeys([*our_leaves, *their_leaves, *base_leaves]):
         old, mine, other = (leaves.get(path, _ABSENT) for leaves in (base_leaves, our_leaves, their_leaves))
         if _same(mine, other) or _same(other, old):
@@ -78,13 +79,53 @@ def merge_values(base: Dict[str, Any], ours: Dict[str, Any], theirs: Dict[str, A
         elif _same(mine, old):
             value = other
         else:
-            conflicts.append(_conflict(where, path, old, mine, other))
+            conflicts[path] = _conflict(where, path, old, mine, other)
             continue
         if value is not _ABSENT:
             merged[path] = value
     values, clashes = _tree(merged)
-    clashing = [f"{where}: {_dotted(path)}: a value on one branch, a table on the other" for path in clashes]
-    return LockMerge(values, conflicts + clashing)
+    conflicts.update(
+        (path, f"{where}: {_dotted(path)}: a value on one branch, a table on the other") for path in clashes
+    )
+    # a set removed on one branch and changed on the other is one conflict, not one per key
+    removed = _removed_and_changed(base, ours, theirs, where)
+    kept = [line for path, line in conflicts.items() if path[:2] not in removed]
+    return LockMerge(values, list(removed.values()) + kept + _frozen_and_moved(values, ours, theirs, where))
+
+
+def _removed_and_changed(
+    base: Dict[str, Any], ours: Dict[str, Any], theirs: Dict[str, Any], where: str
+) -> Dict[Tuple[str, ...], str]:
+    """:return: the sets, repositories and setup checkouts one branch removed and the other changed, with lines"""
+    conflicts = {}
+    for section in _SECTIONS:
+        old, mine, other = (side.get(section, {}) for side in (base, ours, theirs))
+        for name in old if isinstance(old, dict) else ():
+            if (name not in mine) == (name not in other):
+                continue  # kept on both, or removed on both
+            gone, changed, kept = ("this", "the other", other) if name not in mine else ("the other", "this", mine)
+            if kept.get(name) != old[name]:
+                line = f"{where}: {section}.{shown_key(name)}: removed on {gone} branch, changed on {changed}"
+                conflicts[(section, name)] = line
+    return conflicts
+
+
+def _frozen_and_moved(values: Dict[str, Any], ours: Dict[str, Any], theirs: Dict[str, Any], where: str) -> List[str]:
+    """A set frozen on one branch whose pins or configs the other changed: a frozen set does not move."""
+    conflicts = []
+    for name, merged in values.get("sets", {}).items():
+        for side, label in ((ours, "this branch"), (theirs, "the other")):
+            spec = side.get("sets", {}).get(name)
+            if isinstance(spec, dict) and spec.get("freeze") is True and _unfrozen(merged) != _unfrozen(spec):
+                conflicts.append(
+                    f"{where}: sets.{shown_key(name)} is frozen on {label}, and the other branch changed it: a frozen "
+                    "set does not move (keep the frozen side's set, or thaw it first)"
+                )
+    return conflicts
+
+
+def _unfrozen(spec: Any) -> Any:
+    return {key: value for key, value in spec.items() if key != "freeze"} if isinstance(spec, dict) else spec
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -143,6 +184,23 @@ def _shown(value: Any) -> str:
     return shown_value(value)
 
 
+def lost_lines(base: str, side: str, merged: str) -> List[str]:
+    """
+    :param base: the common ancestor's text
+    :param side: one branch's text
+    :param merged: a merge of the values, written out
+    :return: the lines the branch added or changed that the merged text does not hold (a comment the merge by
+        value cannot place): a merge that drops them is not taken
+    """
+    held = {line.rstrip() for line in merged.splitlines()}
+    lines = side.splitlines()
+    lost = []
+    for tag, _, _, first, last in difflib.SequenceMatcher(None, base.splitlines(), lines, autojunk=False).get_opcodes():
+        if tag in ("insert", "replace"):
+            lost += [line for line in lines[first:last] if line.strip() and line.rstrip() not in held]
+    return lost
+
+
 def holds(text: str, values: Dict[str, Any]) -> bool:
     """
     :param text: a candidate merged file
@@ -195,12 +253,20 @@ def _apply(
         elif isinstance(value, dict) and isinstance(mine[key], dict) and value and mine[key]:
             _apply(document, other, mine[key], value, path + (key,), comments)
         elif not _same_types(value, mine[key]):
-            container[key] = _item(other, path + (key,))
+            item = _item(other, path + (key,))
+            # tomlkit keeps the replaced item's comment: the line reads as the other branch wrote it (a "# tag v1"
+            # there stands for the value it came with)
+            comment = (item.trivia.comment_ws, item.trivia.comment) if hasattr(item, "trivia") else None
+            container[key] = item
+            if comment is not None:
+                container[key].trivia.comment_ws, container[key].trivia.comment = comment
 
 
 def _add(document: Any, container: Any, path: Tuple[str, ...], item: Any, comments: Comments) -> None:
     if len(path) == 2 and path[0] in _SECTIONS and isinstance(item, Table):
-        # the comment lines in front of its header come with it (tomlkit counts them to the table before)
+        # the comment lines in front of its header come with it (tomlkit counts them to the table before), those
+        # at its end belong to what follows it in the other file
+        pop_ending_trivia(item)
         item.trivia.indent = "".join(["\n", *comments[path]]) if path in comments else ""
         append_table(document, path[0], path[1], item)
     elif container is document:
