@@ -406,7 +406,7 @@ def test_no_secret_found_in_the_code_is_ever_printed_or_written(tmp_path, write_
     out = capsys.readouterr().out
     assert "secrets.py:9: not adopted: the URL embeds credentials" in out
     assert "secrets.py:10: not adopted: the URL embeds credentials" in out
-    assert lock.read_text() == before + "\n[sets.exp]\nconfigs = []\n\n", "nothing of the URLs, nor a masked one"
+    assert lock.read_text() == before + "\n[sets.exp]\nconfigs = []\n", "nothing of the URLs, nor a masked one"
 
 
 IMPORT = "from i6_core.tools.git import CloneGitRepositoryJob\n"

@@ -231,6 +231,7 @@ def test_install_keeps_the_users_gitattributes_and_needs_a_repository(write_lock
         b"*.sh text eol=lf\r\n/pin.toml merge=pin\r\n/pin.snapshot.toml merge=pin\r\n"
     )
     assert "added /pin.snapshot.toml merge=pin" in capsys.readouterr().out
+    assert sorted(os.listdir(lock.parent)) == [".git", ".gitattributes", "pin.toml"], "no lock file beside git's file"
 
 
 #: the shipped pin.toml's shape: the sets, then a comment that introduces the [setup.*] tables

@@ -6,6 +6,8 @@ real Sisyphus where a set is built.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 from test_changes import IMPORTS
 from test_freeze import CONFIG
@@ -105,3 +107,14 @@ def test_upgrade_help_names_every_flag_of_exit_8(capsys, monkeypatch):
     assert (
         "Exit 8 when a move needs --allow-downgrade, --allow-unrelated, --allow-unreachable or --accept-drift" in text
     )
+
+
+def test_a_reader_that_stops_early_leaves_the_exit_code_as_it_is(history):
+    # `pin status | head -1`: the rest of the output goes nowhere, no "Broken pipe" error, the command's code
+    history.lock.write_text(history.text() + "".join(f'[sets.s{i}]\nrc = "{history.c[0]}"\n' for i in range(3000)))
+    pin = [sys.executable, "-m", "sispin", "status"]  # some 200 kB: more than a pipe holds
+    process = subprocess.Popen(pin, cwd=history.lock.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.read(1)
+    process.stdout.close()
+    assert process.wait(timeout=60) == 0
+    assert process.stderr.read() == b""

@@ -72,3 +72,36 @@ def test_a_bad_release_pattern_is_one_line(make_repo, write_lock, store_dir, cap
     _setup(make_repo, write_lock, releases="v..*")
     assert main(["status"]) == 3
     assert "repos.rc.releases: 'v..*' is not a tag name pattern (a tag name with * and ?)" in capsys.readouterr().err
+
+
+def test_a_pre_release_is_older_than_its_release(make_repo, write_lock, store_dir, capsys):
+    lock, c = _setup(make_repo, write_lock, releases="v*")
+    remote = lock.parent.parent / "remotes" / "rc"
+    for tag, commit in (("v2.0-rc1", c[3]), ("v2.0", c[4])):
+        git(remote, "tag", tag, commit)
+    assert main(["upgrade", "a", "--release"]) == 0
+    assert "(+4 commits, tag v2.0)" in capsys.readouterr().out
+
+
+def test_no_tag_comment_where_none_can_stand(make_repo, write_lock, store_dir, capsys):
+    # inside an inline table of a set written inline, a comment would end the table: the pin moves without it
+    lock, c = _setup(make_repo, write_lock)
+    inline = f'version = 1\nsets = {{ a = {{ rc = "{c[0]}" }} }}\n\n[repos.rc]\nurl = "{_url(lock)}"\n'
+    lock.write_text(inline)
+    assert main(["upgrade", "a", "rc", "--to", "v1"]) == 0
+    assert lock.read_text() == inline.replace(c[0], c[1])
+
+
+def test_status_measures_each_repository_against_its_own_branch(make_repo, write_lock, store_dir, capsys):
+    # two [repos] of one URL that follow other branches: each pin is behind its own branch
+    lock, c = _setup(make_repo, write_lock, releases="v*")
+    text = lock.read_text().replace("[sets.a]", f'[repos.side]\nurl = "{_url(lock)}"\nbranch = "side"\n\n[sets.a]')
+    lock.write_text(text + f'side = "{c[0]}"\n')
+    assert main(["status", "--fetch", "--json"]) == 0
+    pins = {pin["repo"]: (pin["behind"], pin["releases_behind"]) for pin in json.loads(capsys.readouterr().out)["pins"]}
+    assert pins == {"rc": (4, 3), "side": (1, 1)}
+
+
+def _url(lock):
+    """The URL of [repos.rc]."""
+    return lock.read_text().split('url = "', 1)[1].split('"', 1)[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 from slow_remote import SlowRemote
 from test_progress import CHUNK, PAUSE, remotes  # noqa: F401  (a fixture)
 
-from conftest import git
+from conftest import git, git_commit
 from sispin.cli.main import main
 from sispin.git.store import Store
 from sispin.lock.lockfile import parse_lockfile
@@ -92,3 +92,21 @@ def test_remotes_are_fetched_side_by_side(remotes, tmp_path):  # noqa: F811
         assert git(mirrors[url], "rev-parse", "HEAD") == git(Path(remotes / name), "rev-parse", "HEAD")
     # two transfers of the same size at once take about as long as one (each ~4 s at the relay's rate)
     assert both < 1.5 * one, (one, both)
+
+
+def test_to_names_one_repository_across_the_sets(history, make_repo, capsys):
+    second = make_repo("second")
+    git_commit(second, {"a.py": "a = 1\n"})
+    git(second, "tag", "v1")
+    history.lock.write_text(
+        history.text().replace("[sets.demo]", f'[repos.second]\nurl = "file://{second}"\n\n[sets.demo]')
+        + f'\n[sets.third]\nsecond = "{git(second, "rev-parse", "HEAD")}"\n'
+    )
+    before = history.text()
+    assert main(["upgrade", "demo", "third", "--to", "v1"]) == 2
+    assert "--to needs exactly one REPO (the sets pin: rc, second)" in capsys.readouterr().err
+    assert main(["upgrade", "demo", "third", "rc", "--dry-run"]) == 0
+    assert "sets.third: pins none of rc, left out" in capsys.readouterr().out
+    assert main(["upgrade", "--all", "demo"]) == 2
+    assert "'demo' is a set: with --all, name repositories" in capsys.readouterr().err
+    assert history.text() == before

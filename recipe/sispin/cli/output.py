@@ -9,7 +9,9 @@ from __future__ import annotations
 
 __all__ = ["QUIET", "NORMAL", "VERBOSE", "Output", "count"]
 
+import io
 import json
+import os
 import sys
 from typing import Any, Optional, TextIO
 
@@ -42,6 +44,8 @@ class Output:
         self.level = level
         self._stdout = stdout
         self._stderr = stderr
+        #: the reader of stdout went away (``pin ... | head``): the command runs to its end and exits with its code
+        self._closed = False
 
     @property
     def verbose(self) -> bool:
@@ -55,17 +59,34 @@ class Output:
 
     def result(self, text: str = "") -> None:
         """A line of what the command found or answers: shown at every level."""
-        print(text, file=self._stdout or sys.stdout, flush=True)
+        self._print(text)
 
     def info(self, text: str = "") -> None:
         """A line of what the command did: not with ``--quiet``."""
         if self.level >= NORMAL:
-            print(text, file=self._stdout or sys.stdout, flush=True)
+            self._print(text)
 
     def detail(self, text: str) -> None:
         """A line only ``--verbose`` shows."""
         if self.level >= VERBOSE:
-            print(text, file=self._stdout or sys.stdout, flush=True)
+            self._print(text)
+
+    def _print(self, text: str) -> None:
+        if self._closed:
+            return
+        stream = self._stdout or sys.stdout
+        try:
+            print(text, file=stream, flush=True)
+        except BrokenPipeError:
+            self._closed = True
+            # what is still buffered would fail again when Python flushes it at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError, io.UnsupportedOperation):
+                pass  # no file descriptor behind it: nothing is flushed at exit either
+            finally:
+                os.close(devnull)
 
     def note(self, text: str) -> None:
         """``pin: note: ...`` on stderr: something the user should know that is no error; not with ``--quiet``."""

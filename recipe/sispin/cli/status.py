@@ -12,7 +12,7 @@ __all__ = ["add_parser", "run", "status", "collect"]
 
 import argparse
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from sispin.cli.options import add_command, json_output, set_names
 from sispin.cli.output import Output, count
@@ -20,6 +20,9 @@ from sispin.errors import GitError, SisyphusError
 from sispin.git.history import PinFacts, pin_facts, releases_behind
 from sispin.git.store import Store
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
+
+#: what a pin is measured against: the repository's URL, branch and release tags
+Follow = Tuple[str, Optional[str], Optional[str]]
 
 _COLUMNS = ("SET", "REPO", "COMMIT", "DATE", "BEHIND", "BRANCH")
 
@@ -61,34 +64,27 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
     :return: one record per (set, repository), in lockfile order
     """
     specs = lockfile.select_sets(set_names)
-    pinned: Dict[str, List[str]] = {}
+    # two [repos] may share a URL and follow other branches (or release tags): what a pin is behind is per follow
+    pinned: Dict[Follow, List[str]] = {}
     for spec in specs:
         for name, pin in spec.pins.items():
-            pinned.setdefault(lockfile.get_repo(name).url, []).append(pin.commit)
-    # ask each mirror once about all the commits pinned from it
-    facts: Dict[str, Dict[str, PinFacts]] = {}
-    releases: Dict[str, Dict[str, int]] = {}
-    mirrors: Dict[str, Optional[Path]] = {}
-    failed: Dict[str, str] = {}
-    for repo in lockfile.repos.values():
-        if repo.url in pinned and repo.url not in mirrors:
-            mirror = None
-            if fetch:
-                try:
-                    mirror = store.fetch(repo.url)
-                except GitError as exc:
-                    # one unreachable remote must not hide the others: its rows show the store as last fetched
-                    failed[repo.url] = str(exc)
-            mirror = mirror or store.mirror(repo.url)
-            mirrors[repo.url] = mirror
-            facts[repo.url] = pin_facts(mirror, repo.branch, pinned[repo.url]) if mirror else {}
-            known = [commit for commit in pinned[repo.url] if commit in facts[repo.url]]
-            releases[repo.url] = releases_behind(mirror, repo.branch, repo.releases, known) if mirror else {}
+            repo = lockfile.get_repo(name)
+            pinned.setdefault((repo.url, repo.branch, repo.releases), []).append(pin.commit)
+    mirrors, failed = _mirrors({url for url, _, _ in pinned}, fetch, store)
+    # ask each mirror once per branch about all the commits pinned from it
+    facts: Dict[Follow, Dict[str, PinFacts]] = {}
+    releases: Dict[Follow, Dict[str, int]] = {}
+    for follow, commits in pinned.items():
+        mirror = mirrors[follow[0]]
+        facts[follow] = pin_facts(mirror, follow[1], commits) if mirror else {}
+        known = [commit for commit in commits if commit in facts[follow]]
+        releases[follow] = releases_behind(mirror, follow[1], follow[2], known) if mirror else {}
     records = []
     for spec in specs:
         for name, pin in spec.pins.items():
             repo = lockfile.get_repo(name)
-            known = facts[repo.url].get(pin.commit)
+            follow = (repo.url, repo.branch, repo.releases)
+            known = facts[follow].get(pin.commit)
             fetched = store.last_fetched(repo.url) if mirrors[repo.url] else None
             records.append(
                 {
@@ -100,13 +96,29 @@ def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store:
                     "date": known.date if known else None,
                     "behind": known.behind if known else None,
                     "off_branch": known.off_branch if known else None,
-                    "releases_behind": releases[repo.url].get(pin.commit),
+                    "releases_behind": releases[follow].get(pin.commit),
                     "in_store": mirrors[repo.url] is not None,
                     "fetched_at": fetched.isoformat(timespec="seconds") if fetched else None,
                     "fetch_error": failed.get(repo.url),
                 }
             )
     return records
+
+
+def _mirrors(urls: Set[str], fetch: bool, store: Store) -> Tuple[Dict[str, Optional[Path]], Dict[str, str]]:
+    """:return: each URL's mirror (None: the store has none), fetched first when asked; and the fetches that failed"""
+    mirrors: Dict[str, Optional[Path]] = {}
+    failed: Dict[str, str] = {}
+    for url in sorted(urls):
+        mirror = None
+        if fetch:
+            try:
+                mirror = store.fetch(url)
+            except GitError as exc:
+                # one unreachable remote must not hide the others: its rows show the store as last fetched
+                failed[url] = str(exc)
+        mirrors[url] = mirror or store.mirror(url)
+    return mirrors, failed
 
 
 def status(
@@ -186,6 +198,8 @@ def count_touching(lockfile: Lockfile, records: List[Dict[str, Any]], store: Sto
         mine = [record for record in records if record["set"] == set_name]
         for record in mine:
             record["touching"] = None
+        if not lockfile.get_set(set_name).configs:
+            continue  # a set without configs uses nothing yet: a state the tools handle, no error
         try:
             with recording_inputs() as read:
                 graph = load_graph(lockfile, set_name)

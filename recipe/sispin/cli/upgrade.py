@@ -143,6 +143,8 @@ def _sets_and_repos(lockfile: Lockfile, words: List[str], every: bool, out: Outp
     """
     if every:
         for repo in words:
+            if repo in lockfile.sets and repo not in lockfile.repos:
+                raise UsageError(f"{repo!r} is a set: with --all, name repositories (or name the sets, without --all)")
             lockfile.get_repo(repo)
         names = [name for name, spec in lockfile.sets.items() if not words or set(words) & set(spec.pins)]
         for name in [name for name in names if lockfile.sets[name].freeze]:
@@ -195,7 +197,7 @@ def upgrade(
     if not dry_run:
         check_writable(path)  # say it before fetching and planning, not after
     store = store or Store()
-    plans, mirrors = _plan_sets(lockfile, set_names, repos, target, store)
+    plans, mirrors = _plan_sets(lockfile, set_names, repos, target, store, out)
     refused, flags = refusal([p for planned in plans.values() for p in planned], allowed)
     if refused and not dry_run:
         for set_name, planned in plans.items():
@@ -217,7 +219,7 @@ def upgrade(
 
 
 def _plan_sets(
-    lockfile: Lockfile, set_names: Sequence[str], repos: Sequence[str], target: Target, store: Store
+    lockfile: Lockfile, set_names: Sequence[str], repos: Sequence[str], target: Target, store: Store, out: Output
 ) -> Tuple[Dict[str, List[PlannedMove]], Dict[str, Path]]:
     """
     :return: per set, the planned move of each repository named that it pins (all of the set's when none is named);
@@ -226,21 +228,26 @@ def _plan_sets(
     :raises UnknownNameError: when a repository named is pinned by none of the sets (by the one set, when one)
     """
     names = list(dict.fromkeys(repos))
+    pinned = names or list(dict.fromkeys(repo for name in set_names for repo in lockfile.get_set(name).pins))
+    if target.revision is not None and len(pinned) != 1:
+        which = f"set {set_names[0]!r}" if len(set_names) == 1 else "the sets"
+        raise UsageError(f"--to needs exactly one REPO ({which} pin: {', '.join(pinned) or 'none'})")
     chosen: Dict[str, List[str]] = {}
     for set_name in set_names:
         spec = lockfile.get_set(set_name)
-        if target.revision is not None and len(names or spec.pins) != 1:
-            raise UsageError(f"--to needs exactly one REPO (set {set_name!r} pins: {', '.join(spec.pins) or 'none'})")
         if len(set_names) == 1:
             for name in names:
                 spec.pin(name)  # one set: a repository it does not pin is an error
         chosen[set_name] = [name for name in names if name in spec.pins] if names else list(spec.pins)
+    moving = list(dict.fromkeys(repo for pins in chosen.values() for repo in pins))
     for name in names:
         if not any(name in pins for pins in chosen.values()):
             raise UnknownNameError(f"none of the sets {', '.join(set_names)} pins a repository {name!r}")
-    moved = list(dict.fromkeys(repo for pins in chosen.values() for repo in pins))
-    fetched = store.fetch_all(list(dict.fromkeys(lockfile.get_repo(repo).url for repo in moved)))
-    mirrors = {repo: fetched[lockfile.get_repo(repo).url] for repo in moved}
+    for set_name in [set_name for set_name, pins in chosen.items() if names and not pins]:
+        out.info(f"sets.{shown_key(set_name)}: pins none of {', '.join(names)}, left out")
+        del chosen[set_name]
+    fetched = store.fetch_all(list(dict.fromkeys(lockfile.get_repo(repo).url for repo in moving)))
+    mirrors = {repo: fetched[lockfile.get_repo(repo).url] for repo in moving}
     plans = {
         set_name: [_plan(lockfile, set_name, name, target, mirrors[name]) for name in pins]
         for set_name, pins in chosen.items()

@@ -141,9 +141,10 @@ def newest_release(path: Path, branch: Optional[str], pattern: Optional[str]) ->
     :raises RevisionError: when the branch holds no such tag
     """
     head = branch_commit(path, branch)
+    # "-" starts a pre-release: v2.0-rc1 comes before v2.0, not after it
     names = read_git(
-        path, "for-each-ref", "--count=1", f"--merged={head}", "--sort=-v:refname", "--format=%(refname:strip=2)",
-        _release_refs(pattern),
+        path, "-c", "versionsort.suffix=-", "for-each-ref", "--count=1", f"--merged={head}", "--sort=-v:refname",
+        "--format=%(refname:strip=2)", _release_refs(pattern),
     )  # fmt: skip
     if not names:
         where = f"branch {branch!r}" if branch else "the default branch"
@@ -243,6 +244,8 @@ def changes_to(path: Path, exclude: str, include: str, files: Sequence[str], lim
         return count, []
     out = read_git(
         path,
+        "-c",
+        "core.quotePath=false",  # file names as they are, not octal escapes
         "--literal-pathspecs",
         "log",
         f"--max-count={limit}",

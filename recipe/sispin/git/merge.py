@@ -13,7 +13,7 @@ from typing import List, Sequence, Tuple
 
 from sispin.errors import GitError
 from sispin.git.env import GIT_ENV, no_git_env, read_git
-from sispin.lock.files import file_lock, write_atomically
+from sispin.lock.files import write_atomically
 from sispin.lock.lockfile import read_lockfile_text
 
 #: how conflict markers name the three versions
@@ -83,6 +83,6 @@ def install_driver(root: Path, files: Sequence[Path]) -> Tuple[Path, List[str]]:
     if added:
         newline = "\r\n" if "\r\n" in text else "\n"
         separator = "" if not text or text.endswith("\n") else newline
-        with file_lock(attributes):
-            write_atomically(attributes, text + separator + newline.join(added) + newline)
+        # git's file, not sispin's: no lock file beside it (it would show up as untracked)
+        write_atomically(attributes, text + separator + newline.join(added) + newline)
     return attributes, added

@@ -19,7 +19,7 @@ import tomlkit
 from tomlkit.items import Table
 
 from sispin.errors import LockfileError
-from sispin.lock.editing import add_value, append_table, keep_line_endings, pop_ending_trivia, toml_pin
+from sispin.lock.editing import add_value, append_table, pop_ending_trivia, rendered, toml_pin
 from sispin.lock.lockfile import is_full_sha, shown_key, shown_value
 
 if sys.version_info >= (3, 11):
@@ -235,10 +235,7 @@ def apply_changes(ours: str, theirs: str, values: Dict[str, Any]) -> str:
     document = tomlkit.parse(ours)
     other = tomlkit.parse(theirs)
     _apply(document, other, document.unwrap(), values, (), _leading_comments(theirs))
-    text = tomlkit.dumps(document)
-    if text.endswith("\n\n") and not ours.endswith("\n\n"):
-        text = text.rstrip("\n") + "\n"  # the blank line that keeps an appended table apart from nothing
-    return keep_line_endings(ours, text)
+    return rendered(ours, document)
 
 
 def _apply(
