@@ -118,3 +118,17 @@ def test_a_reader_that_stops_early_leaves_the_exit_code_as_it_is(history):
     process.stdout.close()
     assert process.wait(timeout=60) == 0
     assert process.stderr.read() == b""
+
+
+def test_pin_run_runs_the_manager_and_stops_at_a_config_that_does_not_load(
+    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
+):
+    root, _ = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"a": CONFIG.format(name="a")})
+    assert main(["run", "a", "--", "-r"]) == 0
+    assert (root / "output" / "a" / "config").is_file()
+    assert capsys.readouterr().out.splitlines()[:2] == ["sets.a: loading config/a.py", "sis manager -r config/a.py"]
+    (root / "config" / "a.py").write_text("def py():\n    raise RuntimeError('broken on purpose')\n")
+    assert main(["run", "a", "--", "-r"]) == 9
+    assert capsys.readouterr().err == (
+        "pin: error: loading the configs of set 'a' failed: config/a.py:2: RuntimeError: broken on purpose\n"
+    )

@@ -30,7 +30,7 @@ from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
 from sispin.graph.recordcache import read_records
-from sispin.graph.runner import recording_inputs
+from sispin.graph.runner import find_sisyphus, recording_inputs
 from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
 from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
 
@@ -168,6 +168,9 @@ def check(
     # a set without configs has no graph to check (its pins were verified above); the others are built side by side,
     # one per processor, and reported in pin.toml's order
     names = [spec.name for spec in specs if spec.configs]
+    if names:
+        # a pinned Sisyphus that is not checked out: no set can be checked, which is no finding about a set (exit 9)
+        find_sisyphus(lockfile)
     workers = max(1, min(len(names), len(_processors()), _PARALLEL_BUILDS))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for part in pool.map(

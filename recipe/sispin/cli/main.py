@@ -11,10 +11,10 @@ __all__ = ["main"]
 import argparse
 import importlib
 import sys
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 from sispin import __version__
-from sispin.cli.options import COMMANDS, check_commit, output_of
+from sispin.cli.options import COMMANDS, PASSES_ON, check_commit, output_of
 from sispin.cli.output import Output
 from sispin.cli.progress import TerminalProgress
 from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError
@@ -115,6 +115,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """:raises SystemExit: for --help, --version and a bad command line (said in one line)"""
+    named = next((word for word in argv if not word.startswith("-")), None)
+    passed_on: List[str] = []
+    if named in PASSES_ON and "--" in argv:
+        cut = list(argv).index("--")
+        argv, passed_on = argv[:cut], list(argv[cut + 1 :])
+    args = _parse_words(parser, argv)
+    if named in PASSES_ON:
+        args.passed_on = passed_on
+    return args
+
+
+def _parse_words(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     for word in argv:
         # argparse turns `--to=--` into an empty list instead of the value "--" or an error
         option, equals, value = word.partition("=")

@@ -18,7 +18,7 @@ from sispin.errors import LockfileError, PinError, UsageError
 from sispin.git.merge import DRIVER_COMMAND, install_driver, merge_lines
 from sispin.graph.snapshot_merge import merge_snapshots
 from sispin.lock.files import SNAPSHOT_NAME, snapshot_path
-from sispin.lock.lockfile import find_lockfile, parse_lockfile, read_lockfile_text
+from sispin.lock.lockfile import display_path, find_lockfile, parse_lockfile, read_lockfile_text
 from sispin.lock.merging import apply_changes, holds, lost_lines, merge_values, parse_values
 
 #: the exit code git takes as "conflicts are left in the file"
@@ -119,7 +119,7 @@ def _install(out: Output) -> int:
     attributes, added = install_driver(lockfile.parent, [lockfile, snapshot_path(lockfile)])
     out.info(f"git config merge.pin.driver: {DRIVER_COMMAND} (this clone; run --install once in every clone)")
     for line in added:
-        out.info(f"{attributes}: added {line}")
+        out.info(f"{display_path(attributes)}: added {line}")
     if added:
         out.info(f"commit {attributes.name} so that every clone merges the lockfiles with the driver")
     return 0

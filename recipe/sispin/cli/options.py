@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "COMMANDS",
+    "PASSES_ON",
     "add_command",
     "set_names",
     "one_set",
@@ -51,8 +52,12 @@ COMMANDS = {
     "verify": ("verify", "check that setup checkouts, store checkouts and finished clone jobs are untouched"),
     "why": ("why", "show which sets, finished jobs and outputs use a commit or a repository"),
     "gc": ("gc", "remove the store checkouts that no lockfile using the store pins"),
+    "run": ("run", "run sis manager on the configs of sets (a config that fails to load: one line, exit 9)"),
     "merge-driver": ("merge_driver", "merge pin.toml and pin.snapshot.toml for git (--install sets it up)"),
 }
+
+#: commands whose words after ``--`` go to the program they run (``pin run demo -- -r``), as ``args.passed_on``
+PASSES_ON = frozenset({"run"})
 
 #: what every command takes: how much it prints
 _LEVELS = argparse.ArgumentParser(add_help=False)

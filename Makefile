@@ -1,0 +1,38 @@
+# Two commands for a fresh clone (each may be run again: a step does only what is missing):
+#   make demo   set up (venv, sispin, `pin sync`, work/), then run the demo set: output/demo/
+#   make test   set up for the tests, then run the whole suite (.ci/run runs this)
+#   make docs   build the documentation site (site/) with mkdocs --strict
+PYTHON ?= python3
+VENV ?= .venv
+PYTEST_ARGS ?=
+PIP = $(VENV)/bin/python -m pip install --quiet --disable-pip-version-check
+
+.PHONY: demo test docs venv
+
+venv:
+	@echo "== virtual environment $(VENV) ($$($(PYTHON) --version))"
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+
+demo: venv
+	@echo "== install sispin and what the setup needs: pip install -e '.[setup]'"
+	@$(PIP) -e ".[setup]"
+	@echo "== pin sync: Sisyphus (tools/sisyphus) and i6_core (recipe/i6_core) at their pinned commits; work/"
+	@$(VENV)/bin/pin sync
+	@mkdir -p work
+	@echo "== pin run demo: sis manager on config/demo.py"
+	@$(VENV)/bin/pin run demo -- -r
+	@echo "== done: output/demo/returnn_common (the pinned checkout) and output/demo/returnn.config"
+
+test: venv
+	@echo "== install sispin with the test, setup, nn and docs extras: pip install -e '.[test,setup,nn,docs]'"
+	@$(PIP) -e ".[test,setup,nn,docs]"
+	@echo "== pin sync: Sisyphus and i6_core at their pinned commits (the real ones the tests use)"
+	@$(VENV)/bin/pin sync
+	@echo "== the suite: python -m pytest -q -n auto $(PYTEST_ARGS)"
+	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q -n auto $(PYTEST_ARGS)
+
+docs: venv
+	@echo "== install mkdocs: pip install -e '.[docs]'"
+	@$(PIP) -e ".[docs]"
+	@echo "== mkdocs build --strict (a broken link or anchor fails it): site/"
+	@$(VENV)/bin/mkdocs build --strict --quiet
