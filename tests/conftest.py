@@ -95,6 +95,13 @@ def git_commit(repo: Path, files: Dict[str, str], message: str = "change") -> st
     return git(repo, "rev-parse", "HEAD")
 
 
+def commit_setup(root: Path, *files: str) -> None:
+    """Make the setup directory a git repository (branch main) whose first commit holds files (all when none)."""
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", *(files or ("-A",)))
+    git(root, "commit", "-q", "-m", "the setup")
+
+
 @pytest.fixture(autouse=True)
 def environment_restored() -> Iterator[None]:
     """sispin.use_store_mirrors() sets its variables in os.environ (for the workers): none may leak into other tests."""

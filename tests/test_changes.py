@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import git, git_commit, make_setup, sisyphus_entry
+from conftest import commit_setup, git, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 
 IMPORTS = """\
@@ -100,9 +100,7 @@ def test_the_commits_that_change_what_each_set_uses(real_sisyphus, make_repo, tm
     assert f"{c[3]} change the docs  (docs/x.md)" in out
     # the count goes into the commit of the move
     assert main(["snapshot"]) == 0
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "pin.toml", "pin.snapshot.toml")
-    git(root, "commit", "-q", "-m", "the setup")
+    commit_setup(root, "pin.toml", "pin.snapshot.toml")
     assert main(["upgrade", "imports", "--commit"]) == 0
     body = git(root, "log", "-1", "--format=%b").splitlines()
     assert body[0] == f"rc {c[0]} -> {c[3]} (+3 commits, 1 change what imports uses)", body

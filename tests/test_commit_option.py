@@ -5,7 +5,7 @@ git), whatever else is staged staying staged, with a message that says what move
 
 from __future__ import annotations
 
-from conftest import git, git_commit, make_setup, sisyphus_entry
+from conftest import commit_setup, git, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 
 
@@ -91,9 +91,7 @@ def test_an_upgrade_commit_names_its_blast_radius(real_sisyphus, make_repo, tmp_
     monkeypatch.chdir(root)
     monkeypatch.delenv("PIN_LOCK", raising=False)
     assert main(["snapshot"]) == 0
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "pin.toml", "pin.snapshot.toml")
-    git(root, "commit", "-q", "-m", "the setup")
+    commit_setup(root, "pin.toml", "pin.snapshot.toml")
     assert main(["upgrade", "a", "--commit"]) == 0
     message = git(root, "log", "-1", "--format=%B").splitlines()
     assert message[-1] == "Blast radius: 2 of 2 jobs get new ids", message

@@ -18,7 +18,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from conftest import PROJECT_ROOT, git, make_setup
+from conftest import PROJECT_ROOT, commit_setup, make_setup
 
 #: the line that marks a block as checked
 MARK = "<!-- checked -->"
@@ -92,9 +92,7 @@ def test_documented_output_is_what_the_commands_print(document, real_sisyphus, d
     shutil.copy(PROJECT_ROOT / "pin.snapshot.toml", root)
     # the setup as shipped, its own git repository (the tour commits and merges)
     (root / ".gitignore").write_text((PROJECT_ROOT / ".gitignore").read_text())
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "the setup")
+    commit_setup(root)
     env = {key: value for key, value in os.environ.items() if key not in ("PIN_LOCK", "PYTHONPATH")}
     env.update(_mirrors_redirect())
     env.update(PIN_HOME=str(docs_store), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", COLUMNS="120")

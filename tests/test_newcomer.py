@@ -12,7 +12,7 @@ import sys
 from test_changes import IMPORTS
 from test_freeze import CONFIG
 
-from conftest import git, git_commit, make_setup, sisyphus_entry
+from conftest import commit_setup, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 
 
@@ -86,9 +86,7 @@ def test_a_dry_run_leaves_the_store_as_it_was(real_sisyphus, make_repo, tmp_path
     assert main(["upgrade", "imports", "--dry-run"]) == 0
     assert sorted(path.name for path in (store_dir / "checkouts").glob("*/*") if path.is_dir()) == checkouts
     # a build of the setup's history does not leave its temporary lockfile as a user of the store
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "setup")
+    commit_setup(root)
     assert main(["explain", "--against", "HEAD"]) == 0
     users = [(store_dir / "lockfiles" / name).read_text().strip() for name in os.listdir(store_dir / "lockfiles")]
     assert users == [str(root / "pin.toml")], users

@@ -11,7 +11,7 @@ from pathlib import Path
 from slow_remote import SlowRemote
 from test_progress import CHUNK, PAUSE, remotes  # noqa: F401  (a fixture)
 
-from conftest import git, git_commit
+from conftest import commit_setup, git, git_commit
 from sispin.cli.main import main
 from sispin.git.store import Store
 from sispin.lock.lockfile import parse_lockfile
@@ -62,9 +62,7 @@ def test_names_are_checked_before_anything_moves(history, capsys):
 
 def test_one_commit_lists_every_set(history, capsys):
     root = history.lock.parent
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "pin.toml")
-    git(root, "commit", "-q", "-m", "the setup")
+    commit_setup(root, "pin.toml")
     c = history.c
     assert main(["upgrade", "demo", "other", "--commit"]) == 0
     message = git(root, "log", "-1", "--format=%B").splitlines()

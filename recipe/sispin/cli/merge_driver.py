@@ -18,8 +18,8 @@ from sispin.errors import LockfileError, PinError, UsageError
 from sispin.git.merge import DRIVER_COMMAND, install_driver, merge_lines
 from sispin.graph.snapshot_merge import merge_snapshots
 from sispin.lock.files import SNAPSHOT_NAME, snapshot_path
-from sispin.lock.lockfile import display_path, find_lockfile, parse_lockfile, read_lockfile_text
-from sispin.lock.merging import apply_changes, holds, lost_lines, merge_values, parse_values
+from sispin.lock.lockfile import display_path, find_lockfile, parse_lockfile, parse_toml, read_lockfile_text
+from sispin.lock.merging import apply_changes, holds, lost_lines, merge_values
 
 #: the exit code git takes as "conflicts are left in the file"
 CONFLICT = 1
@@ -78,7 +78,7 @@ def _is_snapshot(name: Optional[str], texts: tuple) -> bool:
 
 def _merge_lockfile(base: str, ours: str, theirs: str, where: str) -> tuple:
     """:return: the merged text (with conflict markers when there are conflicts) and the conflicts"""
-    merge = merge_values(*(parse_values(text, where) for text in (base, ours, theirs)), where)
+    merge = merge_values(*(parse_toml(text, where) for text in (base, ours, theirs)), where)
     if merge.conflicts:
         return merge_lines(base, ours, theirs)[0], merge.conflicts
     # git's line merge when it is clean and holds the merged values (say, no set appended on both branches), else

@@ -52,12 +52,20 @@ from sispin.lock.files import (
     snapshot_path,
     write_atomically,
 )
-from sispin.lock.lockfile import Lockfile, display_path, is_bare_key, parse_lockfile, read_lockfile_text, shown_key
+from sispin.lock.lockfile import (
+    Lockfile,
+    display_path,
+    is_bare_key,
+    parse_lockfile,
+    parse_toml,
+    read_lockfile_text,
+    shown_key,
+)
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover - exercised by the Python 3.9 CI run
-    import tomli as tomllib
+    pass
 
 _HEADER = (
     "Written by `pin snapshot` (and `pin upgrade`, `pin new`): the job id behind every registered output of each set.\n"
@@ -97,12 +105,7 @@ def parse_snapshot(text: str, where: str) -> Tuple[Dict[str, Entry], Dict[str, L
         ``bound`` table, with the aliases of the sets in it)
     :raises LockfileError: when it is malformed (naming file and key)
     """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise LockfileError(f"{where}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise LockfileError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
+    data = parse_toml(text, where)
     if data.get("version") != 1 or type(data.get("version")) is not int:
         raise LockfileError(f"{where}: version: unsupported version {data.get('version')!r:.40} (expected 1)")
     sets = data.get("sets", {})

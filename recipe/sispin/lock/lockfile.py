@@ -26,6 +26,7 @@ __all__ = [
     "load_lockfile",
     "read_lockfile_text",
     "parse_lockfile",
+    "parse_toml",
     "display_path",
     "is_full_sha",
     "is_sha_prefix",
@@ -43,7 +44,7 @@ import re
 import reprlib
 import sys
 from pathlib import Path
-from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from sispin.errors import FrozenSetError, LockfileError, UnknownNameError
 
@@ -362,19 +363,29 @@ def parse_lockfile(text: str, path: Path) -> Lockfile:
     :param path: where it comes from (for messages and the setup root)
     :raises LockfileError: naming the file and the offending key
     """
+    where = display_path(path)
+    data = parse_toml(text, where)
+    from sispin.lock.validate import validate  # only a lockfile that is not in the cache is validated
+
+    return validate(data, Path(path).absolute(), where)
+
+
+def parse_toml(text: str, where: str) -> Dict[str, Any]:
+    """
+    :param text: the text of pin.toml or pin.snapshot.toml
+    :param where: how messages name the file
+    :return: its values
+    :raises LockfileError: when it is not TOML (with TOML's own line and column)
+    """
     # imported here: a manager whose lockfile comes from sispin.lock.cache never parses TOML
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised by the Python 3.9 CI run
         import tomli as tomllib
 
-    where = display_path(path)
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise LockfileError(f"{where}: invalid TOML: {exc}") from None
     except RecursionError:
         raise LockfileError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
-    from sispin.lock.validate import validate  # only a lockfile that is not in the cache is validated
-
-    return validate(data, Path(path).absolute(), where)

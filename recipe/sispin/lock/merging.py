@@ -9,7 +9,7 @@ changes applied to it (tomlkit: comments, quotes and layout of both stay).
 
 from __future__ import annotations
 
-__all__ = ["LockMerge", "parse_values", "merge_values", "apply_changes", "holds", "lost_lines"]
+__all__ = ["LockMerge", "merge_values", "apply_changes", "holds", "lost_lines"]
 
 import difflib
 import sys
@@ -18,7 +18,6 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import tomlkit
 from tomlkit.items import Table
 
-from sispin.errors import LockfileError
 from sispin.lock.editing import add_value, append_table, pop_ending_trivia, rendered, toml_pin
 from sispin.lock.lockfile import is_full_sha, shown_key, shown_value
 
@@ -44,19 +43,6 @@ class LockMerge(NamedTuple):
     values: Dict[str, Any]
     #: one line per key both branches changed differently
     conflicts: List[str]
-
-
-def parse_values(text: str, where: str) -> Dict[str, Any]:
-    """
-    :param text: one side's file ("" when that side has none)
-    :param where: how messages name it
-    :return: its values
-    :raises LockfileError: when it is not TOML
-    """
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise LockfileError(f"{where}: invalid TOML: {exc}") from None
 
 
 def merge_values(base: Dict[str, Any], ours: Dict[str, Any], theirs: Dict[str, Any], where: str) -> LockMerge:
