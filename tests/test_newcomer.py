@@ -12,7 +12,7 @@ import sys
 from test_changes import IMPORTS
 from test_freeze import CONFIG
 
-from conftest import commit_setup, git_commit, make_setup, sisyphus_entry
+from conftest import commit_setup, git, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 
 
@@ -121,9 +121,12 @@ def test_a_reader_that_stops_early_leaves_the_exit_code_as_it_is(history):
 def test_pin_run_runs_the_manager_and_stops_at_a_config_that_does_not_load(
     real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
 ):
-    root, _ = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"a": CONFIG.format(name="a")})
+    # (a clone job only: a WriteReturnnConfigJob formats with black, which an environment need not have)
+    clone_only = "from sisyphus import tk\n\nfrom sispin import experiment_set\n\n\ndef py():\n"
+    clone_only += '    tk.register_output("a/rc", experiment_set("a").repo("rc"))\n'
+    root, commits = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"a": clone_only})
     assert main(["run", "a", "--", "-r"]) == 0
-    assert (root / "output" / "a" / "config").is_file()
+    assert git(root / "output" / "a" / "rc", "rev-parse", "HEAD") == commits[0]
     assert capsys.readouterr().out.splitlines()[:2] == ["sets.a: loading config/a.py", "sis manager -r config/a.py"]
     (root / "config" / "a.py").write_text("def py():\n    raise RuntimeError('broken on purpose')\n")
     assert main(["run", "a", "--", "-r"]) == 9
