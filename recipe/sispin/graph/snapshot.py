@@ -25,7 +25,6 @@ __all__ = [
     "compare_outputs",
     "parse_snapshot",
     "render_snapshot",
-    "add_aliases",
 ]
 
 import json
@@ -119,11 +118,11 @@ def parse_snapshot(text: str, where: str) -> Tuple[Dict[str, Entry], Dict[str, L
     ):
         raise LockfileError(f"{where}: bound: must be a table of hash_overwrite value -> list of commits")
     history = {value: list(commits) for value, commits in bound.items()}
-    add_aliases(history, sets)
+    _add_aliases(history, sets)
     return sets, history
 
 
-def add_aliases(history: Dict[str, List[str]], sets: Mapping[str, Entry]) -> None:
+def _add_aliases(history: Dict[str, List[str]], sets: Mapping[str, Entry]) -> None:
     """Add the commit each alias of the sets binds to its value's history."""
     for entry in sets.values():
         for alias in entry.get("aliases", {}).values():
@@ -239,7 +238,7 @@ def _write_sets(path: Path, entries: Mapping[str, Entry], sets_in_lock: Collecti
     sets = {name: entry for name, entry in loaded.items() if name in sets_in_lock}
     sets.update(entries)
     # a set dropped or renamed keeps its aliases' history (loaded above): a value never stands for another commit
-    add_aliases(bound, sets)
+    _add_aliases(bound, sets)
     text = render_snapshot(sets, bound)
     if os.path.isfile(path) and read_lockfile_text(path) == text:
         return False

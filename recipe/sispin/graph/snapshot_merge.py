@@ -13,7 +13,7 @@ __all__ = ["SnapshotMerge", "merge_snapshots"]
 
 from typing import Dict, List, NamedTuple
 
-from sispin.graph.snapshot import Entry, add_aliases, parse_snapshot, render_snapshot
+from sispin.graph.snapshot import Entry, parse_snapshot, render_snapshot
 
 
 class SnapshotMerge(NamedTuple):
@@ -49,9 +49,10 @@ def merge_snapshots(base: str, ours: str, theirs: str, where: str) -> SnapshotMe
             entry = mine
         if entry is not None:
             sets[name] = entry
+    # each side's history holds its sets' aliases already (parse_snapshot adds them): the union holds the merge's
     bound: Dict[str, List[str]] = {}
     for history in (old_bound, my_bound, other_bound):
         for value, commits in history.items():
-            bound.setdefault(value, []).extend(commit for commit in commits if commit not in bound[value])
-    add_aliases(bound, sets)
+            known = bound.setdefault(value, [])
+            known += [commit for commit in commits if commit not in known]
     return SnapshotMerge(render_snapshot(sets, bound), stale)

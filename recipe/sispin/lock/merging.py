@@ -12,19 +12,14 @@ from __future__ import annotations
 __all__ = ["LockMerge", "merge_values", "apply_changes", "holds", "lost_lines"]
 
 import difflib
-import sys
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import tomlkit
 from tomlkit.items import Table
 
+from sispin.errors import LockfileError
 from sispin.lock.editing import add_value, append_table, pop_ending_trivia, rendered, toml_pin
-from sispin.lock.lockfile import is_full_sha, shown_key, shown_value
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised by the Python 3.9 CI run
-    import tomli as tomllib
+from sispin.lock.lockfile import is_full_sha, parse_toml, shown_key, shown_value
 
 #: a key one side does not have
 _ABSENT = object()
@@ -194,8 +189,8 @@ def holds(text: str, values: Dict[str, Any]) -> bool:
     :return: whether the text is TOML with exactly these values (no duplicated key, nothing stale left)
     """
     try:
-        return _leaves(tomllib.loads(text)) == _leaves(values) and _same_types(tomllib.loads(text), values)
-    except tomllib.TOMLDecodeError:
+        return _same_types(parse_toml(text, "the merge"), values)
+    except LockfileError:
         return False
 
 
@@ -277,8 +272,8 @@ def _leading_comments(text: str) -> Comments:
 
 def _header_path(header: str) -> Optional[Tuple[str, ...]]:
     try:
-        values = tomllib.loads(header + "\n")
-    except tomllib.TOMLDecodeError:
+        values = parse_toml(header + "\n", "a header")
+    except LockfileError:
         return None  # a bracket inside a multi-line string
     path: Tuple[str, ...] = ()
     while isinstance(values, dict) and len(values) == 1:
