@@ -10,7 +10,7 @@ import pytest
 
 from sispin import errors
 from sispin.cli.main import main
-from sispin.cli.output import count
+from sispin.text import count
 
 
 def test_help_lists_every_exit_code_with_its_meaning(capsys):

@@ -18,15 +18,16 @@ PACKAGE = RECIPE_DIR / "sispin"
 CONFIG_PATH = {"sispin", "sispin.errors", "sispin.clonejob", "sispin.sets", "sispin.imports", "sispin.settings_hook"}
 #: room -> the rooms its modules may import (beside their own)
 ALLOWED = {
-    "errors": set(),
+    "text": set(),
+    "errors": {"text"},
     "clonejob": set(),
-    "lock": {"errors", "clonejob"},
-    "git": {"errors", "clonejob", "lock"},
-    "config": {"errors", "clonejob", "lock", "git"},
+    "lock": {"text", "errors", "clonejob"},
+    "git": {"text", "errors", "clonejob", "lock"},
+    "config": {"text", "errors", "clonejob", "lock", "git"},
     # the probe runs the config path in its own process
-    "graph": {"errors", "clonejob", "lock", "git", "config"},
-    "adopt": {"errors", "clonejob", "lock", "git", "graph"},
-    "cli": {"errors", "clonejob", "lock", "git", "graph", "adopt", "config"},
+    "graph": {"text", "errors", "clonejob", "lock", "git", "config"},
+    "adopt": {"text", "errors", "clonejob", "lock", "git", "graph"},
+    "cli": {"text", "errors", "clonejob", "lock", "git", "graph", "adopt", "config"},
 }
 
 
@@ -37,7 +38,7 @@ def module_name(path: Path) -> str:
 
 def room(module: str) -> str:
     top = module.split(".")[1] if "." in module else ""
-    if top in ("errors", "clonejob"):
+    if top in ("errors", "clonejob", "text"):
         return top
     if module == "sispin.__main__":
         return "cli"

@@ -224,7 +224,7 @@ def current_set() -> ExperimentSet:
     """
     from sisyphus.loader import config_manager
 
-    from sispin.lock.lockfile import display_path
+    from sispin.text import display_path
 
     config = config_manager.current_config
     module = _module_body_on_the_way(Path(config).absolute()) if config else None

@@ -28,8 +28,9 @@ from sispin.graph.build import Assignment, Clone, SetGraph, load_graph
 from sispin.graph.guard import Problem, capped, listed, recording_problems
 from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
 from sispin.lock.editing import add_value
-from sispin.lock.lockfile import Lockfile, Pin, display_path, is_full_sha, parse_lockfile, shown_key
+from sispin.lock.lockfile import Lockfile, Pin, is_full_sha, parse_lockfile
 from sispin.lock.urls import same_repository
+from sispin.text import display_path, shown_key
 
 
 @dataclass

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from sispin.cli.options import add_command, json_output, set_names
-from sispin.cli.output import Output, count
+from sispin.cli.output import Output
 from sispin.cli.snapshot import skipped_line
 from sispin.errors import LockfileError, PinError
 from sispin.git.env import missing_commits
@@ -32,7 +32,8 @@ from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
 from sispin.graph.recordcache import read_records
 from sispin.graph.runner import find_sisyphus, recording_inputs
 from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
-from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
+from sispin.lock.lockfile import Lockfile, find_lockfile, load_lockfile
+from sispin.text import count, display_path, shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -21,7 +21,8 @@ from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, UsageError
 from sispin.lock.editing import add_value, edit_lockfile
 from sispin.lock.files import write_atomically
-from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
+from sispin.lock.lockfile import Lockfile, find_lockfile, load_lockfile
+from sispin.text import display_path, shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from sispin.cli.options import add_command, json_output, set_names
-from sispin.cli.output import VERBOSE, Output, count
+from sispin.cli.output import VERBOSE, Output
 from sispin.errors import UnknownNameError
 from sispin.graph.against import graph_at_revision
 from sispin.graph.build import JobRecord, load_graph
@@ -25,7 +25,8 @@ from sispin.graph.explain import Explanation, cause_key, explain_output, pin_mov
 from sispin.graph.guard import capped, listed
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_snapshot, snapshot_path
-from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile
+from sispin.lock.lockfile import Lockfile, find_lockfile, load_lockfile
+from sispin.text import count, display_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

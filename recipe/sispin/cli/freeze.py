@@ -17,7 +17,8 @@ from sispin.cli.output import Output
 from sispin.errors import LockfileError
 from sispin.graph.snapshot import read_snapshot, snapshot_path
 from sispin.lock.freezing import edit_freeze
-from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile, shown_key
+from sispin.lock.lockfile import find_lockfile, load_lockfile
+from sispin.text import display_path, shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -11,11 +11,12 @@ import argparse
 from pathlib import Path
 
 from sispin.cli.options import add_command, dry_run
-from sispin.cli.output import Output, count
+from sispin.cli.output import Output
 from sispin.errors import StoreError
 from sispin.git.gc import sweep
 from sispin.git.store import Store
 from sispin.lock.lockfile import find_lockfile, load_lockfile
+from sispin.text import count
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

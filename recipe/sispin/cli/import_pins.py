@@ -31,23 +31,15 @@ from sispin.cli.import_setup import (
     write_setup,
 )
 from sispin.cli.options import add_command, json_output
-from sispin.cli.output import Output, count
+from sispin.cli.output import Output
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
 from sispin.errors import LockfileError, SisyphusError, UsageError
 from sispin.graph.snapshot import snapshot_path
 from sispin.lock.editing import edit_lockfile
 from sispin.lock.files import check_writable, write_atomically
-from sispin.lock.lockfile import (
-    LOCK_ENV,
-    LOCKFILE_NAME,
-    Lockfile,
-    display_path,
-    find_lockfile,
-    load_lockfile,
-    shown_key,
-    valid_name,
-)
+from sispin.lock.lockfile import LOCK_ENV, LOCKFILE_NAME, Lockfile, find_lockfile, load_lockfile, valid_name
 from sispin.lock.urls import redact_text, same_repository
+from sispin.text import count, display_path, shown_key
 
 #: the arguments a report shows beside url and commit, in the job's parameter order
 _SHOWN_ARGUMENTS = tuple(name for name, _ in PARAMETERS if name not in ("url", "commit"))

@@ -18,8 +18,9 @@ from sispin.errors import LockfileError, PinError, UsageError
 from sispin.git.merge import DRIVER_COMMAND, install_driver, merge_lines
 from sispin.graph.snapshot_merge import merge_snapshots
 from sispin.lock.files import SNAPSHOT_NAME, snapshot_path
-from sispin.lock.lockfile import display_path, find_lockfile, parse_lockfile, parse_toml, read_lockfile_text
+from sispin.lock.lockfile import find_lockfile, parse_lockfile, parse_toml, read_lockfile_text
 from sispin.lock.merging import apply_changes, holds, lost_lines, merge_values
+from sispin.text import display_path
 
 #: the exit code git takes as "conflicts are left in the file"
 CONFLICT = 1

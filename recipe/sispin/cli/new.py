@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import tomlkit
 
 from sispin.cli.options import add_command, as_of, commit_option, commit_written, setup_relative
-from sispin.cli.output import Output, count
+from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, NameConflictError, RevisionError, SisyphusError, UsageError
 from sispin.git.history import branch_commit, commit_as_of
 from sispin.git.store import Store
@@ -31,14 +31,13 @@ from sispin.lock.files import check_writable
 from sispin.lock.lockfile import (
     Lockfile,
     Pin,
-    display_path,
     find_lockfile,
     load_lockfile,
     parse_lockfile,
     read_lockfile_text,
-    shown_key,
     valid_name,
 )
+from sispin.text import count, display_path, shown_key
 
 #: a starter config is never written over a file
 _EXISTS = "--config {}: the file exists; refusing to overwrite it (list it with --configs)"

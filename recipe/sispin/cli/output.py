@@ -7,7 +7,7 @@ notes and errors to stderr, each line flushed: git's progress shares the termina
 
 from __future__ import annotations
 
-__all__ = ["QUIET", "NORMAL", "VERBOSE", "Output", "count"]
+__all__ = ["QUIET", "NORMAL", "VERBOSE", "Output"]
 
 import io
 import json
@@ -16,21 +16,6 @@ import sys
 from typing import Any, Optional, TextIO
 
 QUIET, NORMAL, VERBOSE = 0, 1, 2
-
-
-def count(number: int, noun: str) -> str:
-    """
-    :param number: how many
-    :param noun: the singular, possibly after other words (``hash_overwrite alias``)
-    :return: ``1 pin``, ``2 pins``, ``2 aliases``, ``2 repositories``
-    """
-    if number == 1:
-        return f"{number} {noun}"
-    if noun.endswith(("s", "x", "sh", "ch")):
-        return f"{number} {noun}es"
-    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "o", "u"):
-        return f"{number} {noun[:-1]}ies"
-    return f"{number} {noun}s"
 
 
 class Output:

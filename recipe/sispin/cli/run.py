@@ -17,7 +17,8 @@ from sispin.cli.output import Output
 from sispin.errors import SisyphusError
 from sispin.graph.build import load_graph
 from sispin.graph.runner import probe_environment
-from sispin.lock.lockfile import find_lockfile, load_lockfile, shown_key
+from sispin.lock.lockfile import find_lockfile, load_lockfile
+from sispin.text import shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

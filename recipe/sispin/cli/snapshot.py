@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import List, Sequence
 
 from sispin.cli.options import add_command, commit_option, commit_written, set_names
-from sispin.cli.output import Output, count
+from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, HashOverwriteError
 from sispin.graph.build import SetGraph, load_graph
 from sispin.graph.guard import recording_problems
 from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs, snapshot_path
-from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile, shown_key
+from sispin.lock.lockfile import find_lockfile, load_lockfile
+from sispin.text import count, display_path, shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

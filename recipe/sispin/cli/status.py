@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from sispin.cli.options import add_command, json_output, set_names
-from sispin.cli.output import Output, count
+from sispin.cli.output import Output
 from sispin.errors import GitError, SisyphusError
 from sispin.git.history import PinFacts, pin_facts, releases_behind
 from sispin.git.store import Store
-from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
+from sispin.lock.lockfile import Lockfile, find_lockfile, load_lockfile
+from sispin.text import count, display_path, shown_key
 
 #: what a pin is measured against: the repository's URL, branch and release tags
 Follow = Tuple[str, Optional[str], Optional[str]]

@@ -25,15 +25,8 @@ from sispin.git.repo import clone_at_commit
 from sispin.git.store import Store
 from sispin.git.verify import verify_checkout
 from sispin.lock.files import file_lock
-from sispin.lock.lockfile import (
-    Lockfile,
-    SetupCheckout,
-    display_path,
-    find_lockfile,
-    inside_setup,
-    load_lockfile,
-    shown_key,
-)
+from sispin.lock.lockfile import Lockfile, SetupCheckout, find_lockfile, inside_setup, load_lockfile
+from sispin.text import display_path, shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -9,7 +9,8 @@ import argparse
 from sispin.cli.options import add_command, commit_option, commit_written
 from sispin.cli.output import Output
 from sispin.lock.freezing import edit_freeze
-from sispin.lock.lockfile import find_lockfile, shown_key
+from sispin.lock.lockfile import find_lockfile
+from sispin.text import shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

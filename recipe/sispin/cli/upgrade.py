@@ -46,7 +46,8 @@ from sispin.graph.snapshot import edit_lock_and_snapshot, snapshot_path
 from sispin.graph.used_code import UsedCode, used_code
 from sispin.lock.editing import drop_pin_alias, edit_lockfile, set_pin_commit
 from sispin.lock.files import check_writable
-from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, parse_lockfile, read_lockfile_text, shown_key
+from sispin.lock.lockfile import Lockfile, find_lockfile, parse_lockfile, read_lockfile_text
+from sispin.text import display_path, shown_key
 
 #: what is known of one set's moves once its graphs are built: the graphs before and after (None: they cannot be
 #: built), and per moved repository how many of its commits change what the set uses

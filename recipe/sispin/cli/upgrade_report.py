@@ -19,7 +19,7 @@ __all__ = [
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from sispin.cli.output import Output, count
+from sispin.cli.output import Output
 from sispin.errors import HashOverwriteError, RefusedMoveError
 from sispin.git.history import changes_to
 from sispin.git.moves import LOG_LIMIT, Move, PlannedMove, format_log, format_move
@@ -29,7 +29,8 @@ from sispin.graph.guard import capped, listed, state_problems
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_snapshot, snapshot_path
 from sispin.graph.used_code import UsedCode
-from sispin.lock.lockfile import Lockfile, SetSpec, display_path
+from sispin.lock.lockfile import Lockfile, SetSpec
+from sispin.text import count, display_path
 
 #: files named per listed commit before the rest are counted
 _FILES_SHOWN = 3

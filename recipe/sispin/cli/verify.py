@@ -22,7 +22,8 @@ from sispin.git.store import Store
 from sispin.git.verify import verify_checkout
 from sispin.graph.build import load_graph
 from sispin.graph.runner import run_probe
-from sispin.lock.lockfile import Lockfile, display_path, find_lockfile, load_lockfile, shown_key
+from sispin.lock.lockfile import Lockfile, find_lockfile, load_lockfile
+from sispin.text import display_path, shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

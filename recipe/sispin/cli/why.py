@@ -19,7 +19,8 @@ from sispin.git.registry import load_users
 from sispin.git.store import Store
 from sispin.graph.snapshot import read_snapshot, snapshot_path
 from sispin.graph.usage import WorkDir, find_usages, target_matcher
-from sispin.lock.lockfile import display_path, find_lockfile, load_lockfile
+from sispin.lock.lockfile import find_lockfile, load_lockfile
+from sispin.text import display_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -30,7 +30,8 @@ from typing import List, Optional, Set, Tuple
 from sispin.clonejob import checkout_folder
 from sispin.errors import LockfileError, StoreError
 from sispin.lock.files import replace_file
-from sispin.lock.lockfile import Lockfile, load_lockfile, shown_key
+from sispin.lock.lockfile import Lockfile, load_lockfile
+from sispin.text import shown_key
 
 _REGISTRY = "lockfiles"
 #: (store, lockfile) pairs this process recorded already

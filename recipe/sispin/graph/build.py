@@ -24,7 +24,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.errors import SisyphusError
 from sispin.graph.runner import run_probe
-from sispin.lock.lockfile import Lockfile, inside_setup, shown_key
+from sispin.lock.lockfile import Lockfile, inside_setup
+from sispin.text import shown_key
 
 
 @dataclass(frozen=True)

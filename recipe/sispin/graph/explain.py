@@ -36,7 +36,8 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from sispin.clonejob import CLASS_NAME
 from sispin.graph.build import Arg, JobRecord, Output, SetGraph
-from sispin.lock.lockfile import Lockfile, is_full_sha, shown_key
+from sispin.lock.lockfile import Lockfile, is_full_sha
+from sispin.text import shown_key
 
 
 @dataclass(frozen=True)

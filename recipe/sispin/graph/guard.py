@@ -29,8 +29,9 @@ from sispin.git.store import Store
 from sispin.graph.build import Clone, Escape, SetGraph, outputs_above
 from sispin.graph.explain import short_id
 from sispin.graph.moved import moved_builds
-from sispin.lock.lockfile import Lockfile, SetSpec, is_full_sha, shown_key
+from sispin.lock.lockfile import Lockfile, SetSpec, is_full_sha
 from sispin.lock.urls import same_repository
+from sispin.text import shown_key
 
 
 class Problem(str):

@@ -22,7 +22,8 @@ from sispin.git.history import branch_commit, parent_commit
 from sispin.git.store import Store
 from sispin.graph.build import SetGraph, load_graph
 from sispin.lock.editing import render_lockfile
-from sispin.lock.lockfile import Lockfile, shown_key
+from sispin.lock.lockfile import Lockfile
+from sispin.text import shown_key
 
 
 @dataclass(frozen=True)

@@ -51,15 +51,8 @@ from sispin.lock.files import (
     snapshot_path,
     write_atomically,
 )
-from sispin.lock.lockfile import (
-    Lockfile,
-    display_path,
-    is_bare_key,
-    parse_lockfile,
-    parse_toml,
-    read_lockfile_text,
-    shown_key,
-)
+from sispin.lock.lockfile import Lockfile, parse_lockfile, parse_toml, read_lockfile_text
+from sispin.text import display_path, is_bare_key, shown_key
 
 if sys.version_info >= (3, 11):
     pass

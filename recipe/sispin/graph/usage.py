@@ -23,8 +23,9 @@ from sispin.git.registry import PinUse, StoreUsers, pin_uses
 from sispin.git.repo import checkout_origin
 from sispin.git.store import Store
 from sispin.graph.build import Output
-from sispin.lock.lockfile import Lockfile, display_path, is_sha_prefix
+from sispin.lock.lockfile import Lockfile, is_sha_prefix
 from sispin.lock.urls import name_from_url, same_repository
+from sispin.text import display_path
 
 #: (url, commit) -> whether it is what was asked about
 Matcher = Callable[[str, str], bool]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterator, List
 
 from sispin.errors import FileSystemError
-from sispin.lock.lockfile import display_path
+from sispin.text import display_path
 
 
 @contextlib.contextmanager

@@ -12,7 +12,8 @@ import tomlkit
 from sispin.errors import LockfileError
 from sispin.lock.editing import add_value, edit_lockfile, keyed_items
 from sispin.lock.files import write_atomically
-from sispin.lock.lockfile import Lockfile, display_path, parse_lockfile, read_lockfile_text
+from sispin.lock.lockfile import Lockfile, parse_lockfile, read_lockfile_text
+from sispin.text import display_path
 
 
 def set_frozen(document: tomlkit.TOMLDocument, set_name: str, frozen: bool) -> None:

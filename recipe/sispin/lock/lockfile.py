@@ -12,7 +12,6 @@ Rewriting pin.toml, which must keep comments, lives in :mod:`sispin.lock.editing
 # and every Sisyphus manager imports this module. The annotations below are all valid at run time on Python 3.9.
 
 __all__ = [
-    "is_bare_key",
     "LOCKFILE_NAME",
     "LOCK_ENV",
     "PROBE_TEXT_ENV",
@@ -27,26 +26,22 @@ __all__ = [
     "read_lockfile_text",
     "parse_lockfile",
     "parse_toml",
-    "display_path",
     "is_full_sha",
     "is_sha_prefix",
     "known_names",
-    "shown_key",
-    "shown_value",
     "valid_name",
     "valid_branch",
     "inside_setup",
 ]
 
-import json
 import os
 import re
-import reprlib
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from sispin.errors import FrozenSetError, LockfileError, UnknownNameError
+from sispin.text import display_path, shown_key
 
 LOCKFILE_NAME = "pin.toml"
 #: environment variable naming the lockfile explicitly (otherwise pin.toml is searched upwards from the cwd)
@@ -58,7 +53,6 @@ SUPPORTED_VERSION = 1
 # matched with fullmatch: "$" would also match before a trailing newline
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 #: a key TOML reads bare
-_BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
 _FULL_SHA_RE = re.compile(r"[0-9a-f]{40}")
 _SHA_PREFIX_RE = re.compile(r"[0-9a-f]{4,40}")
 # git's rules for a branch name (git check-ref-format --branch): no control characters, space or ~^:?*[\, no "..",
@@ -229,47 +223,6 @@ class Lockfile(NamedTuple):
 def known_names(names: Mapping[str, Any]) -> str:
     """:return: the names, sorted and comma-separated, for a message (``none`` when there are none)"""
     return ", ".join(sorted(names)) or "none"
-
-
-#: how much of a bad value an error message repeats
-_SHOWN_LIMIT = 80
-
-
-def is_bare_key(name: str) -> bool:
-    """:return: whether TOML reads the key bare (letters, digits, ``_``, ``-``), unquoted"""
-    return bool(_BARE_KEY_RE.fullmatch(name))
-
-
-def shown_key(name: str) -> str:
-    """
-    A TOML key as a key path in a message: bare when TOML takes it bare (letters, digits, ``_``, ``-``), else quoted
-    like :func:`shown_value` (``sets.'exp.v2'`` is set ``exp.v2``, not set ``exp``'s key ``v2``).
-    """
-    return name if is_bare_key(name) else shown_value(name)
-
-
-def shown_value(value: Any, quote: str = "'") -> str:
-    """
-    A value as an error message repeats it: one line (escapes for control characters), cut when long.
-
-    :param quote: how a string is quoted: ``'`` (Python's repr) or ``"`` (TOML's basic string)
-    """
-    if isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False) if quote == '"' else repr(value)
-    else:
-        text = reprlib.repr(value)
-    return text if len(text) <= _SHOWN_LIMIT else f"{text[: _SHOWN_LIMIT - 4]}...{text[-1]}"
-
-
-def display_path(path: Path) -> str:
-    """
-    :param path: a file path
-    :return: the path relative to the working directory when it lies below it, else absolute (for messages)
-    """
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def is_full_sha(value: object) -> bool:

@@ -29,12 +29,11 @@ from sispin.lock.lockfile import (
     SetupCheckout,
     is_full_sha,
     known_names,
-    shown_key,
-    shown_value,
     valid_branch,
     valid_name,
 )
 from sispin.lock.urls import check_url, same_repository
+from sispin.text import shown_key, shown_value
 
 #: the longest file name (one path component) file systems take, in bytes
 _NAME_MAX = 255
