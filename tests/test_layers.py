@@ -27,7 +27,8 @@ ALLOWED = {
     # the probe runs the config path in its own process
     "graph": {"text", "errors", "clonejob", "lock", "git", "config"},
     "adopt": {"text", "errors", "clonejob", "lock", "git", "graph"},
-    "cli": {"text", "errors", "clonejob", "lock", "git", "graph", "adopt", "config"},
+    "ops": {"text", "errors", "clonejob", "lock", "git", "graph", "adopt", "config"},
+    "cli": {"text", "errors", "clonejob", "lock", "git", "graph", "adopt", "config", "ops"},
 }
 
 

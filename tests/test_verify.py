@@ -15,6 +15,9 @@ import pytest
 
 from conftest import git, git_commit
 from sispin.cli.main import main
+from sispin.git.store import Store
+from sispin.lock.lockfile import find_lockfile
+from sispin.ops.verify import VerifyResult, verify
 
 SOURCE = "VALUE = 'pinned'\n"
 
@@ -33,9 +36,16 @@ def checkout(make_repo, write_lock, capsys) -> Path:
     return lock.parent / "tools" / "tool"
 
 
+def verified(*sets: str) -> VerifyResult:
+    """What ``pin verify`` finds, as its operation returns it."""
+    return verify(find_lockfile(), sets, Store())
+
+
 def problems(capsys) -> str:
-    assert main(["verify"]) == 1
-    return capsys.readouterr().out
+    """:return: the problems ``pin verify`` finds, one line each (there must be one)"""
+    found = verified().problems
+    assert found
+    return "\n".join(f"{checkout.label}: {checkout.problem}" for checkout in found)
 
 
 def bytecode(source: Path, mode: py_compile.PycInvalidationMode = py_compile.PycInvalidationMode.TIMESTAMP) -> Path:
@@ -47,7 +57,7 @@ def bytecode(source: Path, mode: py_compile.PycInvalidationMode = py_compile.Pyc
 def test_bytecode_python_writes_for_the_sources_is_accepted(checkout, capsys):
     bytecode(checkout / "tool" / "__init__.py")
     bytecode(checkout / "tool" / "other.py", py_compile.PycInvalidationMode.CHECKED_HASH)
-    assert main(["verify"]) == 0, capsys.readouterr().out
+    assert not verified().problems
 
 
 def test_unchecked_hash_bytecode_is_reported(checkout, capsys):
@@ -75,7 +85,7 @@ def test_stale_bytecode_is_accepted_as_python_ignores_it(checkout, capsys):
     data[8:12] = (int.from_bytes(data[8:12], "little") - 5).to_bytes(4, "little")  # another source mtime
     data[16:] = bytecode_of("VALUE = 'other code'\n")
     pyc.write_bytes(bytes(data))
-    assert main(["verify"]) == 0, capsys.readouterr().out
+    assert not verified().problems
 
 
 def bytecode_of(text: str) -> bytes:
@@ -92,7 +102,7 @@ def test_bytecode_of_another_python_with_the_sources_stamp_is_accepted(checkout,
     other = pyc.with_name(pyc.name.replace(sys.implementation.cache_tag, "cpython-30"))
     other.write_bytes(bytes(data))
     pyc.unlink()
-    assert main(["verify"]) == 0, capsys.readouterr().out
+    assert not verified().problems
 
 
 def test_bytecode_without_its_source_and_other_untracked_files_are_reported(checkout, capsys):
@@ -190,14 +200,14 @@ def test_a_sparse_clone_job_is_verified_against_its_files_of_the_commit(
     root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"s.py": SPARSE_CONFIG})
     assert "All output calculated" in run_manager(root, "config/s.py")
     monkeypatch.chdir(root)
-    assert main(["verify", "s"]) == 0, capsys.readouterr().out
+    result = verified("s")
+    assert not result.problems and any(checkout.label.startswith("sets.s (") for checkout in result.checkouts)
     clone = (root / "output" / "s" / "tool").resolve()
     assert sorted(p.name for p in clone.iterdir() if p.name != ".git") == ["a.py", "dir"]
     (clone / "a.py").write_text("A = 3\n")
     (clone / "b.py").write_text("B = 1\n")
-    assert main(["verify", "s"]) == 1
-    out = capsys.readouterr().out
-    assert "a.py (modified)" in out and "b.py (untracked)" in out
+    [problem] = verified("s").problems
+    assert "a.py (modified)" in problem.problem and "b.py (untracked)" in problem.problem
 
 
 TWIN_CONFIG = """\

@@ -1,29 +1,17 @@
-"""
-``pin verify [SET ...]``: are the checkouts on disk still exactly what pin.toml pins?
-
-Checks every ``[setup.*]`` checkout, the store's checkouts of the sets' pins, and the finished clone jobs of the
-sets in work/: HEAD must be the pinned commit and the tree clean. Tampering (modified, deleted, added or
-untracked files) is listed; any problem makes the exit code 1.
-"""
+"""``pin verify [SET ...]``: the command line of :mod:`sispin.ops.verify`, and its report (a line per checkout)."""
 
 from __future__ import annotations
 
-__all__ = ["add_parser", "run", "verify"]
+__all__ = ["add_parser", "run", "render"]
 
 import argparse
-from pathlib import Path
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from sispin.cli.options import add_command, set_names
 from sispin.cli.output import Output
-from sispin.clonejob import checkout_folder
-from sispin.errors import PinError, SisyphusError
 from sispin.git.store import Store
-from sispin.git.verify import verify_checkout
-from sispin.graph.build import load_graph
-from sispin.graph.runner import run_probe
-from sispin.lock.lockfile import Lockfile, find_lockfile, load_lockfile
-from sispin.text import display_path, shown_key
+from sispin.lock.lockfile import find_lockfile
+from sispin.ops.verify import VerifyResult, verify
+from sispin.text import count, display_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -42,80 +30,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    return verify(find_lockfile(), args.sets, Store(), out)
+    return render(verify(find_lockfile(), args.sets, Store()), out)
 
 
-def verify(path: Path, set_names: Sequence[str], store: Store, out: Output) -> int:
+def render(result: VerifyResult, out: Output) -> int:
     """
-    :param path: the pin.toml
-    :param set_names: sets to verify; empty for all
-    :param store: the store whose checkouts to verify
+    :param result: what ``pin verify`` found
     :param out: one line per checkout, and the count
     :return: 0 when everything is as pinned, else 1
     :raises SisyphusError: after the report, when the clone jobs in work/ could not be identified (no Sisyphus)
     """
-    lockfile = load_lockfile(path)
-    names = [spec.name for spec in lockfile.select_sets(set_names)]
-    targets: List[Tuple[str, Path, str, Mapping[str, Any]]] = [
-        (f"setup.{e.name}", lockfile.root / e.path, e.commit, {}) for e in lockfile.setup.values()
-    ]
-    for name in names:
-        for repo, pin in lockfile.get_set(name).pins.items():
-            spec = lockfile.get_repo(repo)
-            checkout = store.checkout_path(spec.url, pin.commit, checkout_folder(spec.checkout))
-            if checkout.exists():
-                targets.append((f"sets.{shown_key(name)}.{shown_key(repo)} (store)", checkout, pin.commit, {}))
-    # the clone jobs in work/ need Sisyphus for their ids: when they cannot be found, nothing is claimed about them
-    unverified = None
-    try:
-        targets += _finished_clone_jobs(lockfile, names)
-    except SisyphusError as exc:
-        unverified = SisyphusError(f"clone jobs in work/ not verified: {exc}")
-    problems = 0
-    for label, checkout, commit, kwargs in targets:
-        where = display_path(checkout)
-        try:
-            verify_checkout(
-                checkout, commit, where, files=kwargs.get("files_to_checkout"), patches=kwargs.get("patches")
-            )
-        except PinError as exc:
-            problems += 1
-            out.result(f"problem: {label}: {exc}")
+    for checkout in result.checkouts:
+        if checkout.problem is not None:
+            out.result(f"problem: {checkout.label}: {checkout.problem}")
         else:
-            out.info(f"ok: {label}: {where} at {commit[:7]}")
-    out.result(f"pin verify: {problems} problem{'s' if problems != 1 else ''} in {len(targets)} checkouts")
-    if unverified is not None:
-        raise unverified
-    return 1 if problems else 0
-
-
-def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple[str, Path, str, Mapping[str, Any]]]:
-    """
-    The outputs of the sets' clone jobs that Sisyphus finished in work/ (a cleaned-up job too), each with what the
-    job made of its commit (a sparse checkout, patches): every clone of a pin the set's graph holds, however it was
-    built (job ids by real Sisyphus), and ``exp.clone_job()``'s for the sets without configs.
-    """
-    pinning = [name for name in names if lockfile.get_set(name).pins]
-    if not pinning or not (lockfile.root / "work").is_dir():
-        return []  # no finished job can exist
-    clones: Dict[str, Tuple[str, str, str, Mapping[str, Any]]] = {}
-    by_set = run_probe(lockfile, ["set-clones", *pinning], "computing the sets' clone jobs")
-    for name, jobs in by_set.items():
-        for repo, job_id in jobs.items():
-            pin = lockfile.get_set(name).pin(repo)
-            folder = checkout_folder(lockfile.get_repo(repo).checkout)
-            clones.setdefault(job_id, (f"sets.{shown_key(name)}.{shown_key(repo)}", folder, pin.commit, pin.job_kwargs))
-    for name in pinning:
-        if lockfile.get_set(name).configs:
-            graph = load_graph(lockfile, name)
-            for clone in graph.clones:
-                if clone.job in graph.pinned:  # a hand-written clone of a pin too
-                    kwargs = {"files_to_checkout": clone.files, "patches": clone.patches}
-                    clones.setdefault(clone.job, (f"sets.{shown_key(name)}", clone.folder, clone.commit or "", kwargs))
-    found = []
-    for job_id, (label, folder, commit, kwargs) in sorted(clones.items()):
-        job_dir = lockfile.root / "work" / job_id
-        finished = any((job_dir / marker).exists() for marker in ("finished", "finished.tar.gz"))
-        if finished and (job_dir / "output" / folder).is_dir():
-            found.append((f"{label} ({job_id})", job_dir / "output" / folder, commit, kwargs))
-    return found
+            out.info(f"ok: {checkout.label}: {display_path(checkout.path)} at {checkout.commit[:7]}")
+    out.result(f"pin verify: {count(len(result.problems), 'problem')} in {len(result.checkouts)} checkouts")
+    if result.unverified is not None:
+        raise result.unverified
+    return 1 if result.problems else 0
