@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import USE_JOB, git_commit, make_setup, sisyphus_entry
+from results import checked, problems, snapshot_taken
 from sispin.cli.main import main
 from sispin.errors import LockfileError
 from sispin.graph.snapshot import read_snapshot
@@ -99,29 +100,27 @@ def test_an_alias_keeps_every_id_of_the_hand_written_setup_and_of_its_exp_repo_r
     setup.lock(bound(setup, setup.c[1]))
     setup.config(HAND_WRITTEN)
     legacy = ids(setup)
-    assert main(["check", "--offline"]) == 0, capsys.readouterr().out
+    assert not problems(checked())
     # the config moves to exp.repo(), nothing else: sispin applies the bound overwrite itself
     setup.config(WITH_SISPIN)
     assert ids(setup) == legacy
-    assert main(["check", "--offline"]) == 0, capsys.readouterr().out
+    assert not problems(checked())
 
 
 def test_without_the_alias_the_legacy_overwrite_is_one_problem_naming_its_assignment(setup, capsys):
     setup.lock(f'"{setup.c[1]}"')
     setup.config(HAND_WRITTEN)
-    assert main(["snapshot"]) == 7
-    problems = [line for line in capsys.readouterr().out.splitlines() if line.startswith("problem: ")]
-    assert len(problems) == 1, problems
-    assert "hash_overwrite 'LEGACY_ROOT' set at config/s.py:16 on " in problems[0]
-    assert "hides the commit from 2 jobs" in problems[0]
+    hidden = snapshot_taken().hidden
+    assert len(hidden) == 1, hidden
+    assert "hash_overwrite 'LEGACY_ROOT' set at config/s.py:16 on " in str(hidden[0])
+    assert "hides the commit from 2 jobs" in str(hidden[0])
 
 
 def test_the_bound_value_on_a_clone_at_another_commit_is_refused_naming_the_assignment(setup, capsys):
     # pin.toml moved by hand, the code not: the value would now hide other code
     setup.lock(bound(setup, setup.c[2]))
     setup.config(HAND_WRITTEN)
-    assert main(["check", "--offline"]) == 1
-    out = capsys.readouterr().out
+    out = problems(checked())
     assert "hash_overwrite 'LEGACY_ROOT' set at config/s.py:16 on " in out
     assert f"(pin.toml binds it to rc {setup.c[2][:7]} in sets.s)" in out
 
@@ -131,12 +130,10 @@ def test_a_bound_value_moved_by_hand_with_its_pin_is_refused_against_the_snapsho
     setup.config(WITH_SISPIN)
     ids(setup)
     setup.lock(bound(setup, setup.c[2]))  # the commit edited, the alias kept: the old ids would stand for new code
-    assert main(["check", "--offline"]) == 1
-    assert (
-        f"hash_overwrite 'LEGACY_ROOT' stood for {setup.c[1][:7]} when recorded in pin.snapshot.toml"
-        in capsys.readouterr().out
+    assert f"hash_overwrite 'LEGACY_ROOT' stood for {setup.c[1][:7]} when recorded in pin.snapshot.toml" in (
+        problems(checked())
     )
-    assert main(["snapshot"]) == 7, "nor is it recorded"
+    assert not snapshot_taken().written, "nor is it recorded"
 
 
 def test_one_value_bound_to_two_commits_by_two_sets_is_refused(setup, capsys):
@@ -187,11 +184,10 @@ def test_one_value_bound_to_two_commits_of_a_set_passes_unless_it_merges_two_job
     if not merged:
         assert main(["snapshot"]) == 0, capsys.readouterr().out
         # recorded with the value standing for both commits: neither binding reads as moved against the record
-        assert main(["check", "--offline"]) == 0, capsys.readouterr().out
+        assert not problems(checked())
         assert main(["snapshot"]) == 0, capsys.readouterr().out
         return
-    assert main(["snapshot"]) == 7
-    assert "config/s.py:22 builds " in capsys.readouterr().out
+    assert "config/s.py:22 builds " in "\n".join(map(str, snapshot_taken().hidden))
 
 
 def test_an_upgrade_drops_the_alias_and_the_ids_move(setup, capsys):
@@ -206,7 +202,7 @@ def test_an_upgrade_drops_the_alias_and_the_ids_move(setup, capsys):
     assert "hash_overwrite" not in (setup.root / "pin.toml").read_text()
     after = {name: o.job for name, o in read_snapshot(setup.root / "pin.snapshot.toml")["s"].items()}
     assert all(after[name] != before[name] for name in before)
-    assert main(["check", "--offline"]) == 0
+    assert not problems(checked())
 
 
 def test_an_upgrade_refuses_while_code_sets_the_alias_itself(setup, capsys):

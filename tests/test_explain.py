@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git, git_commit, make_setup, sisyphus_entry
+from results import differences, explained
 from sispin.cli.main import main
 from sispin.graph.build import Arg, JobRecord, Output, SetGraph, load_graph
 from sispin.graph.explain import argument_order, compare_set, explain_output
@@ -276,10 +277,11 @@ def test_against_a_revision_the_old_graph_is_built_from_the_setups_own_history(s
     assert "  because  returnn_config.config['learning_rate']: 0.001 -> 0.002" in out, out
     assert not (setup.root / "pin.snapshot.toml").exists()
     git(setup.root, "commit", "-q", "-am", "faster")
-    assert main(["explain", "--against", "HEAD"]) == 0
-    assert "every output has the job id it had at HEAD" in capsys.readouterr().out
-    assert main(["explain", "--against", "HEAD~1", "--output", "exp/copy"]) == 1
-    assert "0.001 -> 0.002" in capsys.readouterr().out
+    same = explained(against="HEAD")
+    assert not same.outputs and same.baseline == "it had at HEAD"
+    changed = explained(against="HEAD~1", output="exp/copy")
+    assert [e.explanation.output for e in changed.outputs] == ["exp/copy"]
+    assert differences(changed) == ["returnn_config.config['learning_rate']: 0.001 -> 0.002"]
     assert git(setup.root, "status", "--porcelain") == "", "the working tree, index and worktrees are untouched"
 
 
@@ -300,8 +302,7 @@ def test_against_a_revision_of_a_repository_that_holds_the_setup_in_a_folder(set
     git(top, "add", "setup")
     git(top, "commit", "-q", "-m", "setup in a folder")
     setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 3e-3")
-    assert main(["explain", "--against", "main"]) == 1
-    assert "0.001 -> 0.003" in capsys.readouterr().out
+    assert "returnn_config.config['learning_rate']: 0.001 -> 0.003" in differences(explained(against="main"))
 
 
 def test_without_the_local_records_explain_points_to_the_history(setup, capsys):
@@ -334,8 +335,9 @@ def test_against_a_revision_every_committed_file_is_used_and_its_errors_name_the
     git(setup.root, "add", "-A")
     git(setup.root, "commit", "-q", "-m", "first")
     setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
-    assert main(["explain", "--against", "HEAD", "--output", "exp/config"]) == 1
-    assert "0.001 -> 0.002" in capsys.readouterr().out
+    assert differences(explained(against="HEAD", output="exp/config")) == [
+        "returnn_config.config['learning_rate']: 0.001 -> 0.002"
+    ]
     config = setup.root / "config" / "exp.py"
     good = config.read_text()
     config.write_text(good.replace("def py():", "def py():\n    raise RuntimeError('boom')"))

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import USE_JOB, git_commit, make_setup, run_manager, sisyphus_entry
+from results import checked, problems, snapshot_taken
 from sispin.cli.main import main
 
 #: the beginning of every config below: a job that takes anything, and the set's experiment set
@@ -71,10 +72,11 @@ def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys) ->
     return Setup(root, url, commits)
 
 
-def refused(capsys, *outputs: str) -> str:
-    """`pin snapshot` refuses (exit 7), naming each output; :return: what it printed"""
-    assert main(["snapshot"]) == 7
-    out = capsys.readouterr().out
+def refused(*outputs: str) -> str:
+    """`pin snapshot` refuses, naming each output; :return: the places that hide the commit, a line each"""
+    result = snapshot_taken()
+    assert result.hidden and not result.written
+    out = "\n".join(str(problem) for problem in result.hidden)
     for output in outputs:
         assert f"(outputs: {output}" in out, out
     return out
@@ -94,8 +96,8 @@ def py():
 def test_every_plain_use_passes(setup, capsys):
     # a hand-written clone, a helper-made one and imported content, all where the hash sees them
     setup.config(PLAIN)
-    assert main(["snapshot"]) == 0, capsys.readouterr()
-    assert main(["check", "--offline"]) == 0, capsys.readouterr()
+    assert snapshot_taken().written
+    assert not checked().problems
 
 
 @pytest.mark.parametrize(
@@ -118,8 +120,8 @@ def test_every_plain_use_passes(setup, capsys):
 def test_a_pin_reaching_an_unhashed_place_however_it_was_cloned_is_refused(setup, capsys, body):
     helper = "\ndef clone(commit):\n    return CloneGitRepositoryJob(URL, commit=commit)\n"
     setup.config(f"PINNED = {setup.c[1]!r}\n{helper}\n\ndef py():\n    exp = experiment_set('s')\n    {body}")
-    refused(capsys, "s/held")
-    assert main(["check", "--offline"]) == 1
+    refused("s/held")
+    assert checked().problems
 
 
 @pytest.mark.parametrize(
@@ -139,7 +141,7 @@ def test_a_pin_reaching_an_unhashed_place_however_it_was_cloned_is_refused(setup
 )
 def test_a_value_taken_from_the_pin_where_no_hash_sees_it_is_refused(setup, capsys, body):
     setup.config(f"\ndef py():\n    exp = experiment_set('s')\n{body}")
-    out = refused(capsys, "s/held")
+    out = refused("s/held")
     assert "keeps its id when the pins move, but its" in out and "config/s.py:" in out
 
 
@@ -152,8 +154,7 @@ def test_an_async_config_is_checked_past_its_awaits(setup, capsys):
     )
     run_manager(setup.root, "config/s.py")
     assert list((setup.root / "work").glob("i6_core/tools/git/CloneGitRepositoryJob.*/finished*")), "the clone ran"
-    assert main(["snapshot"]) == 7
-    assert "(outputs: s/held)" in capsys.readouterr().out
+    refused("s/held")
 
 
 def test_a_config_waiting_for_unfinished_jobs_is_said(setup, capsys):
@@ -170,8 +171,7 @@ def test_a_clone_job_changed_after_it_got_its_id_is_refused(setup, capsys):
         "\ndef py():\n    job = experiment_set('s').clone_job('rc')\n    job.patches = ['--- a\\n+++ b\\n']\n"
         "    tk.register_output('s/rc', job.out_repository)\n"
     )
-    assert main(["snapshot"]) == 7
-    assert "was changed after it got its id (patches: None -> " in capsys.readouterr().out
+    assert "was changed after it got its id (patches: None -> " in refused()
 
 
 SHARED = """
@@ -278,7 +278,7 @@ def test_an_upgrade_that_would_keep_an_id_with_other_content_is_refused(setup, c
 )
 def test_values_that_leave_by_other_ways_are_refused(setup, capsys, body):
     setup.config(f"{MORE}\ndef py():\n    exp = experiment_set('s')\n{body}")
-    refused(capsys, "s/held")
+    refused("s/held")
 
 
 MORE = '''
@@ -320,7 +320,7 @@ class Checkout:
 )
 def test_a_pinned_path_held_where_no_hash_sees_it_is_refused(setup, capsys, body):
     setup.config(f"{MORE}\ndef py():\n    exp = experiment_set('s')\n{body}")
-    out = refused(capsys, "s/held")
+    out = refused("s/held")
     assert "keeps its id when the pinned commit of" in out
 
 
@@ -330,8 +330,7 @@ def test_a_subclass_of_the_clone_job_is_a_clone(setup, capsys):
         "    head = RecipeClone(URL, branch='main', checkout_folder_name='rcpkg')\n"
         "    tk.register_output('s/head', head.out_repository)\n"
     )
-    assert main(["check", "--offline"]) == 1
-    assert "clones rc following a branch instead of the pinned" in capsys.readouterr().out
+    assert "clones rc following a branch instead of the pinned" in problems(checked())
 
 
 VERSION_JOB = '''
@@ -363,7 +362,7 @@ async def py():
 def test_a_value_a_job_computed_from_the_pin_read_after_an_await_is_refused(setup, capsys):
     setup.config(VERSION_JOB)
     run_manager(setup.root, "config/s.py")  # the clone and Version ran: the real build gets past the await
-    out = refused(capsys, "s/held")
+    out = refused("s/held")
     assert "get() of a variable of config/s/Version." in out
 
 
@@ -383,6 +382,5 @@ def test_an_upgrade_to_pins_the_set_does_not_build_at_writes_nothing(setup, caps
 def test_a_snapshot_of_a_graph_with_a_clone_off_the_lock_is_refused(setup, capsys):
     old = f"CloneGitRepositoryJob(URL, commit={setup.c[0]!r})"
     setup.config(f"\ndef py():\n    tk.register_output('s/old', {old}.out_repository)\n")
-    assert main(["snapshot"]) == 7
-    assert f"clones rc at {setup.c[0][:7]}, the set pins {setup.c[1][:7]}" in capsys.readouterr().out
+    assert f"clones rc at {setup.c[0][:7]}, the set pins {setup.c[1][:7]}" in refused()
     assert not (setup.root / "pin.snapshot.toml").exists()

@@ -12,6 +12,7 @@ import threading
 import pytest
 
 from conftest import git, git_commit
+from results import standing
 from sispin.cli.main import main
 from sispin.git.store import Store, default_store_dir
 from sispin.lock.lockfile import load_lockfile, parse_lockfile
@@ -109,10 +110,8 @@ def test_status_after_fetch_shows_dates_and_behind_counts(history, capsys):
 
     # offline again: new remote commits are not seen until the next fetch
     git_commit(history.remote, {"nn.py": "VERSION = 'newer'\n"}, "newer")
-    assert main(["status", "demo"]) == 0
-    assert capsys.readouterr().out.splitlines()[1].split()[4] == "4"
-    assert main(["status", "demo", "--fetch"]) == 0
-    assert capsys.readouterr().out.splitlines()[1].split()[4] == "5"
+    assert [record["behind"] for record in standing("demo").pins] == [4]
+    assert [record["behind"] for record in standing("demo", fetch=True).pins] == [5]
 
 
 def test_status_json_for_scripts(history, capsys):
@@ -267,12 +266,16 @@ def test_status_fetch_shows_every_row_when_one_remote_fails(history, make_repo, 
     capsys.readouterr()
     second.rename(second.with_name("moved-away"))
     git_commit(history.remote, {"nn.py": "VERSION = 'newer'\n"}, "newer")
-    assert main(["status", "--fetch"]) == 5, "a failed fetch is an error, said after every row"
+    result = standing(fetch=True)
+    assert result.exit_code == 5, "a failed fetch is an error"
+    rows = [(record["set"], record["repo"], record["behind"]) for record in result.pins]
+    assert rows[0] == ("demo", "rc", 5), "the reachable remote was fetched"
+    assert rows[1] == ("other", "rc", 3)
+    assert list(result.fetch_failures) == ["gone"]
+    assert rows[2] == ("other", "gone", 0), "from the store"
+    assert main(["status", "--fetch"]) == 5, "said after every row"
     captured = capsys.readouterr()
-    rows = [line.split() for line in captured.out.splitlines()[1:4]]
-    assert rows[0][:2] == ["demo", "rc"] and rows[0][4] == "5", "the reachable remote was fetched"
-    assert rows[1][:2] == ["other", "rc"] and rows[1][4] == "3"
-    assert rows[2][:2] == ["other", "gone"] and rows[2][4:7] == ["0", "(fetch", "failed)"], "from the store"
+    assert captured.out.splitlines()[3].split()[4:7] == ["0", "(fetch", "failed)"]
     assert captured.err.count("\n") == 1
     assert captured.err.startswith(f"pin: error: gone: cannot fetch file://{second}: ")
     assert captured.err.endswith("(its rows show the store as last fetched)\n")

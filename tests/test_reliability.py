@@ -555,7 +555,7 @@ def test_debug_shows_the_traceback(write_lock):
 
 
 def test_internal_errors_are_one_line_too(history, capsys, monkeypatch):
-    import sispin.cli.status as status_module
+    import sispin.ops.status as status_module
 
     monkeypatch.setattr(status_module, "collect", lambda *a, **k: 1 / 0)
     assert main(["status"]) == 70

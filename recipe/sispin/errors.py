@@ -52,7 +52,7 @@ EXIT_CODES: Dict[int, str] = {
 class PinError(Exception):
     """Base of every error sispin raises on purpose."""
 
-    #: process exit code used by the ``pin`` CLI (documented in README.md)
+    #: process exit code used by the ``pin`` CLI (listed in EXIT_CODES, ``pin --help`` and docs/commands.md)
     exit_code = 1
     #: more than the one line, shown by ``pin --debug`` (e.g. the traceback of a failing Sisyphus config)
     details: Optional[str] = None

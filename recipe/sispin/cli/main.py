@@ -1,7 +1,8 @@
 """
 Entry point of the ``pin`` command.
 
-Exit codes are listed in the epilog of ``pin --help`` and in README.md; each PinError subclass carries its own.
+Exit codes are listed in the epilog of ``pin --help`` (from :data:`sispin.errors.EXIT_CODES`) and in docs/commands.md;
+each PinError subclass carries its own.
 """
 
 from __future__ import annotations

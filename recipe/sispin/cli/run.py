@@ -1,7 +1,6 @@
 """
-``pin run SET [SET ...] [-- MANAGER ARGS]``: ``sis manager`` on the configs of the named sets, in the setup root, with
-the Sisyphus the lock pins. The sets' configs are loaded once first: a config or lock that fails is one line naming
-the config's ``file:line`` and exit 9, where the manager itself would log a traceback and exit 0.
+``pin run SET [SET ...] [-- MANAGER ARGS]``: the command line of :mod:`sispin.ops.run`; it says which configs it
+loads and how it starts the manager, whose exit code is its own.
 """
 
 from __future__ import annotations
@@ -9,15 +8,11 @@ from __future__ import annotations
 __all__ = ["add_parser", "run"]
 
 import argparse
-import subprocess
-import sys
 
 from sispin.cli.options import add_command
 from sispin.cli.output import Output
-from sispin.errors import SisyphusError
-from sispin.graph.build import load_graph
-from sispin.graph.runner import probe_environment
-from sispin.lock.lockfile import find_lockfile, load_lockfile
+from sispin.lock.lockfile import find_lockfile
+from sispin.ops.run import run_sets
 from sispin.text import shown_key
 
 
@@ -39,19 +34,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    lockfile = load_lockfile(find_lockfile())
-    specs = [lockfile.get_set(name) for name in dict.fromkeys(args.sets)]
-    extra = args.passed_on
-    for spec in specs:
-        if not spec.configs:
-            raise SisyphusError(f"sets.{shown_key(spec.name)} lists no configs: nothing to run")
-        out.info(f"sets.{shown_key(spec.name)}: loading {', '.join(spec.configs)}")
-        # the manager logs a failing config and goes on: loaded here first, its failure is one line and exit 9
-        load_graph(lockfile, spec.name)
-    configs = list(dict.fromkeys(config for spec in specs for config in spec.configs))
-    command = [sys.executable, "-m", "sisyphus", "manager", *extra, *configs]
-    out.info(f"sis manager {' '.join([*extra, *configs])}")
-    try:
-        return subprocess.run(command, cwd=lockfile.root, env=probe_environment(lockfile), check=False).returncode
-    except OSError as exc:
-        raise SisyphusError(f"cannot start the manager: {exc}") from None
+    return run_sets(
+        find_lockfile(),
+        args.sets,
+        args.passed_on,
+        loading=lambda name, configs: out.info(f"sets.{shown_key(name)}: loading {', '.join(configs)}"),
+        starting=lambda words: out.info(f"sis manager {' '.join(words)}"),
+    )

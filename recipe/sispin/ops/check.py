@@ -1,0 +1,254 @@
+"""
+``pin check``: everything that must hold for a set's hashes to be trustworthy (for CI).
+
+Every problem is found, none printed: an invalid snapshot, a pinned commit that no longer exists (unless offline), a
+CloneGitRepositoryJob of a locked repository at another commit (or following a branch), a clone output (or a copy
+of it that a job hashes) with hash_overwrite set, and each output whose job id differs from pin.snapshot.toml, one
+problem per root cause. A set whose earlier pass still stands (nothing its build read changed) is not built.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CheckResult", "check", "check_lock_only"]
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
+
+from sispin.errors import PinError
+from sispin.git.env import missing_commits
+from sispin.git.history import on_a_ref
+from sispin.git.store import Store
+from sispin.graph.build import Output as RecordedOutput
+from sispin.graph.build import load_graph
+from sispin.graph.explain import SetChanges, compare_set
+from sispin.graph.guard import Problem, recording_problems
+from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
+from sispin.graph.recordcache import read_records
+from sispin.graph.runner import find_sisyphus, recording_inputs
+from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
+from sispin.lock.lockfile import Lockfile
+from sispin.text import count, display_path, shown_key
+
+
+def check_lock_only(lockfile: Lockfile, set_names: Sequence[str]) -> int:
+    """
+    Validate pin.snapshot.toml too (pin.toml is valid): no git, no Sisyphus.
+
+    :param lockfile: the validated pin.toml
+    :param set_names: the sets named; empty for all
+    :return: how many sets that is
+    :raises LockfileError: when the snapshot is invalid
+    """
+    names = lockfile.select_sets(set_names)
+    read_snapshot(snapshot_path(lockfile.path))
+    return len(names)
+
+
+@dataclass
+class CheckResult:
+    """
+    What ``pin check`` found.
+
+    :param problems: one line each, in the order they are printed
+    :param summaries: one line per set whose outputs changed
+    :param skipped: the sets without configs (nothing builds a graph to check)
+    :param changes: set name -> how its graph differs from the snapshot (see :class:`SetChanges`), as plain data
+    :param checked: how many sets were checked (built, or their earlier pass still standing)
+    :param outputs: how many outputs their graphs register
+    :param kept: the sets whose earlier pass still stands (not built: nothing they read changed)
+    :param built: set name -> why it was built (no earlier pass, or the first input that changed)
+    """
+
+    problems: List[str] = field(default_factory=list)
+    summaries: List[str] = field(default_factory=list)
+    skipped: List[str] = field(default_factory=list)
+    changes: Dict[str, Any] = field(default_factory=dict)
+    checked: int = 0
+    outputs: int = 0
+    kept: List[str] = field(default_factory=list)
+    built: Dict[str, str] = field(default_factory=dict)
+
+    def add(self, other: CheckResult) -> None:
+        """:param other: what was found of another set, to follow what this holds"""
+        self.problems += other.problems
+        self.summaries += other.summaries
+        self.changes.update(other.changes)
+        self.checked, self.outputs = self.checked + other.checked, self.outputs + other.outputs
+        self.kept += other.kept
+        self.built.update(other.built)
+
+
+#: sets built at once, at most: each build holds its graph in memory (a real one ~400 MB)
+_PARALLEL_BUILDS = 8
+
+
+def check(
+    lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store: Store, verbose: bool, full: bool = False
+) -> CheckResult:
+    """
+    :param lockfile: the validated pin.toml
+    :param set_names: sets to check; empty for all
+    :param offline: skip verifying that pinned commits exist in their remotes
+    :param store: where the mirrors are (fetched unless offline)
+    :param verbose: list every changed output with its ids, not only a few per root cause
+    :param full: build every set, also those whose earlier pass still stands (see :mod:`sispin.graph.incremental`)
+    """
+    specs = lockfile.select_sets(set_names)
+    result = CheckResult(skipped=[spec.name for spec in specs if not spec.configs])
+    if not offline:
+        result.problems += _missing_commits(lockfile, [spec.name for spec in specs], store)
+    target = snapshot_path(lockfile.path)
+    recorded, bound = read_snapshot(target), read_bound(target)
+    result.problems += [
+        f"{display_path(target)}: sets.{shown_key(name)}: no such set in {display_path(lockfile.path)} (stale: `pin "
+        "snapshot` drops it)"
+        for name in sorted(recorded)
+        if name not in lockfile.sets
+    ]
+    # a set without configs has no graph to check (its pins were verified above); the others are built side by side,
+    # one per processor, and reported in pin.toml's order
+    names = [spec.name for spec in specs if spec.configs]
+    if names:
+        # a pinned Sisyphus that is not checked out: no set can be checked, which is no finding about a set (exit 9)
+        find_sisyphus(lockfile)
+    workers = max(1, min(len(names), len(_processors()), _PARALLEL_BUILDS))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for part in pool.map(
+            lambda name: _check_set_unless_kept(lockfile, name, recorded, bound, verbose, full), names
+        ):
+            result.add(part)
+    return result
+
+
+def _processors() -> Sequence[int]:
+    try:
+        return list(os.sched_getaffinity(0))  # those this process may run on (a cluster job's share)
+    except AttributeError:  # not on Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def _check_set_unless_kept(
+    lockfile: Lockfile,
+    name: str,
+    recorded: Mapping[str, Mapping[str, RecordedOutput]],
+    bound: Mapping[str, Sequence[str]],
+    verbose: bool,
+    full: bool,
+) -> CheckResult:
+    """Take the set's earlier pass when nothing it read changed since; else build it, and keep a pass."""
+    result = CheckResult()
+    snapshot = recorded.get(name, {})
+    if full:
+        result.built[name] = "--full"
+    else:
+        kept, why = kept_pass(lockfile, name, snapshot, bound)
+        if kept is not None:
+            result.checked, result.outputs = result.checked + 1, result.outputs + kept.outputs
+            result.changes[name] = kept.changes
+            result.kept.append(name)
+            return result
+        result.built[name] = why
+    problems_before, outputs_before = len(result.problems), result.outputs
+    with recording_inputs() as inputs:
+        _check_set(lockfile, name, recorded, bound, result, verbose)
+    if len(result.problems) == problems_before and name in result.changes:
+        passed = KeptPass(result.outputs - outputs_before, result.changes[name])
+        keep_pass(lockfile, name, snapshot, bound, inputs.ledgers, passed)
+    else:
+        forget_pass(lockfile, name)
+    return result
+
+
+def _check_set(
+    lockfile: Lockfile,
+    name: str,
+    recorded: Mapping[str, Mapping[str, RecordedOutput]],
+    bound: Mapping[str, Sequence[str]],
+    result: CheckResult,
+    verbose: bool,
+) -> None:
+    """Build one set's graph and add what is wrong with it to result."""
+    before = recorded.get(name)
+    try:
+        # what an id is made of only below the outputs whose id differs: a set that holds costs one build
+        graph = load_graph(lockfile, name, records={o: output.job for o, output in (before or {}).items()} or None)
+    except PinError as exc:
+        result.problems.append(f"sets.{shown_key(name)}: {exc}")
+        return
+    result.checked += 1
+    result.outputs += len(graph.outputs)
+    result.problems += recording_problems(lockfile, graph, bound)
+    if name not in recorded:
+        target = display_path(snapshot_path(lockfile.path))
+        result.problems.append(f"sets.{shown_key(name)}: no snapshot in {target} (run `pin snapshot {name}`)")
+        return
+    differs = any(graph.outputs.get(output) != job for output, job in recorded[name].items())
+    # the records of the recorded jobs only to explain a difference: reading them costs as much as the snapshot
+    records = read_records(lockfile.path, name, recorded[name]) if differs else {}
+    changes = compare_set(recorded[name], records, graph, lockfile.root / "work")
+    result.changes[name] = asdict(changes)
+    if changes.changed:
+        renewed = (
+            "the recorded jobs are not known here"
+            if changes.renewed is None
+            else f"{count(changes.renewed, 'job')} renewed ({changes.finished} finished in work/)"
+        )
+        result.summaries.append(f"sets.{shown_key(name)}: {count(len(changes.changed), 'output')} changed, {renewed}")
+    result.problems += [
+        Problem(f"sets.{shown_key(name)}: {line}", line.details) for line in _change_lines(changes, verbose)
+    ]
+
+
+#: outputs named per root cause before the rest are counted (all of them with --verbose)
+_LISTED_OUTPUTS = 5
+
+
+def _change_lines(changes: SetChanges, verbose: bool) -> List[Problem]:
+    """
+    One problem per root cause with the outputs it renews (each output's old and new id its detail); new, gone and
+    moved outputs; sorted.
+    """
+    lines = []
+    for group in changes.groups:
+        names = [name for name, _, _ in group.outputs]
+        shown = names if verbose else names[:_LISTED_OUTPUTS]
+        rest = f" and {len(names) - len(shown)} more (--verbose lists them)" if len(names) > len(shown) else ""
+        details = [f"output/{name}: {old} -> {new}" for name, old, new in group.outputs]
+        lines.append(Problem(f"{count(len(names), 'output')} changed {group.cause}: {', '.join(shown)}{rest}", details))
+    if changes.new:
+        new = ", ".join(changes.new)
+        lines.append(Problem(f"new outputs not in the snapshot (run `pin snapshot` to record them): {new}"))
+    if changes.gone:
+        lines.append(Problem(f"outputs no longer registered: {', '.join(changes.gone)}"))
+    lines += [Problem(f"output/{name}: same job, other file: {old} -> {new}") for name, old, new in changes.moved_paths]
+    return lines
+
+
+def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> List[str]:
+    wanted: Dict[str, List[Tuple[str, str]]] = {}
+    for name in names:
+        for repo, pin in lockfile.get_set(name).pins.items():
+            wanted.setdefault(lockfile.get_repo(repo).url, []).append(
+                (f"sets.{shown_key(name)}.{shown_key(repo)}", pin.commit)
+            )
+    for entry in lockfile.setup.values():
+        wanted.setdefault(entry.url, []).append((f"setup.{entry.name}", entry.commit))
+    problems = []
+    for url, pins in wanted.items():
+        try:
+            mirror = store.fetch(url)
+        except PinError as exc:
+            problems += [f"{key}: {exc}" for key, _ in pins]
+            continue
+        missing = set(missing_commits(mirror, sorted({commit for _, commit in pins})))
+        for key, commit in pins:
+            if commit in missing:
+                problems.append(f"{key}: commit {commit} does not exist in {url}, nor in the store")
+            elif not on_a_ref(mirror, commit):
+                problems.append(
+                    f"{key}: commit {commit} is on no branch or tag of {url} any more (force-pushed away?); "
+                    f"the store still has it in {mirror}"
+                )
+    return problems

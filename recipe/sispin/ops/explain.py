@@ -1,0 +1,116 @@
+"""
+``pin explain``: why each registered output's job id differs from the snapshot (or from a revision's build).
+
+For every output whose id moved, the chain from the output's job down to the root causes, the deepest jobs whose
+own hashed arguments changed, and for each the argument paths with old -> new values; computed from the live graph
+and pin.snapshot.toml alone, so it works where the old configs are gone (CI).
+"""
+
+from __future__ import annotations
+
+__all__ = ["ExplainedOutput", "ExplainResult", "explain"]
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from sispin.errors import UnknownNameError
+from sispin.graph.against import graph_at_revision
+from sispin.graph.build import JobRecord, load_graph
+from sispin.graph.build import Output as RecordedOutput
+from sispin.graph.explain import Explanation, cause_key, explain_output, pin_moved
+from sispin.graph.guard import listed
+from sispin.graph.recordcache import read_records
+from sispin.graph.snapshot import read_snapshot, snapshot_path
+from sispin.lock.lockfile import Lockfile, load_lockfile
+from sispin.text import display_path
+
+
+@dataclass(frozen=True)
+class ExplainedOutput:
+    """
+    :param set_name: the set that registers the output
+    :param explanation: why its job id moved
+    :param pins_moved: per root cause, the pin whose move it is (``sets.SET.REPO``), or None
+    :param shape: what outputs changed for the same reasons share: their sets and root causes (each job's class and
+        every argument that differs, old -> new), whatever chain of jobs leads an output to them
+    """
+
+    set_name: str
+    explanation: Explanation
+    pins_moved: Tuple[Optional[str], ...]
+    shape: Tuple[Any, ...]
+
+    def to_json(self) -> Dict[str, Any]:
+        """:return: the explanation as plain data, each cause with the pin it moved"""
+        data = {"set": self.set_name, **asdict(self.explanation)}
+        for cause, moved in zip(data["causes"], self.pins_moved):
+            cause["pin_moved"] = moved
+        return data
+
+
+@dataclass(frozen=True)
+class ExplainResult:
+    """
+    :param outputs: every output whose id differs, set by set, in name order
+    :param baseline: what the ids are compared with (``recorded in pin.snapshot.toml``, ``it had at HEAD``)
+    """
+
+    outputs: List[ExplainedOutput]
+    baseline: str
+
+
+def explain(
+    path: Path, set_names: Sequence[str], *, output: Optional[str] = None, against: Optional[str] = None
+) -> ExplainResult:
+    """
+    :param path: the pin.toml
+    :param set_names: sets to explain; empty for all
+    :param output: only this output (as registered, or as explain and check print it: ``output/NAME``)
+    :param against: a revision of the setup's git repository to compare with, instead of the snapshot
+    :raises UnknownNameError: when no set named registers the output
+    """
+    lockfile = load_lockfile(path)
+    names = [spec.name for spec in lockfile.select_sets(set_names)]
+    recorded = read_snapshot(snapshot_path(lockfile.path))
+    found = output is None
+    explained: List[ExplainedOutput] = []
+    known: Set[str] = set()
+    for name in names:
+        old_outputs, records = _before(lockfile, name, recorded, against)
+        graph = load_graph(lockfile, name, records={o: output.job for o, output in old_outputs.items()} or None)
+        known.update(old_outputs, graph.outputs)
+        for output_name in sorted(set(old_outputs) | set(graph.outputs)):
+            if output is not None and output not in (output_name, f"output/{output_name}"):
+                continue
+            found = True
+            old = old_outputs[output_name].job if output_name in old_outputs else None
+            new = graph.outputs[output_name].job if output_name in graph.outputs else None
+            if old != new:
+                explanation = explain_output(output_name, old, new, records, graph.records)
+                moved = tuple(pin_moved(cause, lockfile, name, graph.records) for cause in explanation.causes)
+                explained.append(ExplainedOutput(name, explanation, moved, (name, *_shape(explanation))))
+    if not found:
+        raise UnknownNameError(
+            f"no registered output {output!r} in set(s) {', '.join(names)} (they register: {listed(sorted(known))})"
+        )
+    snapshot = display_path(snapshot_path(lockfile.path))
+    return ExplainResult(explained, f"it had at {against}" if against else f"recorded in {snapshot}")
+
+
+def _before(
+    lockfile: Lockfile, set_name: str, recorded: Mapping[str, Mapping[str, RecordedOutput]], against: Optional[str]
+) -> Tuple[Mapping[str, RecordedOutput], Mapping[str, JobRecord]]:
+    """:return: the set's outputs and job records to compare with: the snapshot's, or the revision's build"""
+    if against is None:
+        old_outputs = recorded.get(set_name, {})
+        return old_outputs, read_records(lockfile.path, set_name, old_outputs) or {}
+    old = graph_at_revision(lockfile, set_name, against)
+    return ({}, {}) if old is None else (old.outputs, old.records)
+
+
+def _shape(explanation: Explanation) -> Tuple[Any, ...]:
+    """:return: the root causes of an explanation, as outputs changed for the same reasons share them"""
+    if explanation.old is None or explanation.new is None:
+        return (explanation.output,)  # new or gone: each is its own
+    return tuple(sorted({cause_key(cause) for cause in explanation.causes}))

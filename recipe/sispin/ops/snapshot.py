@@ -1,0 +1,80 @@
+"""
+``pin snapshot``: record, per set, the id of the job behind every registered output (pin.snapshot.toml).
+
+Each set's configs are loaded by real Sisyphus in a subprocess; no job runs and nothing is written to work/. Nothing
+is recorded when a place in a graph hides a pinned commit from a job's hash.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SnapshotResult", "snapshot"]
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Sequence, Tuple
+
+from sispin.graph.build import SetGraph, load_graph
+from sispin.graph.guard import Problem, recording_problems
+from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs, snapshot_path
+from sispin.lock.lockfile import load_lockfile
+
+
+@dataclass
+class SnapshotResult:
+    """
+    What ``pin snapshot`` did.
+
+    :param target: the pin.snapshot.toml
+    :param frozen: each frozen set named, and whether it has recorded ids (they stay)
+    :param skipped: the sets without configs (no graph to record)
+    :param hidden: the places that hide a pinned commit from a job's hash: when there is one, nothing is recorded
+    :param graphs: the sets' graphs, built
+    :param before: the snapshot as it was
+    :param changed: sets another process changed while the graphs were built: not recorded
+    :param written: whether the snapshot file was written
+    """
+
+    target: Path
+    frozen: List[Tuple[str, bool]] = field(default_factory=list)
+    skipped: List[str] = field(default_factory=list)
+    hidden: List[Problem] = field(default_factory=list)
+    graphs: List[SetGraph] = field(default_factory=list)
+    before: Snapshot = field(default_factory=dict)
+    changed: List[str] = field(default_factory=list)
+    written: bool = False
+
+    def outputs_changed(self, graph: SetGraph) -> int:
+        """:return: how many of the graph's outputs have other jobs than recorded before (the set was recorded)"""
+        return len(compare_outputs(self.before[graph.set_name], graph.outputs))
+
+
+def snapshot(path: Path, names: Sequence[str]) -> SnapshotResult:
+    """
+    :param path: the pin.toml
+    :param names: sets to record; empty for all
+    :raises FrozenSetError: when a set named is frozen
+    """
+    lockfile = load_lockfile(path)
+    specs = lockfile.select_sets(names)
+    for spec in specs if names else ():
+        spec.check_not_frozen("pin snapshot")
+    target = snapshot_path(lockfile.path)
+    result = SnapshotResult(target, before=read_snapshot(target))
+    # a set without configs has no graph yet (just created), a frozen one keeps its ids: no failure of the sets
+    # that are recorded
+    result.frozen = [(spec.name, spec.name in result.before) for spec in specs if spec.freeze]
+    result.skipped = [spec.name for spec in specs if not spec.freeze and not spec.configs]
+    # every job's record walked anew: one whose id stays can hold other unhashed state (its own hash(), a
+    # ReturnnConfig's post_config), and a record kept from before would explain that as a change later
+    result.graphs = [
+        load_graph(lockfile, spec.name, records="all") for spec in specs if spec.configs and not spec.freeze
+    ]
+    # a snapshot of ids that do not depend on the commits would make `pin check` pass on exactly what it must catch
+    bound = read_bound(target)
+    result.hidden = [p for graph in result.graphs for p in recording_problems(lockfile, graph, bound)]
+    if not result.hidden:
+        # another command may have changed the lock (and the snapshot) while the graphs were built: decided when
+        # written
+        result.written, changed = record_graphs(lockfile.path, result.graphs, lockfile)
+        result.changed = list(changed)
+    return result
