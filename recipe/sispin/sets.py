@@ -194,8 +194,8 @@ def asked_for() -> List[str]:
 def _find() -> Tuple[Lockfile, Dict[str, ExperimentSet]]:
     global _found
     # once per process: a manager builds its whole graph from one view of the lockfile. And it calls this once per
-    # job it builds: looking at $PIN_LOCK and the working directory again each time (a system call) would cost it
-    # ~4 us a call, a third of all that sispin adds to 1,000 clone jobs.
+    # job it builds: looking at $PIN_LOCK and the working directory again each time (a system call) would be most of
+    # what sispin adds to each clone job (bench/startup.py).
     if _found is None:
         # not imported with sispin: Sisyphus workers import it (settings.py) and never read the lockfile
         from sispin.lock.cache import load_cached

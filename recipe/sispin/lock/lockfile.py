@@ -60,8 +60,8 @@ _SHA_PREFIX_RE = re.compile(r"[0-9a-f]{4,40}")
 _BRANCH_FORBIDDEN_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|(^|/)\.|\.lock(/|$)|^-|^@$|[/.]$")
 
 
-# The value objects are NamedTuples, not dataclasses: every Sisyphus manager imports this module, and creating five
-# frozen dataclasses costs it ~7 ms (most of what sispin may add to a manager's start), NamedTuples well under one.
+# The value objects are NamedTuples, not dataclasses: every Sisyphus manager imports this module, and creating frozen
+# dataclasses at import is many times dearer than NamedTuples (bench/startup.py measures a manager's start).
 
 
 class RepoSpec(NamedTuple):
