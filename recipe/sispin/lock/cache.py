@@ -2,15 +2,15 @@
 The validated lockfile of the config path, cached by the file's bytes.
 
 Every Sisyphus manager loads pin.toml through :func:`sispin.experiment_set`. Parsing and validating a large lockfile
-costs a good part of what the manager spends building its sets' clone jobs (bench/lockload.py), so the result is kept
-like Python keeps bytecode: the first load of given bytes validates them in full and stores the value
-objects in ``.sispin-cache/`` beside the lockfile (a directory that tells git to ignore it), with the digest of the
-source of every module whose code decided the result (:func:`validating_modules`: :mod:`sispin.lock.validate` and
-every sispin module it reaches, found by following its names, never listed by hand); a later load of the same bytes,
-by the same Python and the same source of those modules, unpickles them, a fraction of the cost. Any other bytes, code or Python
-miss the cache and validate again, so a cached lockfile is never one the current rules would refuse. The cache is an
-optimisation only: when it cannot be read or written (a read-only setup, a damaged file, an installation without
-source), the lockfile is validated as if there were none.
+costs a good part of what the manager spends building its sets' clone jobs (bench/lockload.py), so the result is
+kept like Python keeps bytecode: the first load of given bytes validates them in full and stores the value objects
+in ``.sispin-cache/`` beside the lockfile (a directory that tells git to ignore it), with the digest of the source
+of every module whose code decided the result (:func:`validating_modules`: :mod:`sispin.lock.validate` and every
+sispin module it reaches, found by following its names, never listed by hand); a later load of the same bytes, by
+the same Python and the same source of those modules, unpickles them, a fraction of the cost. Any other bytes, code
+or Python miss the cache and validate again, so a cached lockfile is never one the current rules would refuse. The
+cache is an optimisation only: when it cannot be read or written (a read-only setup, a damaged file, an installation
+without source), the lockfile is validated as if there were none.
 """
 
 from __future__ import annotations
