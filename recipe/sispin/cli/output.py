@@ -13,22 +13,21 @@ import io
 import json
 import os
 import sys
-from typing import Any, Optional, TextIO
+from typing import Any
 
 QUIET, NORMAL, VERBOSE = 0, 1, 2
 
 
 class Output:
     """
+    Results and narration go to sys.stdout, notes and errors to sys.stderr, each as it is at the time of writing (so
+    that a test's capture, or a redirection made after start, gets them).
+
     :param level: QUIET, NORMAL or VERBOSE
-    :param stdout: where results and narration go (default: sys.stdout at the time of writing)
-    :param stderr: where notes and errors go (default: sys.stderr at the time of writing)
     """
 
-    def __init__(self, level: int = NORMAL, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None):
+    def __init__(self, level: int = NORMAL):
         self.level = level
-        self._stdout = stdout
-        self._stderr = stderr
         #: the reader of stdout went away (``pin ... | head``): the command runs to its end and exits with its code
         self._closed = False
 
@@ -59,7 +58,7 @@ class Output:
     def _print(self, text: str) -> None:
         if self._closed:
             return
-        stream = self._stdout or sys.stdout
+        stream = sys.stdout
         try:
             print(text, file=stream, flush=True)
         except BrokenPipeError:
@@ -76,11 +75,11 @@ class Output:
     def note(self, text: str) -> None:
         """``pin: note: ...`` on stderr: something the user should know that is no error; not with ``--quiet``."""
         if self.level >= NORMAL:
-            print(f"pin: note: {text}", file=self._stderr or sys.stderr, flush=True)
+            print(f"pin: note: {text}", file=sys.stderr, flush=True)
 
     def error(self, text: str) -> None:
         """``pin: error: ...`` on stderr, at every level."""
-        print(f"pin: error: {text}", file=self._stderr or sys.stderr, flush=True)
+        print(f"pin: error: {text}", file=sys.stderr, flush=True)
 
     def json(self, data: Any) -> None:
         """The result as JSON, for scripts (indented: diffs of it stay readable)."""
