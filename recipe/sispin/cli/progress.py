@@ -1,7 +1,7 @@
 """
-Progress of clones and fetches on a terminal: one line per repository, updated in place with git's latest progress
-(``returnn_common: Receiving objects:  45% (1234/2742), 1.20 MiB | 300.00 KiB/s``) and cleared when git is done, so
-that the command's own result line takes its place.
+Progress of clones and fetches on a terminal: one line, shared by every repository git is talking to, redrawn in
+place with the latest progress any of them reported (``returnn_common: Receiving objects:  45% (1234/2742), 1.20 MiB
+| 300.00 KiB/s``) and cleared when git is done, so that the command's own result line takes its place.
 """
 
 from __future__ import annotations
