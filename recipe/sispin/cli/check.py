@@ -21,8 +21,8 @@ from sispin.cli.options import add_command, json_output, set_names
 from sispin.cli.output import Output
 from sispin.cli.snapshot import skipped_line
 from sispin.errors import LockfileError, PinError
-from sispin.git.env import missing_commits
 from sispin.git.history import on_a_ref
+from sispin.git.presence import missing_commits
 from sispin.git.store import Store
 from sispin.graph.build import Output as RecordedOutput
 from sispin.graph.build import load_graph
