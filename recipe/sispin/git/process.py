@@ -46,7 +46,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import IO, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence
+from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 from sispin.errors import GitCommandError, GitError
 from sispin.lock.urls import ALLOWED_SCHEMES
@@ -131,8 +131,14 @@ def _reason(stderr: str, fallback: str) -> str:
 
 
 def _run(
-    repository: Optional[Path], args: Sequence[str], stdin: Optional[str], env: Mapping[str, str]
-) -> subprocess.CompletedProcess[str]:
+    repository: Optional[Path],
+    args: Sequence[str],
+    stdin: Union[str, bytes, None],
+    env: Mapping[str, str],
+    raw: bool = False,
+) -> subprocess.CompletedProcess[Any]:
+    """Run git to its end; its input and output are text (UTF-8, universal newlines), or bytes when raw."""
+    text = {} if raw else {"encoding": "utf-8", "errors": "replace"}
     try:
         return subprocess.run(
             ["git", *args],
@@ -141,12 +147,12 @@ def _run(
             input=stdin,
             stdin=None if stdin is not None else subprocess.DEVNULL,
             capture_output=True,
-            encoding="utf-8",
-            errors="replace",
             check=False,
+            **text,
         )
     except OSError as exc:
-        raise GitError(f"cannot run git in {repository}: {exc}") from None
+        where = f" in {repository}" if repository is not None else ""
+        raise GitError(f"cannot run git {_verb(args)}{where}: {exc}") from None
 
 
 def _output(answer: subprocess.CompletedProcess[str], repository: Path, args: Sequence[str]) -> str:
@@ -204,18 +210,7 @@ def read_git_raw(repository: Optional[Path], *args: str, stdin: Optional[bytes] 
     :return: exit code, output and reason, whatever the exit code
     :raises GitError: when git cannot be run
     """
-    try:
-        answer = subprocess.run(
-            ["git", *args],
-            cwd=repository,
-            env=environment(_READING_ENV),
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            check=False,
-        )
-    except OSError as exc:
-        raise GitError(f"cannot run git {_verb(args)}: {exc}") from None
+    answer = _run(repository, args, stdin, _READING_ENV, raw=True)
     return RawAnswer(answer.returncode, answer.stdout, _reason(answer.stderr.decode("utf-8", "replace"), ""))
 
 
