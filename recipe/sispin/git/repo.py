@@ -35,7 +35,7 @@ def is_checkout(path: Path) -> bool:
     own = {"GIT_CEILING_DIRECTORIES": os.path.dirname(os.path.realpath(path))}
     try:
         read_git(path, "rev-parse", "--git-dir", env=own)
-    except GitError:
+    except GitCommandError:
         return False
     return True
 
@@ -51,11 +51,11 @@ def checkout_origin(path: Path) -> Tuple[Optional[str], Optional[str]]:
         raise CheckoutStateError(f"{path}: exists but is not a git checkout; move it away and rerun")
     try:
         head: Optional[str] = read_git(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    except GitError:
+    except GitCommandError:
         head = None
     try:
         url: Optional[str] = read_git(path, "config", "--get", "remote.origin.url") or None
-    except GitError:
+    except GitCommandError:
         url = None
     return head, url
 
@@ -112,7 +112,7 @@ def has_commit(path: Path, commit: str) -> bool:
     """
     try:
         read_git(path, "cat-file", "-e", f"{commit}^{{commit}}")
-    except GitError:
+    except GitCommandError:
         return False
     return True
 
@@ -154,7 +154,7 @@ def _keep_commit_graph(mirror: Path) -> None:
     write_git(mirror, "config", "fetch.writeCommitGraph", "true")
     try:
         write_git(mirror, "commit-graph", "write", "--reachable")
-    except GitError:
+    except GitCommandError:
         pass
 
 

@@ -26,11 +26,11 @@ def export_setup(root: Path, revision: str, target: Path) -> Path:
     """
     try:
         top = Path(read_git(root, "rev-parse", "--show-toplevel"))
-    except GitError:
+    except GitCommandError:
         raise RevisionError(f"{root} is in no git repository: --against needs the setup's history") from None
     try:
         commit = read_git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
-    except GitError:
+    except GitCommandError:
         raise RevisionError(f"no commit {revision!r} in the setup's repository ({top})") from None
     prefix = root.resolve().relative_to(top.resolve()).as_posix()
     tree = commit if prefix == "." else f"{commit}:{prefix}"

@@ -69,7 +69,7 @@ def verify_checkout(
     if files is None:
         try:
             head = read_git(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", env=honest)
-        except GitError:
+        except GitCommandError:
             raise CheckoutStateError(f"{where}: the checkout has no commit") from None
         if head != commit:
             raise CheckoutStateError(f"{where} is at {head[:12]}, pin.toml pins {commit[:12]}")
@@ -109,7 +109,7 @@ def _changes(
                     write_git(path, "rm", "--cached", "--quiet", "--", *dropped[start : start + 1000], env=env)
             for patch in patches:
                 write_git(path, "apply", "--cached", "-", stdin=patch, env=env)
-            with contextlib.suppress(GitError):  # it says which files need an update: diff-files lists them
+            with contextlib.suppress(GitCommandError):  # it says which files need an update: diff-files lists them
                 write_git(path, *_HONEST, "update-index", "-q", "--really-refresh", env=env)
             modified = read_git(path, *_HONEST, "diff-files", "--name-status", env=env).splitlines()
             others = read_git(path, "ls-files", "--others", "--exclude-standard", env=env).splitlines()
