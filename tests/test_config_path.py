@@ -16,15 +16,15 @@ from typing import List
 
 from conftest import SISYPHUS_DIR, make_setup
 
-#: what the config path must leave alone: GitPython, tomlkit, filelock, and sispin's git, store, imports, writing
+#: what the config path must leave alone: GitPython, tomlkit, filelock, and sispin's clone, history, imports, writing
 #: and scanning modules
-#: (sispin.git.store itself is light: it loads GitPython and filelock only in the methods that lock or run git, and the
-#: settings hook asks it where the mirrors are)
+#: (sispin.git.store itself is light: it loads filelock and the modules that clone only in the methods that lock or
+#: clone; the settings hook asks it where the mirrors are, and asks git through sispin.git.process, which costs no
+#: import beyond the standard library, which mirrors hold the pinned commits)
 HEAVY = (
     "git",
     "tomlkit",
     "filelock",
-    "sispin.git.process",
     "sispin.git.repo",
     "sispin.git.history",
     "sispin.imports",

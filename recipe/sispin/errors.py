@@ -14,6 +14,7 @@ __all__ = [
     "LockfileError",
     "UnknownNameError",
     "GitError",
+    "GitCommandError",
     "RevisionError",
     "NameConflictError",
     "RefusedMoveError",
@@ -80,6 +81,15 @@ class GitError(PinError):
     """A git operation failed: unreachable remote, unknown commit or revision, broken repository."""
 
     exit_code = 5
+
+
+class GitCommandError(GitError):
+    """A git command failed; :attr:`reason` is git's own word for why, for a caller that says what it was doing."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        #: the first fatal or error line git wrote (without the prefix), else its last line
+        self.reason = reason
 
 
 class RevisionError(GitError):

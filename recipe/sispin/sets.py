@@ -7,7 +7,7 @@ importable without them. What settings.py calls lives in :mod:`sispin.settings_h
 
 This is the config path, which every Sisyphus manager runs (and every worker imports): the lockfile is loaded only
 when a set is asked for (validated once, then from :mod:`sispin.lock.cache` while its bytes stay the same), and
-GitPython, filelock and the import machinery only when :meth:`ExperimentSet.checkout` or
+the git code, filelock and the import machinery only when :meth:`ExperimentSet.checkout` or
 :meth:`ExperimentSet.imported` needs them.
 """
 
@@ -121,7 +121,7 @@ class ExperimentSet:
         :raises GitError: when the commit cannot be had
         """
         from sispin.git.registry import register_lockfile
-        from sispin.git.store import Store  # GitPython and filelock: only for code that asks for a checkout
+        from sispin.git.store import Store  # git and filelock: only for code that asks for a checkout
 
         spec = self.lockfile.get_repo(repo)
         CHECKED_OUT.setdefault((self.name, repo), None)

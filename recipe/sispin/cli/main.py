@@ -19,7 +19,7 @@ from sispin.cli.options import COMMANDS, PASSES_ON, check_commit, output_of
 from sispin.cli.output import Output
 from sispin.cli.progress import TerminalProgress
 from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError
-from sispin.git.env import progress_to
+from sispin.git.process import progress_to
 from sispin.lock.urls import redact_text
 
 #: the exit codes that are no PinError's

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sispin.errors import GitError, RevisionError
-from sispin.git.env import missing_commits, read_git
+from sispin.git.presence import missing_commits
+from sispin.git.process import read_git
 from sispin.lock.lockfile import is_sha_prefix
 
 # what `pin upgrade --to` accepts: ref-name characters only, so that no revision syntax (a..b, @{...}, :path)

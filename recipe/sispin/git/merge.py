@@ -6,13 +6,12 @@ from __future__ import annotations
 __all__ = ["LABELS", "merge_lines", "DRIVER", "DRIVER_COMMAND", "install_driver"]
 
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
 from sispin.errors import GitError
-from sispin.git.env import GIT_ENV, no_git_env, read_git
+from sispin.git.process import read_git, read_git_raw, write_git
 from sispin.lock.files import write_atomically
 from sispin.lock.lockfile import read_lockfile_text
 
@@ -34,23 +33,12 @@ def merge_lines(base: str, ours: str, theirs: str) -> Tuple[str, bool]:
             # bytes, not text mode: line endings are the user's
             Path(directory, label).write_bytes(text.encode("utf-8"))
             names.append(os.path.join(directory, label))
-        command = ["git", "merge-file", "-p"]
-        for label in LABELS:
-            command += ["-L", label]
-        try:
-            answer = subprocess.run(
-                [*command, *names],
-                env={**no_git_env(os.environ), **GIT_ENV},
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                check=False,
-            )
-        except OSError as exc:
-            raise GitError(f"cannot run git merge-file: {exc}") from None
+        labels = [option for label in LABELS for option in ("-L", label)]
+        answer = read_git_raw(None, "merge-file", "-p", *labels, *names)
     # its exit code is the number of conflicts; negative or 127 and above is a failure
-    if not 0 <= answer.returncode < 127:
-        raise GitError(f"git merge-file failed: {answer.stderr.decode(errors='replace').strip()}")
-    return answer.stdout.decode("utf-8"), answer.returncode == 0
+    if not 0 <= answer.code < 127:
+        raise GitError(f"git merge-file failed: {answer.reason}")
+    return answer.stdout.decode("utf-8"), answer.code == 0
 
 
 #: the merge driver's name in git's configuration and .gitattributes
@@ -74,8 +62,8 @@ def install_driver(root: Path, files: Sequence[Path]) -> Tuple[Path, List[str]]:
         read_git(root, "rev-parse", "--show-toplevel")
     except GitError:
         raise GitError(f"{root} is in no git repository: a merge driver is git's") from None
-    read_git(root, "config", "--local", f"merge.{DRIVER}.name", "sispin: pin.toml and pin.snapshot.toml by value")
-    read_git(root, "config", "--local", f"merge.{DRIVER}.driver", DRIVER_COMMAND)
+    write_git(root, "config", "--local", f"merge.{DRIVER}.name", "sispin: pin.toml and pin.snapshot.toml by value")
+    write_git(root, "config", "--local", f"merge.{DRIVER}.driver", DRIVER_COMMAND)
     attributes = root / ".gitattributes"
     text = read_lockfile_text(attributes) if os.path.lexists(attributes) else ""
     present = {tuple(line.split()) for line in text.splitlines()}

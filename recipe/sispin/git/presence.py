@@ -1,6 +1,7 @@
 """
-Which pinned commits a mirror holds, known without a git process while nothing in the mirror's object store changed
-since git last said: every Sisyphus manager asks (settings.py decides the store redirects), for every pinned URL.
+Which commits a repository holds (:func:`missing_commits`: one git process), and for a mirror of the store, known
+without a git process while nothing in its object store changed since git last said (:func:`missing_in_mirror`):
+every Sisyphus manager asks (settings.py decides the store redirects), for every pinned URL.
 
 A commit is a loose object in ``objects/<first two hex digits>/`` or lies in a pack in ``objects/pack/``; whatever
 adds or removes it (a fetch, a repack, a prune) changes the time of one of those directories. git's answer is kept in
@@ -9,7 +10,7 @@ the mirror (``sispin-commits.json``) with those times, and taken again while the
 
 from __future__ import annotations
 
-__all__ = ["missing_in_mirror"]
+__all__ = ["missing_commits", "missing_in_mirror"]
 
 import hashlib
 import json
@@ -18,7 +19,8 @@ import time
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from sispin.git.env import missing_commits
+from sispin.errors import GitError
+from sispin.git.process import read_git
 
 #: the answer kept in a mirror
 _ANSWER = "sispin-commits.json"
@@ -31,6 +33,23 @@ def _time(path: Path) -> Optional[int]:
         return os.stat(path).st_mtime_ns
     except OSError:
         return None
+
+
+def missing_commits(repository: Path, commits: Sequence[str]) -> List[str]:
+    """
+    :param repository: a repository (bare or not)
+    :param commits: full commit SHAs
+    :return: those the repository does not hold, or all of them when git cannot read it (one git process)
+    """
+    if not commits:
+        return []
+    try:
+        answer = read_git(
+            repository, "cat-file", "--batch-check=%(objecttype)", stdin="".join(f"{c}\n" for c in commits)
+        ).splitlines()
+    except GitError:
+        return list(commits)
+    return [sha for sha, kind in zip(commits, answer) if kind.strip() != "commit"]
 
 
 def missing_in_mirror(mirror: Path, commits: Sequence[str]) -> List[str]:

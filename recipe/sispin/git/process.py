@@ -1,19 +1,41 @@
 """
-Running git: every git process sispin starts goes through :class:`GitRunner` (GitPython's runner in the environment
-:mod:`sispin.git.env` defines: no prompts, the transports pin.toml allows, none of a caller's repository variables),
-and commands that talk to a remote through :func:`network`, which shows their progress and stops one that makes
-none for :data:`INACTIVITY_TIMEOUT` seconds (with what it started).
+Every git process sispin starts, and the environment it runs in. This is the one module that starts git
+(tests/test_git_runner.py scans the package to hold it so), and it never writes ``os.environ``: each process gets an
+environment of its own, built from a copy.
+
+That environment (:func:`environment`) has no terminal prompts (a missing credential fails instead of hanging), git's
+own protocol allow-list limited to the transports pin.toml accepts (which also covers redirections made by
+``url.<base>.insteadOf``), and none of the repository-local ``GIT_*`` variables a caller may have set (a git hook
+exports ``GIT_DIR`` and ``GIT_INDEX_FILE``; they would point every command at the caller's repository), as
+pre-commit's ``no_git_env`` does.
+
+Commands are named by what they do: :func:`read_git` only reads (git takes no optional locks then, so a
+``git status`` leaves the index it reads as it is), :func:`read_git_raw` reads and hands back git's exit code and
+bytes as they are (for commands whose exit code is an answer), :func:`write_git` changes a repository,
+:func:`network` clones or fetches (its progress goes to the listener set by :func:`progress_to`, and it is stopped,
+with what it started, when it shows none for :data:`INACTIVITY_TIMEOUT` seconds), and :func:`remote_query` asks a
+remote a short question within that time. A failed command is one line: a
+:class:`~sispin.errors.GitCommandError` with git's own reason.
+
+It imports nothing beyond the standard library: the settings hook asks git which pinned commits a mirror holds in
+every Sisyphus process.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "no_git_env",
+    "environment",
+    "read_git",
+    "read_git_raw",
+    "RawAnswer",
+    "write_git",
     "INACTIVITY_TIMEOUT",
-    "GitRunner",
-    "Repository",
-    "runner",
     "network",
-    "message",
+    "remote_query",
+    "ProgressListener",
+    "progress_to",
+    "progress_listener",
 ]
 
 import contextlib
@@ -22,72 +44,174 @@ import re
 import select
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Sequence
+from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Union
 
-import git
+from sispin.errors import GitCommandError, GitError
+from sispin.lock.urls import ALLOWED_SCHEMES
 
-from sispin.errors import GitError
-from sispin.git.env import GIT_ENV, no_git_env, progress_listener
+#: what sispin sets for every git process it starts
+_SISPIN_GIT_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ALLOW_PROTOCOL": ":".join(ALLOWED_SCHEMES),
+}
+#: and for the commands that only read: no refreshed index written back, no lock taken that a user's git could meet
+_READING_ENV = {"GIT_OPTIONAL_LOCKS": "0"}
 
-
-@contextlib.contextmanager
-def _without_repository_env() -> Iterator[None]:
-    # GitPython builds each process's environment from os.environ and can add variables but not remove them, so
-    # the caller's repository variables are set aside while it starts the process; one thread at a time (fetches
-    # run side by side), or one would put them back while another starts git
-    with _ENVIRONMENT:
-        removed = {key: os.environ[key] for key in os.environ.keys() - no_git_env(os.environ).keys()}
-        for key in removed:
-            del os.environ[key]
-        try:
-            yield
-        finally:
-            os.environ.update(removed)
-
-
-#: held while os.environ is without the repository variables
-_ENVIRONMENT = threading.RLock()
-
-
-class GitRunner(git.Git):
-    """GitPython's git runner with sispin's environment (see the module docstring); every git process starts here."""
-
-    def __init__(self, working_dir: Any = None):
-        super().__init__(working_dir)
-        self.update_environment(**GIT_ENV)
-
-    def execute(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        with _without_repository_env():
-            return super().execute(*args, **kwargs)
-
-
-class Repository(git.Repo):
-    """A repository whose git commands (including GitPython's object reads) run through :class:`GitRunner`."""
-
-    GitCommandWrapperType = GitRunner
-
-    def __init__(self, path: Path):
-        # GitPython reads GIT_DIR, GIT_WORK_TREE, GIT_OBJECT_DIRECTORY and GIT_COMMON_DIR while it opens a repository
-        with _without_repository_env():
-            super().__init__(path)
+#: the GIT_* variables that are the user's choices about how git connects and which configuration it reads, and
+#: so pass through (pre-commit's rule); every other GIT_* variable names a repository, index, object store or work
+#: tree of the caller's
+_USER_GIT_VARIABLES = frozenset(
+    {
+        # who commits (`--commit`)
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_DATE",
+        "GIT_EXEC_PATH",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_HTTP_PROXY_AUTHMETHOD",
+        "GIT_ASKPASS",
+    }
+)
 
 
-def message(exc: git.GitCommandError) -> str:
-    """The most telling line of a failed git command's stderr, without git's 'fatal: ' prefix."""
-    lines = [line.strip() for line in str(exc.stderr or "").splitlines() if line.strip()]
-    lines = [line[len("stderr: ") :] if line.startswith("stderr: ") else line for line in lines]
-    return _message_of([line.strip("'").strip() for line in lines], exc.command[1] if len(exc.command) > 1 else "")
+def no_git_env(environ: Mapping[str, str]) -> Dict[str, str]:
+    """
+    :param environ: an environment
+    :return: a copy without the repository-local GIT_* variables; ``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` (the
+        store and offline-mirror redirects travel in them) and the user's connection settings stay
+    """
+    return {
+        key: value
+        for key, value in environ.items()
+        if not key.startswith("GIT_")
+        or key.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
+        or key in _USER_GIT_VARIABLES
+    }
 
 
-def _message_of(lines: Sequence[str], command: str) -> str:
-    """:return: the first fatal or error line of a git command's stderr lines (without the prefix), else the last"""
+def environment(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """
+    :param extra: variables of sispin's own for this command (a scratch ``GIT_INDEX_FILE``, say)
+    :return: the environment of a git process: this process's (read, never written) without the caller's
+        repository variables, with sispin's settings and extra
+    """
+    return {**no_git_env(os.environ), **_SISPIN_GIT_ENV, **(extra or {})}
+
+
+def _verb(args: Sequence[str]) -> str:
+    """:return: the git command among its arguments (after options such as ``-c name=value``), for messages"""
+    options = iter(args)
+    for arg in options:
+        if arg == "-c":
+            next(options, None)
+        elif not arg.startswith("-"):
+            return arg
+    return args[0] if args else ""
+
+
+def _reason(stderr: str, fallback: str) -> str:
+    """:return: the first fatal or error line of git's stderr (without the prefix), else its last line, else fallback"""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("hint:")]
     for line in lines:
         if line.startswith(("fatal:", "error:")):
             return line.split(":", 1)[1].strip()
-    return lines[-1] if lines else f"git {command} failed"
+    return lines[-1] if lines else fallback
+
+
+def _run(
+    repository: Optional[Path],
+    args: Sequence[str],
+    stdin: Union[str, bytes, None],
+    env: Mapping[str, str],
+    raw: bool = False,
+) -> subprocess.CompletedProcess[Any]:
+    """Run git to its end; its input and output are text (UTF-8, universal newlines), or bytes when raw."""
+    text = {} if raw else {"encoding": "utf-8", "errors": "replace"}
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=repository,
+            env=environment(env),
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+            **text,
+        )
+    except OSError as exc:
+        where = f" in {repository}" if repository is not None else ""
+        raise GitError(f"cannot run git {_verb(args)}{where}: {exc}") from None
+
+
+def _output(answer: subprocess.CompletedProcess[str], repository: Path, args: Sequence[str]) -> str:
+    if answer.returncode != 0:
+        reason = _reason(answer.stderr, f"exit code {answer.returncode}")
+        raise GitCommandError(f"git {_verb(args)} in {repository} failed: {reason}", reason)
+    return answer.stdout[:-1] if answer.stdout.endswith("\n") else answer.stdout
+
+
+def read_git(repository: Path, *args: str, stdin: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> str:
+    """
+    Run a git command that only reads the repository.
+
+    :param repository: a repository (bare or not), where git runs
+    :param args: the git command's arguments
+    :param stdin: what git reads on its standard input (none: it reads nothing)
+    :param env: variables of sispin's own for this command (see :func:`environment`)
+    :return: its standard output, without the last newline
+    :raises GitCommandError: when git fails (with its reason)
+    :raises GitError: when git cannot be run
+    """
+    return _output(_run(repository, args, stdin, {**_READING_ENV, **(env or {})}), repository, args)
+
+
+def write_git(
+    repository: Path, *args: str, stdin: Optional[str] = None, env: Optional[Mapping[str, str]] = None
+) -> str:
+    """
+    Run a git command that changes the repository (its configuration, refs, index or working tree); parameters,
+    result and errors as :func:`read_git`.
+    """
+    return _output(_run(repository, args, stdin, env or {}), repository, args)
+
+
+class RawAnswer(NamedTuple):
+    """
+    :param code: git's exit code
+    :param stdout: its standard output, as it wrote it
+    :param reason: its error output in one line (empty when it wrote none)
+    """
+
+    code: int
+    stdout: bytes
+    reason: str
+
+
+def read_git_raw(repository: Optional[Path], *args: str, stdin: Optional[bytes] = None) -> RawAnswer:
+    """
+    Run a git command that only reads, whose exit code is part of the answer (``merge-file``'s number of conflicts,
+    ``check-ignore``'s "none is ignored") and whose output is bytes (NUL-separated names, a file's text).
+
+    :param repository: where git runs (None: the current directory, for a command that reads only files it is given)
+    :param args: the git command's arguments
+    :param stdin: what git reads on its standard input (none: it reads nothing)
+    :return: exit code, output and reason, whatever the exit code
+    :raises GitError: when git cannot be run
+    """
+    answer = _run(repository, args, stdin, _READING_ENV, raw=True)
+    return RawAnswer(answer.returncode, answer.stdout, _reason(answer.stderr.decode("utf-8", "replace"), ""))
 
 
 #: seconds a clone or fetch may go without any progress before the remote counts as hung and git is stopped. git
@@ -96,14 +220,34 @@ def _message_of(lines: Sequence[str], command: str) -> str:
 INACTIVITY_TIMEOUT = 300.0
 
 
-def network(git_runner: git.Git, url: str, verb: str, command: str, *args: str) -> None:
+def _start(repository: Path, args: Sequence[str], stdout: int) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=repository,
+            env=environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as exc:
+        raise GitError(f"cannot run git in {repository}: {exc}") from None
+
+
+def network(repository: Path, url: str, verb: str, command: str, *args: str) -> None:
     """
-    Run a git command that talks to url's remote: its progress goes to the listener, and it is stopped when it shows
-    none for :data:`INACTIVITY_TIMEOUT` seconds; failures become one-line GitErrors.
+    Run a git command that talks to url's remote (a clone, a fetch): its progress goes to the listener, and it is
+    stopped when it shows none for :data:`INACTIVITY_TIMEOUT` seconds.
+
+    :param repository: where git runs
+    :param url: the remote's URL, for the listener and messages
+    :param verb: what the command does, for messages ("cannot fetch URL: ...")
+    :param command: the git command (``--progress`` is added after it)
+    :param args: its arguments
+    :raises GitError: when it fails or hangs (one line, git's reason)
     """
-    # GitPython stops the process when this handle goes away: it lives until the end of the function
-    handle = getattr(git_runner, command)("--progress", *args, as_process=True, with_stdout=False)
-    process = handle.proc
+    process = _start(repository, [command, "--progress", *args], subprocess.DEVNULL)
+    stderr: IO[bytes] = process.stderr  # type: ignore[assignment]
     output = _Progress()
     listener = progress_listener()
     try:
@@ -112,10 +256,10 @@ def network(git_runner: git.Git, url: str, verb: str, command: str, *args: str) 
             quiet_for = time.monotonic() - silent_since
             if quiet_for >= INACTIVITY_TIMEOUT:
                 raise GitError(f"cannot {verb} {url}: no progress for {INACTIVITY_TIMEOUT:g} s (git was stopped)")
-            ready, _, _ = select.select([process.stderr], [], [], INACTIVITY_TIMEOUT - quiet_for)
+            ready, _, _ = select.select([stderr], [], [], INACTIVITY_TIMEOUT - quiet_for)
             if not ready:
                 continue
-            chunk = os.read(process.stderr.fileno(), 65536)
+            chunk = os.read(stderr.fileno(), 65536)
             if not chunk:
                 break
             silent_since = time.monotonic()
@@ -123,13 +267,39 @@ def network(git_runner: git.Git, url: str, verb: str, command: str, *args: str) 
             if listener is not None and line:
                 listener(url, line)
         if process.wait() != 0:
-            raise GitError(f"cannot {verb} {url}: {_message_of(output.lines(), command)}")
+            raise GitError(f"cannot {verb} {url}: {_reason(output.text(), f'git {command} failed')}")
     finally:
         if process.poll() is None:
             _stop(process)
-        process.stderr.close()
+        stderr.close()
         if listener is not None:
             listener(url, "")
+
+
+def remote_query(repository: Path, url: str, verb: str, *args: str) -> str:
+    """
+    Run a git command that asks url's remote a short question (``ls-remote``), without progress: it is stopped when
+    it has not answered within :data:`INACTIVITY_TIMEOUT` seconds.
+
+    :param repository: where git runs
+    :param url: the remote's URL, for messages
+    :param verb: what the question is part of, for messages ("cannot fetch URL: ...")
+    :param args: the git command's arguments
+    :return: its standard output
+    :raises GitError: when it fails or does not answer (one line, git's reason)
+    """
+    with _start(repository, args, subprocess.PIPE) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=INACTIVITY_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise GitError(f"cannot {verb} {url}: no answer for {INACTIVITY_TIMEOUT:g} s (git was stopped)") from None
+        finally:
+            if process.poll() is None:
+                _stop(process)
+    if process.returncode != 0:
+        reason = _reason(stderr.decode("utf-8", "replace"), f"git {_verb(args)} failed")
+        raise GitError(f"cannot {verb} {url}: {reason}")
+    return stdout.decode("utf-8", "replace")
 
 
 class _Progress:
@@ -148,12 +318,12 @@ class _Progress:
         self._lines = (self._lines + [part.strip() for part in parts if part.strip()])[-self._KEPT :]
         return self._pending.strip() or (self._lines[-1] if self._lines else "")
 
-    def lines(self) -> List[str]:
+    def text(self) -> str:
         """:return: the last lines written, the unfinished one included"""
-        return self._lines + ([self._pending.strip()] if self._pending.strip() else [])
+        return "\n".join(self._lines + [self._pending])
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen[bytes]) -> None:
     """Kill a git process and what it started (index-pack, a remote helper holding the connection)."""
     try:
         children = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, text=True).stdout
@@ -173,6 +343,27 @@ def _stop(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def runner(path: Path) -> git.Git:
-    """A git command runner in path with sispin's restricted environment."""
-    return GitRunner(str(path))
+#: hears what clones and fetches are doing: called with the URL and git's latest progress line, and with "" when the
+#: command is over; None (the default) when nobody listens. Set by the CLI for a terminal, see :func:`progress_to`.
+ProgressListener = Callable[[str, str], None]
+_listener: Optional[ProgressListener] = None
+
+
+@contextlib.contextmanager
+def progress_to(listener: Optional[ProgressListener]) -> Iterator[None]:
+    """
+    Report the progress of every clone and fetch in the block to listener.
+
+    :param listener: called with (url, latest progress line), and (url, "") when a command is over; None for nobody
+    """
+    global _listener
+    previous, _listener = _listener, listener
+    try:
+        yield
+    finally:
+        _listener = previous
+
+
+def progress_listener() -> Optional[ProgressListener]:
+    """:return: who hears the progress of clones and fetches now (None: nobody)"""
+    return _listener

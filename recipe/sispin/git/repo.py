@@ -1,12 +1,13 @@
 """
 Repositories on disk: clones at a commit (made beside and renamed in), the store's bare mirrors (created and
-fetched), and what a checkout holds (its HEAD, its origin, local changes). Every git process runs through
+fetched), and what a directory is (a checkout of its own; its HEAD and origin). Its git commands run through
 :mod:`sispin.git.process`.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "is_checkout",
     "clone_at_commit",
     "checkout_origin",
     "create_mirror",
@@ -21,33 +22,40 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, Optional, Tuple
 
-import git
-
-from sispin.errors import CheckoutStateError, GitError
-from sispin.git.process import INACTIVITY_TIMEOUT, Repository, message, network, runner
+from sispin.errors import CheckoutStateError, GitCommandError, GitError
+from sispin.git.process import network, read_git, remote_query, write_git
 
 
-def _open(path: Path) -> git.Repo:
+def is_checkout(path: Path) -> bool:
+    """
+    :param path: a directory
+    :return: whether it is the top of a git checkout (or a bare repository) of its own; a directory inside another
+        checkout is not one (git looks for no repository above it)
+    """
+    own = {"GIT_CEILING_DIRECTORIES": os.path.dirname(os.path.realpath(path))}
     try:
-        return Repository(path)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise CheckoutStateError(f"{path}: exists but is not a git checkout; move it away and rerun") from None
+        read_git(path, "rev-parse", "--git-dir", env=own)
+    except GitCommandError:
+        return False
+    return True
 
 
 def checkout_origin(path: Path) -> Tuple[Optional[str], Optional[str]]:
     """
     :param path: a checkout, e.g. the output of a finished CloneGitRepositoryJob
-    :return: its HEAD commit and the URL of its ``origin`` remote, each None when it has none
+    :return: its HEAD commit and the URL of its ``origin`` remote (as configured: no ``insteadOf`` applied), each
+        None when it has none
     :raises CheckoutStateError: when path is not a git checkout
     """
-    repo = _open(path)
+    if not is_checkout(path):
+        raise CheckoutStateError(f"{path}: exists but is not a git checkout; move it away and rerun")
     try:
-        head: Optional[str] = repo.head.commit.hexsha
-    except ValueError:
+        head: Optional[str] = read_git(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except GitCommandError:
         head = None
     try:
-        url: Optional[str] = repo.remotes.origin.url
-    except (AttributeError, ValueError):
+        url: Optional[str] = read_git(path, "config", "--get", "remote.origin.url") or None
+    except GitCommandError:
         url = None
     return head, url
 
@@ -62,23 +70,23 @@ def clone_at_commit(url: str, commit: str, dest: Path) -> None:
     :param dest: target directory; must not exist
     :raises GitError: when the remote cannot be cloned or does not have the commit
     """
-    with _clone_beside(url, dest, "clone", "--no-checkout") as repo:
-        if not has_commit(Path(repo.working_tree_dir), commit):
+    with _clone_beside(url, dest, "clone", "--no-checkout") as clone:
+        if not has_commit(clone, commit):
             # not reachable from any branch or tag (e.g. only under a pull-request ref): ask for it directly
             try:
-                network(repo.git, url, "fetch", "fetch", "origin", commit)
+                network(clone, url, "fetch", "fetch", "origin", commit)
             except GitError:
                 pass
-            if not has_commit(Path(repo.working_tree_dir), commit):
+            if not has_commit(clone, commit):
                 raise GitError(f"commit {commit} does not exist in {url}")
         try:
-            repo.git.checkout("--detach", commit)
-        except git.GitCommandError as exc:
-            raise GitError(f"cannot check out {commit} from {url}: {message(exc)}") from None
+            write_git(clone, "checkout", "--detach", commit)
+        except GitCommandError as exc:
+            raise GitError(f"cannot check out {commit} from {url}: {exc.reason}") from None
 
 
 @contextlib.contextmanager
-def _clone_beside(url: str, dest: Path, verb: str, *clone_options: str) -> Iterator[git.Repo]:
+def _clone_beside(url: str, dest: Path, verb: str, *clone_options: str) -> Iterator[Path]:
     """
     Clone url into a temporary sibling of dest, let the caller finish it, then rename it to dest; on any error
     (or a kill) dest stays absent and the sibling is removed (now, or by the next run). Callers hold the lock
@@ -88,10 +96,8 @@ def _clone_beside(url: str, dest: Path, verb: str, *clone_options: str) -> Itera
     _remove_leftovers(dest)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=_tmp_prefix(dest)))
     try:
-        network(runner(dest.parent), url, verb, "clone", *clone_options, "--", url, str(tmp))
-        repo = Repository(tmp)
-        yield repo
-        repo.close()
+        network(dest.parent, url, verb, "clone", *clone_options, "--", url, str(tmp))
+        yield tmp
         os.rename(tmp, dest)
     finally:
         if tmp.exists():
@@ -105,8 +111,8 @@ def has_commit(path: Path, commit: str) -> bool:
     :return: whether the repository holds that commit
     """
     try:
-        runner(path).cat_file("-e", f"{commit}^{{commit}}")
-    except git.GitCommandError:
+        read_git(path, "cat-file", "-e", f"{commit}^{{commit}}")
+    except GitCommandError:
         return False
     return True
 
@@ -133,22 +139,22 @@ def create_mirror(url: str, dest: Path) -> None:
     :param dest: mirror directory; must not exist
     :raises GitError: when the remote cannot be reached
     """
-    with _clone_beside(url, dest, "fetch", "--bare") as repo:
-        repo.git.config("--replace-all", "remote.origin.fetch", _MIRROR_REFSPECS[0])
-        repo.git.config("--add", "remote.origin.fetch", _MIRROR_REFSPECS[1])
-        _keep_commit_graph(repo.git)
+    with _clone_beside(url, dest, "fetch", "--bare") as mirror:
+        write_git(mirror, "config", "--replace-all", "remote.origin.fetch", _MIRROR_REFSPECS[0])
+        write_git(mirror, "config", "--add", "remote.origin.fetch", _MIRROR_REFSPECS[1])
+        _keep_commit_graph(mirror)
 
 
-def _keep_commit_graph(mirror: git.Git) -> None:
+def _keep_commit_graph(mirror: Path) -> None:
     """
     Keep a commit-graph file in the mirror, written now and by every later fetch: ``pin status`` walks the whole
     history of each pinned branch (13,000 RETURNN commits: 55 ms without one, 11 ms with). A git too old for
     commit-graphs (before 2.24) ignores the setting and refuses the command, and does without.
     """
-    mirror.config("fetch.writeCommitGraph", "true")
+    write_git(mirror, "config", "fetch.writeCommitGraph", "true")
     try:
-        mirror.commit_graph("write", "--reachable")
-    except git.GitCommandError:
+        write_git(mirror, "commit-graph", "write", "--reachable")
+    except GitCommandError:
         pass
 
 
@@ -161,8 +167,8 @@ def update_mirror(url: str, path: Path) -> None:
     :param path: mirror made by :func:`create_mirror`
     :raises GitError: when the remote cannot be reached
     """
-    runner(path).config("fetch.writeCommitGraph", "true")  # also in mirrors made before sispin kept one
-    network(runner(path), url, "fetch", "fetch", "--prune", "origin")
+    write_git(path, "config", "fetch.writeCommitGraph", "true")  # also in mirrors made before sispin kept one
+    network(path, url, "fetch", "fetch", "--prune", "origin")
     _follow_remote_head(url, path)
 
 
@@ -172,13 +178,9 @@ def _follow_remote_head(url: str, path: Path) -> None:
     branch that `pin upgrade` and `pin new` follow (a renamed default branch must not leave them on the old one, nor
     fail for good once the old one is deleted). A remote whose HEAD is no branch leaves it as it is.
     """
-    try:
-        # a short answer, without progress: the time-out is the inactivity one, for the whole command
-        answer = runner(path).ls_remote("--symref", "origin", "HEAD", kill_after_timeout=INACTIVITY_TIMEOUT)
-    except git.GitCommandError as exc:
-        raise GitError(f"cannot fetch {url}: {message(exc)}") from None
+    answer = remote_query(path, url, "fetch", "ls-remote", "--symref", "origin", "HEAD")
     for line in answer.splitlines():
         target, _, name = line.partition("\t")
         if name == "HEAD" and target.startswith("ref: refs/heads/"):
-            runner(path).symbolic_ref("HEAD", target[len("ref: ") :])
+            write_git(path, "symbolic-ref", "HEAD", target[len("ref: ") :])
             return

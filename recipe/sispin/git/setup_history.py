@@ -9,15 +9,11 @@ from __future__ import annotations
 __all__ = ["export_setup", "check_committable", "commit_files"]
 
 import os
-import subprocess
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-import git
-
-from sispin.errors import GitError, RevisionError
-from sispin.git.env import GIT_ENV, no_git_env, read_git
-from sispin.git.process import message, runner
+from sispin.errors import GitCommandError, GitError, RevisionError
+from sispin.git.process import read_git, read_git_raw, write_git
 
 
 def export_setup(root: Path, revision: str, target: Path) -> Path:
@@ -28,14 +24,13 @@ def export_setup(root: Path, revision: str, target: Path) -> Path:
     :return: the setup directory as it was at the revision, under target
     :raises RevisionError: when the setup is in no git repository, or the revision names no commit
     """
-    run = runner(root)
     try:
-        top = Path(run.rev_parse("--show-toplevel"))
-    except git.GitCommandError:
+        top = Path(read_git(root, "rev-parse", "--show-toplevel"))
+    except GitCommandError:
         raise RevisionError(f"{root} is in no git repository: --against needs the setup's history") from None
     try:
-        commit = run.rev_parse("--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
-    except git.GitCommandError:
+        commit = read_git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
+    except GitCommandError:
         raise RevisionError(f"no commit {revision!r} in the setup's repository ({top})") from None
     prefix = root.resolve().relative_to(top.resolve()).as_posix()
     tree = commit if prefix == "." else f"{commit}:{prefix}"
@@ -44,14 +39,10 @@ def export_setup(root: Path, revision: str, target: Path) -> Path:
     index = target / ".sispin-index"
     files = target / "setup"
     try:
-        run.execute(["git", "read-tree", f"--index-output={index}", "--end-of-options", tree])
-        runner(top).execute(
-            ["git", "checkout-index", "--all", f"--prefix={files}{os.sep}"], env={"GIT_INDEX_FILE": str(index)}
-        )
-    except git.GitCommandError as exc:
-        raise RevisionError(
-            f"{revision}: the setup directory {prefix} is not in that commit ({message(exc)})"
-        ) from None
+        write_git(root, "read-tree", f"--index-output={index}", "--end-of-options", tree)
+        write_git(top, "checkout-index", "--all", f"--prefix={files}{os.sep}", env={"GIT_INDEX_FILE": str(index)})
+    except GitCommandError as exc:
+        raise RevisionError(f"{revision}: the setup directory {prefix} is not in that commit ({exc.reason})") from None
     finally:
         index.unlink(missing_ok=True)
     return files
@@ -106,17 +97,10 @@ def _ignored_by_git(top: Path, names: Sequence[str]) -> List[str]:
     """:return: those of the files (relative to the repository's top) that git ignores"""
     if not names:
         return []
-    answer = subprocess.run(
-        ["git", "check-ignore", "--stdin", "-z"],
-        cwd=top,
-        env={**no_git_env(os.environ), **GIT_ENV},
-        input="\0".join(names).encode(),
-        capture_output=True,
-        check=False,
-    )
+    answer = read_git_raw(top, "check-ignore", "--stdin", "-z", stdin="\0".join(names).encode())
     # 1: none is ignored; 0: some are (listed)
-    if answer.returncode not in (0, 1):
-        raise GitError(f"git check-ignore in {top} failed: {answer.stderr.decode(errors='replace').strip()}")
+    if answer.code not in (0, 1):
+        raise GitError(f"git check-ignore in {top} failed: {answer.reason}")
     return [name for name in answer.stdout.decode().split("\0") if name]
 
 
@@ -141,10 +125,10 @@ def commit_files(root: Path, files: Sequence[Path], summary: str, body: Sequence
     text = "\n".join([summary, "", *body]) if body else summary
     try:
         if new:
-            read_git(top, "add", "--intent-to-add", "--", *new)
-        read_git(top, "commit", "--only", "--quiet", "-m", text, "--", *names)
+            write_git(top, "add", "--intent-to-add", "--", *new)
+        write_git(top, "commit", "--only", "--quiet", "-m", text, "--", *names)
     except GitError as exc:
         if new:
-            read_git(top, "reset", "--quiet", "--", *new)
+            write_git(top, "reset", "--quiet", "--", *new)
         raise GitError(f"--commit: {exc} (the files are written; nothing was committed)") from None
     return read_git(top, "rev-parse", "HEAD")

@@ -3,8 +3,8 @@ The store: sispin's local cache directory, one bare mirror per repository URL.
 
 Resolution (``pin upgrade``, ``pin new``), logs and behind-counts (``pin status``) read these mirrors, so no command
 clones a working tree for them. Where things are (:meth:`Store.mirror_path`, :meth:`Store.mirror`) costs no import
-of GitPython or filelock, so the settings hook can ask in every Sisyphus process; the methods that lock or run git
-import them. The store is the one owner of its directory: ``$PIN_HOME``, else
+of filelock or of the modules that clone and fetch, so the settings hook can ask in every Sisyphus process; the
+methods that lock or run git import them. The store is the one owner of its directory: ``$PIN_HOME``, else
 ``$XDG_CACHE_HOME/sispin``, else ``~/.cache/sispin``. Creating and fetching a mirror hold a per-mirror file lock, and
 a new mirror is built beside its final place and renamed in, so concurrent processes and killed runs are safe.
 """
@@ -143,7 +143,7 @@ class Store:
         """
         from filelock import FileLock
 
-        from sispin.git.env import missing_commits
+        from sispin.git.presence import missing_commits
         from sispin.git.repo import clone_at_commit
 
         path = self.checkout_path(url, commit, folder)

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 __all__ = ["verify_checkout"]
 
+import contextlib
 import importlib.util
 import marshal
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence
 
-import git
-
-from sispin.errors import CheckoutStateError, GitError
-from sispin.git.process import Repository, message
+from sispin.errors import CheckoutStateError, GitCommandError, GitError
+from sispin.git.process import read_git, write_git
+from sispin.git.repo import is_checkout
 
 #: how many changed files a "local changes" error lists before it counts the rest
 _LISTED_CHANGES = 10
@@ -61,21 +61,19 @@ def verify_checkout(
     """
     if not path.exists():
         raise CheckoutStateError(f"{where} does not exist (`pin sync` makes it)")
-    try:
-        runner = Repository(path).git
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise CheckoutStateError(f"{where}: exists but is not a git checkout; move it away and rerun") from None
+    if not is_checkout(path):
+        raise CheckoutStateError(f"{where}: exists but is not a git checkout; move it away and rerun")
     # what git would take from the checkout's own config or state to show something else: replacement objects, a
-    # core.worktree that points elsewhere, a file-system monitor's answers
-    runner.update_environment(GIT_NO_REPLACE_OBJECTS="1", GIT_WORK_TREE=str(path))
+    # core.worktree that points elsewhere (a file-system monitor's answers: see _HONEST)
+    honest = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_WORK_TREE": str(path)}
     if files is None:
         try:
-            head = runner.rev_parse("--verify", "--quiet", "HEAD^{commit}")
-        except git.GitCommandError:
+            head = read_git(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", env=honest)
+        except GitCommandError:
             raise CheckoutStateError(f"{where}: the checkout has no commit") from None
         if head != commit:
             raise CheckoutStateError(f"{where} is at {head[:12]}, pin.toml pins {commit[:12]}")
-    changes = _changes(path, runner, commit, where, files, patches or (), ignored)
+    changes = _changes(path, honest, commit, where, files, patches or (), ignored)
     if changes:
         listed = ", ".join(changes[:_LISTED_CHANGES])
         more = f" and {len(changes) - _LISTED_CHANGES} more" if len(changes) > _LISTED_CHANGES else ""
@@ -88,7 +86,7 @@ _HONEST = ("-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c"
 
 def _changes(
     path: Path,
-    runner: git.Git,
+    honest: Mapping[str, str],
     commit: str,
     where: str,
     files: Optional[Sequence[str]],
@@ -101,34 +99,28 @@ def _changes(
     file is read and hashed (no stat information, no skip-worktree or assume-unchanged flag to trust).
     """
     with tempfile.TemporaryDirectory(prefix="sispin-verify-") as scratch:
-        runner.update_environment(GIT_INDEX_FILE=os.path.join(scratch, "index"))
+        env = {**honest, "GIT_INDEX_FILE": os.path.join(scratch, "index")}
         try:
-            runner.read_tree(commit)
+            write_git(path, "read-tree", commit, env=env)
             if files is not None:
-                kept = set(runner.ls_files("--", *files).splitlines()) if files else set()
-                dropped = [name for name in runner.ls_files().splitlines() if name not in kept]
+                kept = set(read_git(path, "ls-files", "--", *files, env=env).splitlines()) if files else set()
+                dropped = [name for name in read_git(path, "ls-files", env=env).splitlines() if name not in kept]
                 for start in range(0, len(dropped), 1000):
-                    runner.rm("--cached", "--quiet", "--", *dropped[start : start + 1000])
+                    write_git(path, "rm", "--cached", "--quiet", "--", *dropped[start : start + 1000], env=env)
             for patch in patches:
-                runner.apply("--cached", "-", istream=_text_stream(patch))
-            runner.execute(["git", *_HONEST, "update-index", "-q", "--really-refresh"], with_exceptions=False)
-            modified = runner.execute(["git", *_HONEST, "diff-files", "--name-status"]).splitlines()
-            others = runner.ls_files("--others", "--exclude-standard").splitlines()
-            hidden = runner.ls_files("--others", "--ignored", "--exclude-standard").splitlines() if ignored else []
-        except git.GitCommandError as exc:
-            raise GitError(f"{where}: cannot compare the checkout with {commit[:12]}: {message(exc)}") from None
-        finally:
-            runner.update_environment(GIT_INDEX_FILE=None)
+                write_git(path, "apply", "--cached", "-", stdin=patch, env=env)
+            with contextlib.suppress(GitCommandError):  # it says which files need an update: diff-files lists them
+                write_git(path, *_HONEST, "update-index", "-q", "--really-refresh", env=env)
+            modified = read_git(path, *_HONEST, "diff-files", "--name-status", env=env).splitlines()
+            others = read_git(path, "ls-files", "--others", "--exclude-standard", env=env).splitlines()
+            ignored_files = ("--others", "--ignored", "--exclude-standard")
+            hidden = read_git(path, "ls-files", *ignored_files, env=env).splitlines() if ignored else []
+        except GitCommandError as exc:
+            raise GitError(f"{where}: cannot compare the checkout with {commit[:12]}: {exc.reason}") from None
     changes = [f"{line[2:]} ({_CHANGE_NAMES.get(line[:1], 'changed')})" for line in modified if line.strip()]
     changes += [f"{name} (untracked)" for name in others if not _valid_bytecode(path / name)]
     changes += [f"{name} (ignored by git)" for name in hidden if not _valid_bytecode(path / name)]
     return changes
-
-
-def _text_stream(text: str) -> Any:
-    import io
-
-    return io.BytesIO(text.encode("utf-8"))
 
 
 def _valid_bytecode(file: Path) -> bool:

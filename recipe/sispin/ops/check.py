@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from sispin.errors import PinError
-from sispin.git.env import missing_commits
 from sispin.git.history import on_a_ref
+from sispin.git.presence import missing_commits
 from sispin.git.store import Store
 from sispin.graph.build import Output as RecordedOutput
 from sispin.graph.build import load_graph
