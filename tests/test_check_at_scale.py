@@ -5,12 +5,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from conftest import git_commit, make_setup, sisyphus_entry
+from conftest import git, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 from sispin.graph.snapshot import read_snapshot
 
@@ -52,17 +55,37 @@ def py():
 """
 
 
-@pytest.fixture
-def big(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
-    remote = make_repo("rc")
+@pytest.fixture(scope="module")
+def snapshotted(real_sisyphus, tmp_path_factory) -> Path:
+    """
+    The setup of set ``big`` with its snapshot taken, made once for the module: snapshotting 1,053 jobs is the dearest
+    step of these tests, and each starts from a copy (``big``).
+    """
+    base = tmp_path_factory.mktemp("big")
+    remote = base / "remotes" / "rc"
+    remote.mkdir(parents=True)
+    git(remote, "init", "-q", "-b", "main")
     commit = git_commit(remote, {"__init__.py": "X = 1\n"})
     lock = (
         f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.big]\nconfigs = ["config/big.py"]\n'
         f'rc = "{commit}"\n\n' + sisyphus_entry(real_sisyphus)
     )
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"big.py": CONFIG.format(independent=450)})
+    root = make_setup(base / "setup", lock, real_sisyphus, {"big.py": CONFIG.format(independent=450)})
+    env = {**os.environ, "PIN_HOME": str(base / "store")}
+    snapshot = subprocess.run(
+        [sys.executable, "-m", "sispin", "snapshot"], cwd=root, env=env, capture_output=True, text=True, check=False
+    )
+    assert snapshot.returncode == 0, snapshot.stdout + snapshot.stderr
+    assert "big: 751 outputs, 1053 jobs" in snapshot.stdout
+    return root
+
+
+@pytest.fixture
+def big(snapshotted, tmp_path, monkeypatch, store_dir) -> Path:
+    """A copy of the snapshotted setup (a build clones nothing: there is no store to copy), the working directory."""
+    root = tmp_path / "setup"
+    shutil.copytree(snapshotted, root, symlinks=True)
     monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     return root
 
 
@@ -72,9 +95,7 @@ def _check(root) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_change_moving_300_outputs_is_a_short_deterministic_report(big, capsys):
-    assert main(["snapshot"]) == 0
-    assert "big: 751 outputs, 1053 jobs" in capsys.readouterr().out
+def test_a_change_moving_300_outputs_is_a_short_deterministic_report(big):
     # the committed file holds what a reviewer reads; what each id is made of stays beside it, outside git
     snapshot = (big / "pin.snapshot.toml").read_bytes()
     assert len(snapshot) / 751 <= 200 and b"[sets.big.jobs" not in snapshot, len(snapshot) / 751
@@ -97,7 +118,6 @@ def test_a_change_moving_300_outputs_is_a_short_deterministic_report(big, capsys
 
 
 def test_a_changed_output_file_and_a_stale_section_are_reported(big, capsys):
-    assert main(["snapshot"]) == 0
     config = big / "config" / "big.py"
     config.write_text(config.read_text().replace('SUFFIX = "txt"', 'SUFFIX = ".gz"'))
     snapshot = big / "pin.snapshot.toml"
@@ -113,7 +133,6 @@ def test_a_changed_output_file_and_a_stale_section_are_reported(big, capsys):
 
 def test_one_argument_changed_in_300_jobs_of_their_own_is_one_line(big, capsys):
     # a learning rate in a shared helper: every output has its own job, each with the same argument changed
-    assert main(["snapshot"]) == 0
     config = big / "config" / "big.py"
     config.write_text(config.read_text().replace("LEARNING_RATE = 0.001", "LEARNING_RATE = 0.002"))
     result = _check(big)
