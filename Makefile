@@ -33,8 +33,8 @@ test: venv
 	@$(PIP) -e ".[test,setup,nn,docs]"
 	@echo "== pin sync: Sisyphus and i6_core at their pinned commits (the real ones the tests use)"
 	@$(VENV)/bin/pin sync
-	@echo "== the suite: python -m pytest -q -n auto --dist loadgroup $(PYTEST_ARGS)"
-	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q -n auto --dist loadgroup $(PYTEST_ARGS)
+	@echo "== the suite: python -m pytest -q -n auto $(PYTEST_ARGS)"
+	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q -n auto $(PYTEST_ARGS)
 
 test-fast: venv
 	@echo "== install sispin with the test extras: pip install -e '.[test]'"

@@ -223,21 +223,13 @@ def github() -> None:
     """
 
 
-#: module-scoped fixtures holding the dearest builds of the suite (the 1,000-job snapshot, the nn_demo builds): the
-#: tests using one join its xdist_group, so that make test (``--dist loadgroup``) sends them to one worker, which
-#: builds it once (under plain ``--dist load`` each worker that draws one of them builds it again)
-SHARED_BUILDS = frozenset({"snapshotted", "builds"})
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     """
     Mark each test by what it needs: ``real``, ``cluster`` and ``network`` from its fixtures (MARKING_FIXTURES),
-    ``slow`` by name (SLOW_TESTS); and group the tests of each of SHARED_BUILDS.
+    ``slow`` by name (SLOW_TESTS).
     """
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
-        for shared in sorted(used & SHARED_BUILDS):
-            item.add_marker(pytest.mark.xdist_group(shared))
         for marker, fixtures in MARKING_FIXTURES.items():
             if used & fixtures:
                 item.add_marker(marker)

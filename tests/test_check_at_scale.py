@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from conftest import git, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
@@ -55,29 +56,41 @@ def py():
 """
 
 
-@pytest.fixture(scope="module")
-def snapshotted(real_sisyphus, tmp_path_factory) -> Path:
+@pytest.fixture(scope="session")
+def snapshotted(real_sisyphus, tmp_path_factory, worker_id) -> Path:
     """
-    The setup of set ``big`` with its snapshot taken, made once for the module: snapshotting 1,053 jobs is the dearest
-    step of these tests, and each starts from a copy (``big``).
+    The setup of set ``big`` with its snapshot taken, made once per run: snapshotting 1,053 jobs is the dearest step of
+    these tests, and each starts from a copy (``big``). Under pytest-xdist the workers share it: the first to need it
+    builds it in their common temporary directory, under a file lock.
     """
-    base = tmp_path_factory.mktemp("big")
-    remote = base / "remotes" / "rc"
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent  # the run's directory, above each worker's own
+    with FileLock(str(shared / "big.lock")):
+        root = shared / "big" / "setup"
+        if not (root / "pin.snapshot.toml").is_file():
+            _snapshot(root, real_sisyphus)
+    return root
+
+
+def _snapshot(root: Path, sisyphus: Path) -> None:
+    """Make the setup of set ``big`` in root and take its snapshot (in a process of its own, with a store beside it)."""
+    remote = root.parent / "remotes" / "rc"
+    shutil.rmtree(root.parent, ignore_errors=True)  # what a worker that died half-way left
     remote.mkdir(parents=True)
     git(remote, "init", "-q", "-b", "main")
     commit = git_commit(remote, {"__init__.py": "X = 1\n"})
     lock = (
         f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.big]\nconfigs = ["config/big.py"]\n'
-        f'rc = "{commit}"\n\n' + sisyphus_entry(real_sisyphus)
+        f'rc = "{commit}"\n\n' + sisyphus_entry(sisyphus)
     )
-    root = make_setup(base / "setup", lock, real_sisyphus, {"big.py": CONFIG.format(independent=450)})
-    env = {**os.environ, "PIN_HOME": str(base / "store")}
+    make_setup(root, lock, sisyphus, {"big.py": CONFIG.format(independent=450)})
+    env = {**os.environ, "PIN_HOME": str(root.parent / "store")}
     snapshot = subprocess.run(
         [sys.executable, "-m", "sispin", "snapshot"], cwd=root, env=env, capture_output=True, text=True, check=False
     )
     assert snapshot.returncode == 0, snapshot.stdout + snapshot.stderr
     assert "big: 751 outputs, 1053 jobs" in snapshot.stdout
-    return root
 
 
 @pytest.fixture
