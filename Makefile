@@ -1,13 +1,18 @@
 # Two commands for a fresh clone (each may be run again: a step does only what is missing):
 #   make demo   set up (venv, sispin, `pin sync`, work/), then run the demo set: output/demo/
 #   make test   set up for the tests, then run the whole suite (.ci/run runs this)
+#   make test-fast  the fast loop (under a minute): every test that needs neither Sisyphus + i6_core, SLURM, the
+#               network nor seconds of its own; no `pin sync`. The markers (real, cluster, network, slow) are set by
+#               tests/conftest.py from the fixtures a test uses; docs/development.md says what each means
 #   make docs   build the documentation site (site/) with mkdocs --strict
 PYTHON ?= python3
 VENV ?= .venv
 PYTEST_ARGS ?=
+# the tests of make test-fast: all but those marked (by tests/conftest.py) as needing more than sispin and git
+FAST = not real and not cluster and not network and not slow
 PIP = $(VENV)/bin/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test docs venv
+.PHONY: demo test test-fast docs venv
 
 venv:
 	@echo "== virtual environment $(VENV) ($$($(PYTHON) --version))"
@@ -30,6 +35,12 @@ test: venv
 	@$(VENV)/bin/pin sync
 	@echo "== the suite: python -m pytest -q -n auto $(PYTEST_ARGS)"
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q -n auto $(PYTEST_ARGS)
+
+test-fast: venv
+	@echo "== install sispin with the test extras: pip install -e '.[test]'"
+	@$(PIP) -e ".[test]"
+	@echo "== the fast loop: python -m pytest -q -n auto -m \"$(FAST)\" $(PYTEST_ARGS)"
+	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q -n auto -m "$(FAST)" $(PYTEST_ARGS)
 
 docs: venv
 	@echo "== install mkdocs: pip install -e '.[docs]'"

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import pytest
 
@@ -145,7 +145,6 @@ def write_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str
         monkeypatch.chdir(root)
         return path
 
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     return write
 
 
@@ -190,6 +189,52 @@ def real_sisyphus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     finally:
         os.chdir(cwd)
     yield SISYPHUS_DIR
+
+
+#: marker -> the fixtures that give a test what it names: the real Sisyphus + i6_core, a real SLURM
+#: (tests/test_cluster.py), the GitHub repositories. A test is marked when one of them is in its fixture closure, so a
+#: fixture built on them (real_setup, a venv, a module's own setup) marks every test that uses it without being named.
+MARKING_FIXTURES = {"real": {"real_sisyphus"}, "cluster": {"slurm"}, "network": {"github"}}
+#: the tests that need neither Sisyphus, SLURM nor the network but took 5 s or more each in ``--durations`` of the
+#: fast selection (2 cores, -n 2, shared with three other suites: load 12), by function name (unique in the suite,
+#: and kept when a file moves): marked ``slow``, so that ``make test-fast`` stays under a minute. Most wait by design
+#: (a throttled remote, kill -9 loops, concurrent writers, the benchmarks); measure again when a test is added.
+SLOW_TESTS = frozenset(
+    {
+        "test_benchmarks_run_at_tiny_sizes",
+        "test_a_killed_store_fetch_is_recovered_by_the_next_run",
+        "test_ten_concurrent_writers_lose_no_update",
+        "test_remotes_are_fetched_side_by_side",
+        "test_a_slow_but_moving_clone_runs_past_the_inactivity_timeout",
+        "test_ten_concurrent_upgrades_of_one_set_all_succeed",
+        "test_a_killed_sync_is_recovered_by_the_next_run",
+        "test_no_progress_with_quiet_or_off_a_terminal",
+        "test_only_regular_files_are_read",
+    }
+)
+
+
+@pytest.fixture
+def github() -> None:
+    """
+    A test that reaches the real rwth-i6 repositories at their GitHub URLs asks for this, and is marked ``network``
+    (offline, git's insteadOf redirect to local bundles, which the suite keeps from the caller's environment, stands
+    in for GitHub).
+    """
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    """
+    Mark each test by what it needs: ``real``, ``cluster`` and ``network`` from its fixtures (MARKING_FIXTURES),
+    ``slow`` by name (SLOW_TESTS).
+    """
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in MARKING_FIXTURES.items():
+            if used & fixtures:
+                item.add_marker(marker)
+        if getattr(item, "originalname", item.name) in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
 
 
 _skipped: list = []
@@ -292,6 +337,29 @@ def make_setup(root: Path, lock: str, sisyphus: Path, configs: Optional[Dict[str
     (root / "tools" / "sisyphus").symlink_to(sisyphus)
     (root / "pin.toml").write_text(lock)
     return root
+
+
+@pytest.fixture
+def real_setup(
+    real_sisyphus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_dir: Path
+) -> Callable[..., Path]:
+    """
+    Factory: a setup like this project's (make_setup) at tmp_path/name with the real Sisyphus + i6_core and an empty
+    store of its own, made the working directory, and return its root. Its pin.toml is ``version = 1``, the given
+    tables, and the ``[setup.sisyphus]`` table of the real checkout.
+
+    :param tables: the ``[repos.*]`` and ``[sets.*]`` tables of pin.toml
+    :param configs: config file name -> content (see make_setup)
+    :param name: the setup's directory under tmp_path
+    """
+
+    def build(tables: str, configs: Optional[Dict[str, str]] = None, name: str = "setup") -> Path:
+        lock = f"version = 1\n\n{tables.strip()}\n\n" + sisyphus_entry(real_sisyphus)
+        root = make_setup(tmp_path / name, lock, real_sisyphus, configs)
+        monkeypatch.chdir(root)
+        return root
+
+    return build
 
 
 def run(command: Sequence[object], cwd: Path, env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:

@@ -117,7 +117,6 @@ def existing(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys)
         )
     )
     monkeypatch.setenv("PYTHONPATH", str(real_sisyphus))
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     monkeypatch.chdir(root)
     return Existing(root, urls, commits)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import USE_JOB, git_commit, make_setup, sisyphus_entry
+from conftest import USE_JOB, git_commit, sisyphus_entry
 from results import checked, problems, snapshot_taken
 from sispin.cli.main import main
 from sispin.errors import LockfileError
@@ -57,8 +57,8 @@ def py():
 
 
 class Setup:
-    def __init__(self, root: Path, url: str, commits: list):
-        self.root, self.url, self.c = root, url, commits
+    def __init__(self, root: Path, url: str, commits: list, setup_entry: str):
+        self.root, self.url, self.c, self.setup_entry = root, url, commits, setup_entry
 
     def lock(self, pin: str, more: str = "") -> None:
         text = (self.root / "pin.toml").read_text().split("[sets.s]")[0]
@@ -71,17 +71,12 @@ class Setup:
 
 
 @pytest.fixture
-def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys) -> Setup:
+def setup(real_setup, real_sisyphus, make_repo, capsys) -> Setup:
     remote = make_repo("rc")
     commits = [git_commit(remote, {"__init__.py": f"VALUE = {i}\n"}, f"value {i}") for i in range(3)]
     url = f"file://{remote}"
-    entry = sisyphus_entry(real_sisyphus)
-    lock = f'version = 1\n\n[repos.rc]\nurl = "{url}"\nbranch = "main"\n\n[sets.s]\n\n'
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"s.py": ""})
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
-    made = Setup(root, url, commits)
-    made.setup_entry = entry
+    root = real_setup(f'[repos.rc]\nurl = "{url}"\nbranch = "main"\n\n[sets.s]\n', {"s.py": ""})
+    made = Setup(root, url, commits, sisyphus_entry(real_sisyphus))
     assert main(["status", "--fetch"]) == 0
     capsys.readouterr()
     return made

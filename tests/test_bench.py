@@ -22,10 +22,9 @@ def bench():
         sys.path.remove(str(PROJECT_ROOT))
 
 
-def test_benchmarks_run_at_tiny_sizes(bench, tmp_path: Path, monkeypatch):
+def test_benchmarks_run_at_tiny_sizes(bench, tmp_path: Path):
     from bench import checkout, lockload, scan, startup, status
 
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     for name in ("import", "lockfile", "checkout", "status", "scan"):
         (tmp_path / name).mkdir()
     results = [startup.bench_import(tmp_path / "import", runs=1)]
@@ -57,10 +56,9 @@ def test_manager_benchmark_runs(bench, real_sisyphus, tmp_path: Path):
         assert result.met == (result.figure <= result.goal.limit)
 
 
-def test_graph_benchmark_runs(bench, real_sisyphus, tmp_path: Path, monkeypatch):
+def test_graph_benchmark_runs(bench, real_sisyphus, tmp_path: Path):
     from bench import graph
 
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     rows = graph.bench_graph(tmp_path, jobs=20, runs=1)
     assert [row.goal.text for row in rows] == ["<= 1.5x", "<= 1.3x", "<= 2.0x", "<= 0.2x", "<= 200 B"]
     assert all(row.figure is not None for row in rows) and "10 outputs" in rows[-1].name, rows

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import commit_setup, git, git_commit, make_setup, sisyphus_entry
+from conftest import commit_setup, git, git_commit
 from sispin.cli.main import main
 
 IMPORTS = """\
@@ -50,7 +50,7 @@ def py():
 """
 
 
-def _setup(real_sisyphus, make_repo, tmp_path, monkeypatch):
+def _setup(real_setup, make_repo):
     remote = make_repo("rc")
     files = {"pkg/__init__.py": "", "pkg/a.py": "VALUE = 0\n", "pkg/b.py": "", "docs/x.md": "0\n", "setup.py": ""}
     commits = [git_commit(remote, files, "start")]
@@ -66,16 +66,13 @@ def _setup(real_sisyphus, make_repo, tmp_path, monkeypatch):
         f'[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = {value}\n\n'
         for name, value in (("imports", pin), ("takes", pin), ("lists", listing))
     )
-    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n{sets}' + sisyphus_entry(real_sisyphus)
     configs = {"imports.py": IMPORTS, "takes.py": TAKES, "lists.py": LISTS}
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, configs)
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    root = real_setup(f'[repos.rc]\nurl = "file://{remote}"\n\n{sets}', configs)
     return root, [commit[:7] for commit in commits]
 
 
-def test_the_commits_that_change_what_each_set_uses(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys):
-    root, c = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch)
+def test_the_commits_that_change_what_each_set_uses(real_setup, make_repo, tmp_path, capsys):
+    root, c = _setup(real_setup, make_repo)
     date = git(tmp_path / "remotes" / "rc", "log", "-1", "--format=%ad", "--date=short", c[1])
     assert main(["upgrade", "imports", "--dry-run", "--verbose"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -112,28 +109,21 @@ def test_without_a_graph_the_whole_log_is_shown(history, capsys):
     assert f"    + {history.c[4][:7]} change 4" in out and "change what set" not in out
 
 
-def test_a_checkout_that_is_a_package_itself_is_used_whole(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
-):
+def test_a_checkout_that_is_a_package_itself_is_used_whole(real_setup, make_repo, capsys):
     # returnn_common's layout: the top of the repository is the package
     remote = make_repo("rc")
     old = git_commit(remote, {"__init__.py": "", "nn/__init__.py": "", "README.md": "0\n"})
     git_commit(remote, {"README.md": "1\n"}, "readme")
     sets = f'[sets.takes]\nconfigs = ["config/takes.py"]\nrc = "{old}"\n\n'
-    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n{sets}' + sisyphus_entry(real_sisyphus)
-    make_setup(tmp_path / "setup", lock, real_sisyphus, {"takes.py": TAKES})
-    monkeypatch.chdir(tmp_path / "setup")
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    real_setup(f'[repos.rc]\nurl = "file://{remote}"\n\n{sets}', {"takes.py": TAKES})
     assert main(["upgrade", "takes", "--dry-run"]) == 0
     assert "    1 of the 1 new commit change what set 'takes' uses of rc (all of it: a job takes the checkout):" in (
         capsys.readouterr().out
     )
 
 
-def test_status_counts_the_commits_behind_that_change_what_each_set_uses(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
-):
-    _setup(real_sisyphus, make_repo, tmp_path, monkeypatch)
+def test_status_counts_the_commits_behind_that_change_what_each_set_uses(real_setup, make_repo, tmp_path, capsys):
+    _setup(real_setup, make_repo)
     assert main(["status", "--fetch"]) == 0
     assert "TOUCHING" not in capsys.readouterr().out
     assert main(["status", "--changes", "--json"]) == 0

@@ -5,12 +5,16 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
-from conftest import git_commit, make_setup, sisyphus_entry
+from conftest import git, git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
 from sispin.graph.snapshot import read_snapshot
 
@@ -52,17 +56,49 @@ def py():
 """
 
 
-@pytest.fixture
-def big(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
-    remote = make_repo("rc")
+@pytest.fixture(scope="session")
+def snapshotted(real_sisyphus, tmp_path_factory, worker_id) -> Path:
+    """
+    The setup of set ``big`` with its snapshot taken, made once per run: snapshotting 1,053 jobs is the dearest step of
+    these tests, and each starts from a copy (``big``). Under pytest-xdist the workers share it: the first to need it
+    builds it in their common temporary directory, under a file lock.
+    """
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent  # the run's directory, above each worker's own
+    with FileLock(str(shared / "big.lock")):
+        root = shared / "big" / "setup"
+        if not (root / "pin.snapshot.toml").is_file():
+            _snapshot(root, real_sisyphus)
+    return root
+
+
+def _snapshot(root: Path, sisyphus: Path) -> None:
+    """Make the setup of set ``big`` in root and take its snapshot (in a process of its own, with a store beside it)."""
+    remote = root.parent / "remotes" / "rc"
+    shutil.rmtree(root.parent, ignore_errors=True)  # what a worker that died half-way left
+    remote.mkdir(parents=True)
+    git(remote, "init", "-q", "-b", "main")
     commit = git_commit(remote, {"__init__.py": "X = 1\n"})
     lock = (
         f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.big]\nconfigs = ["config/big.py"]\n'
-        f'rc = "{commit}"\n\n' + sisyphus_entry(real_sisyphus)
+        f'rc = "{commit}"\n\n' + sisyphus_entry(sisyphus)
     )
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"big.py": CONFIG.format(independent=450)})
+    make_setup(root, lock, sisyphus, {"big.py": CONFIG.format(independent=450)})
+    env = {**os.environ, "PIN_HOME": str(root.parent / "store")}
+    snapshot = subprocess.run(
+        [sys.executable, "-m", "sispin", "snapshot"], cwd=root, env=env, capture_output=True, text=True, check=False
+    )
+    assert snapshot.returncode == 0, snapshot.stdout + snapshot.stderr
+    assert "big: 751 outputs, 1053 jobs" in snapshot.stdout
+
+
+@pytest.fixture
+def big(snapshotted, tmp_path, monkeypatch, store_dir) -> Path:
+    """A copy of the snapshotted setup (a build clones nothing: there is no store to copy), the working directory."""
+    root = tmp_path / "setup"
+    shutil.copytree(snapshotted, root, symlinks=True)
     monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     return root
 
 
@@ -72,9 +108,7 @@ def _check(root) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_change_moving_300_outputs_is_a_short_deterministic_report(big, capsys):
-    assert main(["snapshot"]) == 0
-    assert "big: 751 outputs, 1053 jobs" in capsys.readouterr().out
+def test_a_change_moving_300_outputs_is_a_short_deterministic_report(big):
     # the committed file holds what a reviewer reads; what each id is made of stays beside it, outside git
     snapshot = (big / "pin.snapshot.toml").read_bytes()
     assert len(snapshot) / 751 <= 200 and b"[sets.big.jobs" not in snapshot, len(snapshot) / 751
@@ -97,7 +131,6 @@ def test_a_change_moving_300_outputs_is_a_short_deterministic_report(big, capsys
 
 
 def test_a_changed_output_file_and_a_stale_section_are_reported(big, capsys):
-    assert main(["snapshot"]) == 0
     config = big / "config" / "big.py"
     config.write_text(config.read_text().replace('SUFFIX = "txt"', 'SUFFIX = ".gz"'))
     snapshot = big / "pin.snapshot.toml"
@@ -113,7 +146,6 @@ def test_a_changed_output_file_and_a_stale_section_are_reported(big, capsys):
 
 def test_one_argument_changed_in_300_jobs_of_their_own_is_one_line(big, capsys):
     # a learning rate in a shared helper: every output has its own job, each with the same argument changed
-    assert main(["snapshot"]) == 0
     config = big / "config" / "big.py"
     config.write_text(config.read_text().replace("LEARNING_RATE = 0.001", "LEARNING_RATE = 0.002"))
     result = _check(big)

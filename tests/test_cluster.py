@@ -163,7 +163,6 @@ def run_on_slurm(setup: Path, conf: Path, pinned: str) -> Tuple[Path, List[Tuple
     return checkout, jobs
 
 
-@pytest.mark.cluster
 def test_slurm_nodes_clone_from_the_shared_store_and_fall_back_without_its_mirror(
     slurm, real_sisyphus, make_repo, tmp_path, store_dir, monkeypatch
 ):
@@ -194,7 +193,6 @@ def test_slurm_nodes_clone_from_the_shared_store_and_fall_back_without_its_mirro
     assert not mirror.exists(), "nothing made a mirror on the way"
 
 
-@pytest.mark.cluster
 def test_a_node_without_the_store_the_manager_saw_fails_the_clone(
     slurm, real_sisyphus, make_repo, tmp_path, store_dir, monkeypatch
 ):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import USE_JOB, git_commit, make_setup, sisyphus_entry
+from conftest import USE_JOB, git_commit
 from sispin.cli.main import main
 
 CONFIG = """\
@@ -85,21 +85,13 @@ def py():
 
 
 @pytest.fixture
-def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
+def setup(real_setup, make_repo):
     remote = make_repo("rc")
     commit = git_commit(remote, {"__init__.py": "X = 1\n"})
 
     def build(hide: bool):
-        lock = (
-            f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.s]\nconfigs = ["config/s.py"]\n'
-            f'rc = "{commit}"\n\n' + sisyphus_entry(real_sisyphus)
-        )
-        root = make_setup(
-            tmp_path / f"setup-{hide}", lock, real_sisyphus, {"s.py": CONFIG.format(hide=hide, use=USE_JOB)}
-        )
-        monkeypatch.chdir(root)
-        monkeypatch.delenv("PIN_LOCK", raising=False)
-        return root
+        tables = f'[repos.rc]\nurl = "file://{remote}"\n\n[sets.s]\nconfigs = ["config/s.py"]\nrc = "{commit}"\n'
+        return real_setup(tables, {"s.py": CONFIG.format(hide=hide, use=USE_JOB)}, f"setup-{hide}")
 
     return build
 
@@ -142,13 +134,8 @@ def py():
 """
 
 
-def test_objects_named_by_their_address_are_explained_the_same_in_every_process(
-    real_sisyphus, tmp_path, monkeypatch, capsys
-):
-    lock = 'version = 1\n\n[sets.k]\nconfigs = ["config/k.py"]\n\n' + sisyphus_entry(real_sisyphus)
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"k.py": KEYED.format(value="b", use=USE_JOB)})
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+def test_objects_named_by_their_address_are_explained_the_same_in_every_process(real_setup, capsys):
+    root = real_setup('[sets.k]\nconfigs = ["config/k.py"]\n', {"k.py": KEYED.format(value="b", use=USE_JOB)})
     assert main(["snapshot"]) == 0
     first = (root / "pin.snapshot.toml").read_text()
     assert "0x" not in first
@@ -177,23 +164,14 @@ def py():
 
 
 @pytest.mark.parametrize("more", ["", ', "other": exp.repo("rc")'], ids=["lib alone", "rc in both"])
-def test_a_job_hashing_one_pin_is_still_checked_for_each_other_pin(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys, more
-):
+def test_a_job_hashing_one_pin_is_still_checked_for_each_other_pin(real_setup, make_repo, capsys, more):
     pins = {}
     for name in ("rc", "lib"):
         remote = make_repo(name)
         pins[name] = (remote, git_commit(remote, {"__init__.py": "X = 1\n"}))
-    lock = "version = 1\n\n" + "".join(f'[repos.{n}]\nurl = "file://{r}"\n\n' for n, (r, _) in pins.items())
-    lock += '[sets.s]\nconfigs = ["config/s.py"]\n' + "".join(f'{n} = "{c}"\n' for n, (_, c) in pins.items())
-    root = make_setup(
-        tmp_path / "setup",
-        lock + "\n" + sisyphus_entry(real_sisyphus),
-        real_sisyphus,
-        {"s.py": TWO_PINS.format(more=more)},
-    )
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    tables = "".join(f'[repos.{n}]\nurl = "file://{r}"\n\n' for n, (r, _) in pins.items())
+    tables += '[sets.s]\nconfigs = ["config/s.py"]\n' + "".join(f'{n} = "{c}"\n' for n, (_, c) in pins.items())
+    real_setup(tables, {"s.py": TWO_PINS.format(more=more)})
     assert main(["snapshot"]) == 7
     out = capsys.readouterr().out
     problems = [line for line in out.splitlines() if "keeps its id when the pinned commit of" in line]

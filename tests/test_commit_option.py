@@ -5,7 +5,7 @@ git), whatever else is staged staying staged, with a message that says what move
 
 from __future__ import annotations
 
-from conftest import commit_setup, git, git_commit, make_setup, sisyphus_entry
+from conftest import commit_setup, git, git_commit
 from sispin.cli.main import main
 
 
@@ -75,21 +75,13 @@ def test_a_refused_commit_says_why_and_nothing_is_committed(history, capsys):
     assert git(root, "rev-parse", "HEAD") == before and "freeze = true" in history.text()
 
 
-def test_an_upgrade_commit_names_its_blast_radius(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
+def test_an_upgrade_commit_names_its_blast_radius(real_setup, make_repo):
     from test_freeze import CONFIG
 
     remote = make_repo("rc")
     commits = [git_commit(remote, {"__init__.py": f"X = {i}\n"}) for i in range(2)]
-    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.a]\nconfigs = ["config/a.py"]\n'
-    lock += f'rc = "{commits[0]}"\n'
-    root = make_setup(
-        tmp_path / "setup",
-        lock + "\n" + sisyphus_entry(real_sisyphus),
-        real_sisyphus,
-        {"a.py": CONFIG.format(name="a")},
-    )
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    tables = f'[repos.rc]\nurl = "file://{remote}"\n\n[sets.a]\nconfigs = ["config/a.py"]\nrc = "{commits[0]}"\n'
+    root = real_setup(tables, {"a.py": CONFIG.format(name="a")})
     assert main(["snapshot"]) == 0
     commit_setup(root, "pin.toml", "pin.snapshot.toml")
     assert main(["upgrade", "a", "--commit"]) == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import git_commit, make_setup, sisyphus_entry
+from conftest import git_commit
 from sispin.cli.main import main
 from sispin.errors import SisyphusError, UnknownNameError
 from sispin.graph.build import load_graph
@@ -32,16 +32,13 @@ def py():
 
 
 @pytest.fixture
-def shared(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
+def shared(real_setup, make_repo):
     remote = make_repo("rc")
     commits = [git_commit(remote, {"__init__.py": f"X = {i}\n"}) for i in range(2)]
 
     def build(lock_sets: str, configs: dict):
-        lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n{lock_sets}\n' + sisyphus_entry(real_sisyphus)
-        root = make_setup(tmp_path / "setup", lock, real_sisyphus, configs)
+        root = real_setup(f'[repos.rc]\nurl = "file://{remote}"\n\n{lock_sets}', configs)
         (root / "recipe" / "shared_tools.py").write_text(SHARED)
-        monkeypatch.chdir(root)
-        monkeypatch.delenv("PIN_LOCK", raising=False)
         return root
 
     build.commits = commits

@@ -8,23 +8,20 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import git, git_commit, make_setup, run_manager, sisyphus_entry
+from conftest import git, git_commit, run_manager
 from sispin.cli.main import main
 
 
-def test_sis_manager_runs_the_demo_at_the_pinned_commit(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, capsys, store_dir
-):
+def test_sis_manager_runs_the_demo_at_the_pinned_commit(real_setup, make_repo, tmp_path, capsys):
     remote = make_repo("returnn_common")
     pinned = git_commit(remote, {"__init__.py": "VERSION = 'pinned'\n"}, "the pinned state")
     git_commit(remote, {"__init__.py": "VERSION = 'newer'\n"}, "main moved on")
 
-    lock = (
-        "version = 1\n\n"
+    tables = (
         f'[repos.returnn_common]\nurl = "file://{remote}"\nbranch = "main"\ncheckout = "returnn_common"\n\n'
-        f'[sets.demo]\nconfigs = ["config/demo.py"]\nreturnn_common = "{pinned}"\n\n' + sisyphus_entry(real_sisyphus)
+        f'[sets.demo]\nconfigs = ["config/demo.py"]\nreturnn_common = "{pinned}"\n'
     )
-    setup = make_setup(tmp_path / "setup", lock, real_sisyphus)
+    setup = real_setup(tables)
     log = run_manager(setup, "config/demo.py")
     assert "All output calculated" in log, log
 
@@ -47,8 +44,6 @@ def test_sis_manager_runs_the_demo_at_the_pinned_commit(
     assert imported.stdout.strip() == "pinned"
 
     # pin verify looks at the finished clone job too, and catches an edited file in it
-    monkeypatch.chdir(setup)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     assert main(["verify"]) == 0
     assert f"ok: sets.demo.returnn_common ({job.job_id()})" in capsys.readouterr().out
     (checkout / "__init__.py").write_text("VERSION = 'edited by hand'\n")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git_commit, make_setup, sisyphus_entry
+from conftest import git_commit
 from sispin.adopt.scan import scan_source
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
@@ -64,30 +64,24 @@ FORMS = {
 }
 
 
-def _setup(root: Path, real_sisyphus: Path, make_repo, overwrite) -> Path:
+def _setup(real_setup, make_repo, overwrite) -> Path:
     remote = make_repo("rc")
     commits = [git_commit(remote, {"__init__.py": f"VERSION = {i}\n"}, f"change {i}") for i in range(2)]
-    lock = (
-        f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n'
+    tables = (
+        f'[repos.rc]\nurl = "file://{remote}"\n\n'
         f'[sets.a]\nconfigs = ["config/a.py"]\nrc = "{commits[0]}"\n\n'
-        f'[sets.b]\nconfigs = ["config/b.py"]\nrc = "{commits[1]}"\n\n' + sisyphus_entry(real_sisyphus)
+        f'[sets.b]\nconfigs = ["config/b.py"]\nrc = "{commits[1]}"\n'
     )
-    configs = {f"{name}.py": CONFIG.format(set=name, overwrite=overwrite) for name in ("a", "b")}
-    return make_setup(root, lock, real_sisyphus, configs)
+    return real_setup(tables, {f"{name}.py": CONFIG.format(set=name, overwrite=overwrite) for name in ("a", "b")})
 
 
 @pytest.fixture
-def escaped(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir) -> Path:
-    root = _setup(tmp_path / "setup", real_sisyphus, make_repo, "FIXED")
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
-    return root
+def escaped(real_setup, make_repo) -> Path:
+    return _setup(real_setup, make_repo, "FIXED")
 
 
-def test_without_overwrite_two_commits_give_two_ids_in_every_form(real_sisyphus, make_repo, tmp_path, monkeypatch):
-    root = _setup(tmp_path / "setup", real_sisyphus, make_repo, None)
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+def test_without_overwrite_two_commits_give_two_ids_in_every_form(real_setup, make_repo):
+    root = _setup(real_setup, make_repo, None)
     assert main(["snapshot"]) == 0
     snapshot = read_snapshot(root / "pin.snapshot.toml")
     for form in FORMS:
@@ -175,14 +169,11 @@ def py():
 """
 
 
-def test_pin_import_marks_every_form_that_real_sisyphus_shows_escaping(real_sisyphus, make_repo, tmp_path, monkeypatch):
+def test_pin_import_marks_every_form_that_real_sisyphus_shows_escaping(real_setup, make_repo):
     remote = make_repo("rc")
     commits = [git_commit(remote, {"__init__.py": f"VERSION = {i}\n"}, f"change {i}") for i in range(5)]
     config = HAND_WRITTEN.format(url=f"file://{remote}", **{f"c{i}": c for i, c in enumerate(commits)})
-    lock = 'version = 1\n\n[sets.s]\nconfigs = ["config/s.py"]\n\n' + sisyphus_entry(real_sisyphus)
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"s.py": config})
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    root = real_setup('[sets.s]\nconfigs = ["config/s.py"]\n', {"s.py": config})
 
     escapes = load_graph(load_lockfile(root / "pin.toml"), "s").escapes
     assert sorted(e.hash_overwrite for e in escapes) == ["ANNOTATED", "DICT_ITEM", "JOIN_RIGHT", "SELF_ATTRIBUTE"]

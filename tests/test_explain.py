@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, git_commit, make_setup, sisyphus_entry
+from conftest import git, git_commit
 from results import differences, explained
 from sispin.cli.main import main
 from sispin.graph.build import Arg, JobRecord, Output, SetGraph, load_graph
@@ -99,20 +99,18 @@ class Setup:
 
 
 @pytest.fixture
-def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir) -> Setup:
+def setup(real_setup, make_repo) -> Setup:
     remote = make_repo("rc")
     commits = [
         git_commit(remote, network_code(1, "first"), "first"),
         git_commit(remote, network_code(1, "same network, other comment"), "cosmetic"),
         git_commit(remote, network_code(2, "deeper"), "deeper"),
     ]
-    lock = (
-        f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\nbranch = "main"\ncheckout = "rc"\n\n'
-        f'[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{commits[0]}"\n\n' + sisyphus_entry(real_sisyphus)
+    tables = (
+        f'[repos.rc]\nurl = "file://{remote}"\nbranch = "main"\ncheckout = "rc"\n\n'
+        f'[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{commits[0]}"\n'
     )
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"exp.py": CONFIG})
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    root = real_setup(tables, {"exp.py": CONFIG})
     return Setup(root, commits)
 
 

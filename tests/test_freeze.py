@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import git_commit, make_setup, sisyphus_entry
+from conftest import git_commit
 from sispin.cli.main import main
 from sispin.graph.snapshot import read_snapshot, snapshot_path
 
@@ -63,17 +63,12 @@ def py():
 """
 
 
-def test_a_set_is_frozen_with_its_ids_and_stays_checked(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
-):
+def test_a_set_is_frozen_with_its_ids_and_stays_checked(real_setup, make_repo, capsys):
     remote = make_repo("rc")
     commit = git_commit(remote, {"__init__.py": "X = 1\n"})
     sets = "".join(f'[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{commit}"\n\n' for name in ("a", "other"))
-    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n{sets}' + sisyphus_entry(real_sisyphus)
     configs = {f"{name}.py": CONFIG.format(name=name) for name in ("a", "other")}
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, configs)
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    root = real_setup(f'[repos.rc]\nurl = "file://{remote}"\n\n{sets}', configs)
     assert main(["freeze", "other"]) == 3
     expected = "sets.other: not recorded; a frozen set keeps the ids it has: run `pin snapshot other` first"
     assert expected in capsys.readouterr().err

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import USE_JOB, git_commit, make_setup, run_manager, sisyphus_entry
+from conftest import USE_JOB, git_commit, run_manager
 from results import checked, problems, snapshot_taken
 from sispin.cli.main import main
 
@@ -56,17 +56,15 @@ class Setup:
 
 
 @pytest.fixture
-def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys) -> Setup:
+def setup(real_setup, make_repo, capsys) -> Setup:
     remote = make_repo("rcpkg")
     commits = [git_commit(remote, {"__init__.py": f"VALUE = {i}\n"}, f"value {i}") for i in range(3)]
     url = f"file://{remote}"
-    lock = (
-        f'version = 1\n\n[repos.rc]\nurl = "{url}"\nbranch = "main"\ncheckout = "rcpkg"\n\n'
-        f'[sets.s]\nconfigs = ["config/s.py"]\nrc = "{commits[1]}"\n\n' + sisyphus_entry(real_sisyphus)
+    tables = (
+        f'[repos.rc]\nurl = "{url}"\nbranch = "main"\ncheckout = "rcpkg"\n\n'
+        f'[sets.s]\nconfigs = ["config/s.py"]\nrc = "{commits[1]}"\n'
     )
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"s.py": ""})
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    root = real_setup(tables, {"s.py": ""})
     assert main(["status", "--fetch"]) == 0  # the store's mirror: where the moved build takes another commit
     capsys.readouterr()
     return Setup(root, url, commits)

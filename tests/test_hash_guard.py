@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git_commit, make_setup, run_manager, sisyphus_entry
+from conftest import git_commit, run_manager
 from sispin.cli.main import main
 from sispin.graph.snapshot import read_snapshot
 
@@ -72,17 +72,14 @@ class Setup:
 
 
 @pytest.fixture
-def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir) -> Setup:
+def setup(real_setup, make_repo) -> Setup:
     remote = make_repo("rc")
     commits = [git_commit(remote, {"__init__.py": f"VERSION = {i}\n"}, f"change {i}") for i in range(3)]
-    lock = (
-        "version = 1\n\n"
+    tables = (
         f'[repos.rc]\nurl = "file://{remote}"\nbranch = "main"\n\n'
-        f'[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{commits[0]}"\n\n' + sisyphus_entry(real_sisyphus)
+        f'[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{commits[0]}"\n'
     )
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"exp.py": CONFIG})
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    root = real_setup(tables, {"exp.py": CONFIG})
     return Setup(root, remote, commits)
 
 

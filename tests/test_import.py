@@ -302,7 +302,6 @@ def test_write_round_trips_and_never_overwrites(tree, write_lock, sisyphus_on_py
 
 def test_write_creates_a_lockfile_and_pin_tables(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     sisyphus_on_pythonpath(tmp_path)
     (tmp_path / "only.py").write_text(
         "from i6_core.tools.git import CloneGitRepositoryJob\n"
@@ -318,7 +317,6 @@ def test_write_creates_a_lockfile_and_pin_tables(tmp_path, monkeypatch, sisyphus
 
 def test_without_sisyphus_nothing_is_confirmed_and_nothing_written(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     monkeypatch.delenv("PYTHONPATH", raising=False)
     (tmp_path / "only.py").write_text(
         f"from i6_core.tools.git import CloneGitRepositoryJob\nj = CloneGitRepositoryJob('{RC}', commit='{SHA}')\n"
@@ -415,7 +413,6 @@ RETURNN = "https://github.com/rwth-i6/returnn"
 
 def adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, source: str):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     if not (tmp_path / "recipe").exists():
         sisyphus_on_pythonpath(tmp_path)
     (tmp_path / "c.py").write_text(source)
@@ -525,7 +522,6 @@ def py(commit_of):
 
 def test_pins_passed_through_a_helper_are_reported_at_the_call(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     sisyphus_on_pythonpath(tmp_path)
     (tmp_path / "tree").mkdir()
     (tmp_path / "tree" / "helpers.py").write_text(HELPERS)
@@ -559,7 +555,6 @@ def test_pins_passed_through_a_helper_are_reported_at_the_call(tmp_path, monkeyp
 
 def test_a_directory_needing_several_commits_shows_the_entries_per_file(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     (tmp_path / "exp1.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RETURNN}', commit='{SHA}')\n")
     (tmp_path / "exp2.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RETURNN}', commit='{SHA2}')\n")
     (tmp_path / "exp3.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RC}', commit='{SHA}')\n")
@@ -819,7 +814,6 @@ def test_a_helper_call_with_literal_defaults_is_adopted_with_the_same_job_id(
     tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys
 ):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     write_package(tmp_path / "recipe")
     sisyphus_on_pythonpath(tmp_path)
     code, result = report(capsys, "recipe/exps/users_abs.py", "--set", "exp")
@@ -839,7 +833,6 @@ def test_a_helper_call_with_literal_defaults_is_adopted_with_the_same_job_id(
 
 def test_an_overwrite_on_an_object_of_another_module_is_reported_at_its_clone(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     write_package(tmp_path / "recipe")
     code, result = report(capsys, "recipe/exps", "--set", "exp")  # exit 9 without Sisyphus: the report all the same
     site = next(r for r in result["call_sites"] if f"{r['file']}:{r['line']}" == at("shared"))
@@ -920,7 +913,6 @@ def test_a_call_with_patches_is_adopted_and_its_patches_read_back_identical(
     tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, newline
 ):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     sisyphus_on_pythonpath(tmp_path)
     (tmp_path / "pin.toml").write_bytes(f"# my setup{newline}version = 1{newline}".encode())
     (tmp_path / "c.py").write_text(PATCHED_CALL)

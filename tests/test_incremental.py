@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 import pytest
 
-from conftest import USE_JOB, git_commit, make_setup, sisyphus_entry
+from conftest import USE_JOB, git_commit
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
 from sispin.graph.runner import recording_inputs
@@ -81,27 +81,24 @@ def _check(capsys, *args: str):
 
 
 @pytest.fixture
-def inc(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
+def inc(real_setup, make_repo, monkeypatch):
     def make(
         volatile: str = "None", second: bool = False, config: Optional[str] = None, before: Callable = lambda root: None
     ) -> Path:
         remote = make_repo("rc")
         commits = [git_commit(remote, {"__init__.py": f"X = {i}\n"}, f"c{i}") for i in range(2)]
-        lock = (
-            f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.inc]\nconfigs = ["config/inc.py"]\n'
-            f'rc = "{commits[0]}"\n\n' + sisyphus_entry(real_sisyphus)
+        tables = (
+            f'[repos.rc]\nurl = "file://{remote}"\n\n[sets.inc]\nconfigs = ["config/inc.py"]\nrc = "{commits[0]}"\n'
         )
         configs = {"inc.py": config or CONFIG.format(volatile=volatile)}
         if second:  # another set, of another config that reads nothing of the first's
-            lock += f'\n[sets.two]\nconfigs = ["config/two.py"]\nrc = "{commits[1]}"\n'
+            tables += f'\n[sets.two]\nconfigs = ["config/two.py"]\nrc = "{commits[1]}"\n'
             configs["two.py"] = SECOND_CONFIG
-        root = make_setup(tmp_path / "setup", lock, real_sisyphus, configs)
+        root = real_setup(tables, configs)
         (root / "config" / "lr.txt").write_text("0.001\n")
         (root / "recipe" / "incmod").mkdir()
         (root / "recipe" / "incmod" / "__init__.py").write_text("")
         (root / "recipe" / "incmod" / "helper.py").write_text("FACTOR = 2\n")
-        monkeypatch.chdir(root)
-        monkeypatch.delenv("PIN_LOCK", raising=False)
         monkeypatch.delenv("INC_MODE", raising=False)
         before(root)
         root.joinpath("commits").write_text(json.dumps(commits))

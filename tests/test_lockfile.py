@@ -233,7 +233,6 @@ def test_find_lockfile_searches_upwards_and_honours_pin_lock(tmp_path: Path, mon
     (tmp_path / "pin.toml").write_text("version = 1\n")
     sub = tmp_path / "config" / "deep"
     sub.mkdir(parents=True)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     monkeypatch.chdir(sub)
     assert find_lockfile() == tmp_path / "pin.toml"
 
@@ -247,7 +246,6 @@ def test_find_lockfile_searches_upwards_and_honours_pin_lock(tmp_path: Path, mon
 
 
 def test_no_lockfile_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(LockfileError, match="no pin.toml in .* or any parent directory"):
         find_lockfile()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from test_freeze import CONFIG
 
-from conftest import git, git_commit, make_setup, sisyphus_entry
+from conftest import git, git_commit
 from sispin.cli.main import main
 from sispin.lock.lockfile import parse_lockfile
 
@@ -174,18 +174,15 @@ def _git_merge(root, branch, pin_dir):
     )
 
 
-def test_git_merges_branches_that_upgraded_different_sets(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
-):
+def test_git_merges_branches_that_upgraded_different_sets(real_setup, make_repo, capsys):
     pin_dir = Path(sys.executable).parent
     assert (pin_dir / "pin").is_file(), f"no `pin` beside {sys.executable}: install sispin into this environment"
     remote = make_repo("rc")
     commits = [git_commit(remote, {"__init__.py": f"X = {i}\n"}) for i in range(3)]
     sets = "".join(f'[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{commits[0]}"\n\n' for name in "ab")
-    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n{sets}' + sisyphus_entry(real_sisyphus)
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {f"{n}.py": CONFIG.format(name=n) for n in "ab"})
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    root = real_setup(
+        f'[repos.rc]\nurl = "file://{remote}"\n\n{sets}', {f"{n}.py": CONFIG.format(name=n) for n in "ab"}
+    )
     assert main(["snapshot"]) == 0
     git(root, "init", "-q", "-b", "main")
     assert main(["merge-driver", "--install"]) == 0

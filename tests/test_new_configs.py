@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import git_commit, make_setup, sisyphus_entry
+from conftest import git_commit
 from sispin.cli.main import main
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.lockfile import load_lockfile
@@ -21,19 +21,15 @@ def py():
 
 
 @pytest.fixture
-def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir):
+def setup(real_setup, make_repo):
     remote = make_repo("rc")
     head = git_commit(remote, {"__init__.py": "VERSION = 1\n"})
-    lock = (
-        "version = 1\n\n"
+    tables = (
         f'[repos.rc]\nurl = "file://{remote}"\nbranch = "main"\n\n'
         f'[sets.exp]\nconfigs = ["config/exp.py"]  # the first set\nrc = "{head}"\n\n'
-        f'[sets.empty]\nconfigs = []\nrc = "{head}"\n\n' + sisyphus_entry(real_sisyphus)
+        f'[sets.empty]\nconfigs = []\nrc = "{head}"\n'
     )
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"exp.py": CONFIG})
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
-    return root
+    return real_setup(tables, {"exp.py": CONFIG})
 
 
 def test_a_set_without_configs_is_skipped_by_snapshot_and_check(setup, capsys):

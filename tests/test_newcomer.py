@@ -12,19 +12,16 @@ import sys
 from test_changes import IMPORTS
 from test_freeze import CONFIG
 
-from conftest import commit_setup, git, git_commit, make_setup, sisyphus_entry
+from conftest import commit_setup, git, git_commit
 from sispin.cli.main import main
 
 
-def _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, configs):
+def _setup(real_setup, make_repo, configs):
     remote = make_repo("rc")
     commits = [git_commit(remote, {"pkg/__init__.py": "", "pkg/a.py": f"VALUE = {i}\n"}) for i in range(2)]
     sets = "".join(f'[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{commits[0]}"\n\n' for name in configs)
-    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n{sets}' + sisyphus_entry(real_sisyphus)
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {f"{name}.py": text for name, text in configs.items()})
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
-    return root, commits
+    tables = f'[repos.rc]\nurl = "file://{remote}"\n\n{sets}'
+    return real_setup(tables, {f"{name}.py": text for name, text in configs.items()}), commits
 
 
 def test_pin_without_a_command_says_so_once(capsys):
@@ -32,10 +29,8 @@ def test_pin_without_a_command_says_so_once(capsys):
     assert capsys.readouterr().err == "pin: error: the following arguments are required: COMMAND (see pin --help)\n"
 
 
-def test_explain_takes_an_output_as_printed_and_names_the_outputs_there_are(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
-):
-    root, _ = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"a": CONFIG.format(name="a")})
+def test_explain_takes_an_output_as_printed_and_names_the_outputs_there_are(real_setup, make_repo, capsys):
+    root, _ = _setup(real_setup, make_repo, {"a": CONFIG.format(name="a")})
     assert main(["snapshot"]) == 0
     (root / "config" / "a.py").write_text(CONFIG.format(name="a").replace("0.001", "0.01"))
     capsys.readouterr()
@@ -51,10 +46,8 @@ def test_explain_takes_an_output_as_printed_and_names_the_outputs_there_are(
     )
 
 
-def test_config_paths_are_relative_to_where_the_user_stands(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
-):
-    root, _ = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"a": CONFIG.format(name="a")})
+def test_config_paths_are_relative_to_where_the_user_stands(real_setup, make_repo, monkeypatch, capsys):
+    root, _ = _setup(real_setup, make_repo, {"a": CONFIG.format(name="a")})
     monkeypatch.chdir(root / "config")  # paths below are relative to config/
     assert main(["new", "exp2", "--config", "exp2.py"]) == 0
     assert (root / "config" / "exp2.py").is_file() and not (root / "exp2.py").exists()
@@ -67,10 +60,8 @@ def test_config_paths_are_relative_to_where_the_user_stands(
     assert "--add ../../elsewhere.py: not inside the setup" in capsys.readouterr().err
 
 
-def test_a_new_set_whose_config_does_not_load_is_an_error(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
-):
-    root, _ = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"a": CONFIG.format(name="a")})
+def test_a_new_set_whose_config_does_not_load_is_an_error(real_setup, make_repo, capsys):
+    root, _ = _setup(real_setup, make_repo, {"a": CONFIG.format(name="a")})
     (root / "config" / "broken.py").write_text("def py():\n    raise RuntimeError('not yet')\n")
     assert main(["new", "broken", "--configs", "config/broken.py"]) == 9
     err = capsys.readouterr().err
@@ -78,8 +69,8 @@ def test_a_new_set_whose_config_does_not_load_is_an_error(
     assert main(["configs", "broken"]) == 0  # the set was added all the same
 
 
-def test_a_dry_run_leaves_the_store_as_it_was(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys):
-    root, commits = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"imports": IMPORTS})
+def test_a_dry_run_leaves_the_store_as_it_was(real_setup, make_repo, store_dir, capsys):
+    root, commits = _setup(real_setup, make_repo, {"imports": IMPORTS})
     assert main(["snapshot"]) == 0
     checkouts = sorted(path.name for path in (store_dir / "checkouts").glob("*/*") if path.is_dir())
     assert checkouts == [commits[0]]
@@ -118,13 +109,11 @@ def test_a_reader_that_stops_early_leaves_the_exit_code_as_it_is(history):
     assert process.stderr.read() == b""
 
 
-def test_pin_run_runs_the_manager_and_stops_at_a_config_that_does_not_load(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir, capsys
-):
+def test_pin_run_runs_the_manager_and_stops_at_a_config_that_does_not_load(real_setup, make_repo, capsys):
     # (a clone job only: a WriteReturnnConfigJob formats with black, which an environment need not have)
     clone_only = "from sisyphus import tk\n\nfrom sispin import experiment_set\n\n\ndef py():\n"
     clone_only += '    tk.register_output("a/rc", experiment_set("a").repo("rc"))\n'
-    root, commits = _setup(real_sisyphus, make_repo, tmp_path, monkeypatch, {"a": clone_only})
+    root, commits = _setup(real_setup, make_repo, {"a": clone_only})
     assert main(["run", "a", "--", "-r"]) == 0
     assert git(root / "output" / "a" / "rc", "rev-parse", "HEAD") == commits[0]
     assert capsys.readouterr().out.splitlines()[:2] == ["sets.a: loading config/a.py", "sis manager -r config/a.py"]

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import _GIT_FIXTURE_ENV, PROJECT_ROOT, git, git_commit, make_setup, sisyphus_entry
+from conftest import _GIT_FIXTURE_ENV, PROJECT_ROOT, git, git_commit
 from sispin.cli.main import main
 
 CONFIG = """\
@@ -65,7 +65,7 @@ def commit(root: Path, env: dict, message: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_hooks_guard_commits_of_a_setup(real_sisyphus, make_repo, tmp_path, store_dir, monkeypatch, capsys):
+def test_the_hooks_guard_commits_of_a_setup(real_setup, make_repo, tmp_path, capsys):
     pin = Path(sys.executable).parent / "pin"
     assert pin.is_file(), f"no `pin` beside {sys.executable}: install sispin into this environment"
     # the hook repository: this project's .pre-commit-hooks.yaml, committed as pre-commit needs it
@@ -79,15 +79,13 @@ def test_the_hooks_guard_commits_of_a_setup(real_sisyphus, make_repo, tmp_path, 
 
     remote = make_repo("rc")
     pinned = git_commit(remote, {"__init__.py": "V = 0\n"})
-    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.exp]\nconfigs = ["config/exp.py"]\n'
-    lock += f'rc = "{pinned}"\n\n' + sisyphus_entry(real_sisyphus)
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"exp.py": CONFIG})
+    tables = f'[repos.rc]\nurl = "file://{remote}"\n\n[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{pinned}"\n'
+    root = real_setup(tables, {"exp.py": CONFIG})
+    lock = (root / "pin.toml").read_text()
     (root / ".gitignore").write_text("/work/\n/tools/\n/recipe/\n*.lock\n")
     (root / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {hooks}\n    rev: {rev}\n    hooks:\n      - id: pin-lock\n      - id: pin-check\n"
     )
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     assert main(["snapshot"]) == 0
     capsys.readouterr()
 

@@ -11,7 +11,7 @@ from typing import Dict
 
 import pytest
 
-from conftest import USE_JOB, git_commit, make_setup, sisyphus_entry
+from conftest import USE_JOB, git_commit
 from results import checked, problems, snapshot_taken
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
@@ -33,8 +33,8 @@ from usejob import Use
 class Reach:
     """Remotes ``rc`` and ``lib`` (commits 0..2, ``VALUE = i``) and a setup built per scenario."""
 
-    def __init__(self, tmp_path: Path, make_repo, sisyphus: Path, monkeypatch):
-        self.tmp_path, self.sisyphus, self.monkeypatch = tmp_path, sisyphus, monkeypatch
+    def __init__(self, real_setup, make_repo):
+        self.real_setup = real_setup
         self.urls: Dict[str, str] = {}
         self.commits: Dict[str, list] = {}
         for name in ("rc", "lib"):
@@ -50,20 +50,15 @@ class Reach:
         """
         commits = {f"{name}{i}": commit for name, all in self.commits.items() for i, commit in enumerate(all)}
         repos = "".join(f'[repos.{name}]\nurl = "{url}"\ncheckout = "{name}"\n\n' for name, url in self.urls.items())
-        lock = f"version = 1\n\n{repos}{sets.format(**commits)}\n{sisyphus_entry(self.sisyphus)}"
-        root = make_setup(
-            self.tmp_path / "setup", lock, self.sisyphus, {name: HEADER + code for name, code in configs.items()}
-        )
+        root = self.real_setup(repos + sets.format(**commits), {name: HEADER + code for name, code in configs.items()})
         for name, code in {"usejob.py": USE, **(recipe or {})}.items():
             (root / "recipe" / name).write_text(code)
-        self.monkeypatch.chdir(root)
-        self.monkeypatch.delenv("PIN_LOCK", raising=False)
         return root
 
 
 @pytest.fixture
-def reach(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir) -> Reach:
-    return Reach(tmp_path, make_repo, real_sisyphus, monkeypatch)
+def reach(real_setup, make_repo) -> Reach:
+    return Reach(real_setup, make_repo)
 
 
 def refused(*expected: str) -> str:

@@ -13,7 +13,7 @@ from typing import List
 
 import pytest
 
-from conftest import git, git_commit, make_setup, sisyphus_entry
+from conftest import git, git_commit
 from sispin.cli.main import main
 
 SHARED = """\
@@ -60,7 +60,7 @@ class Pipeline:
 
 
 @pytest.fixture
-def pipeline(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir) -> Pipeline:
+def pipeline(real_setup, make_repo) -> Pipeline:
     fork = make_repo("MiniReturnn")
     commits = [git_commit(fork, {"__init__.py": f"V = {i}\n"}) for i in range(3)]
     urls = {}
@@ -71,21 +71,17 @@ def pipeline(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir) -> Pipe
         urls[name] = f"file://{repo}"
     url = f"file://{fork}"
     accept = f'allow_unpinned = ["{urls["toolkit"]}"]\n'
-    lock = (
-        "version = 1\n\n"
+    tables = (
         f'[repos.MiniReturnn]\nurl = "{url}"\n\n'
         f'[repos.MiniReturnn_2023]\nurl = "{url}"\n\n'
         f'[repos.MiniReturnn_2024]\nurl = "{url}"\n\n'
         f'[sets.ls]\nconfigs = ["config/ls.py"]\n{accept}MiniReturnn = "{commits[0]}"\n'
         f'MiniReturnn_2023 = "{commits[1]}"\nMiniReturnn_2024 = "{commits[2]}"\n\n'
-        f'[sets.small]\nconfigs = ["config/small.py"]\n{accept}MiniReturnn = "{commits[2]}"\n\n'
-        + sisyphus_entry(real_sisyphus)
+        f'[sets.small]\nconfigs = ["config/small.py"]\n{accept}MiniReturnn = "{commits[2]}"\n'
     )
     configs = {f"{name}.py": CONFIG.format(name=name, toolkit=urls["toolkit"]) for name in ("ls", "small")}
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, configs)
+    root = real_setup(tables, configs)
     (root / "recipe" / "shared_tools.py").write_text(SHARED)
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     return Pipeline(root, url, commits, urls["toolkit"], urls["other_toolkit"])
 
 

@@ -326,7 +326,6 @@ def assert_refused(argv: list, code: int, message: str, lock: Path, capsys, mean
 @pytest.mark.parametrize("content, argv, code, message", CORPUS.values(), ids=list(CORPUS))
 def test_bad_input_gives_one_line_and_a_documented_code(tmp_path, monkeypatch, capsys, content, argv, code, message):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     monkeypatch.setenv("PIN_HOME", str(tmp_path / "store"))
     lock = tmp_path / "pin.toml"
     if content is not None:
@@ -512,7 +511,6 @@ def test_bad_disk_state_gives_one_line_and_a_documented_code(
     prepare(root)
     before = sorted(p.name for p in outside.iterdir())
     monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     monkeypatch.setenv("PIN_HOME", str(tmp_path / "store"))
     assert_refused(argv, code, message, root / "pin.toml", capsys)
     assert sorted(p.name for p in outside.iterdir()) == before, "nothing was written or run outside the setup"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git_commit, make_setup, sisyphus_entry
+from conftest import git_commit
 from sispin.cli.main import main
 from sispin.graph.build import Output, SetGraph
 from sispin.graph.snapshot import read_snapshot, record_graphs
@@ -58,19 +58,16 @@ def wait_for(path: Path, process: subprocess.Popen) -> None:
 
 
 @pytest.fixture
-def setup(real_sisyphus, make_repo, tmp_path, monkeypatch, store_dir) -> Path:
+def setup(real_setup, make_repo) -> Path:
     remote = make_repo("rc")
     commits = [git_commit(remote, {"nn.py": f"V = {i}\n"}, f"change {i}") for i in range(3)]
     # other first: pin snapshot builds it before it waits in slow
-    lock = (
-        "version = 1\n\n"
+    tables = (
         f'[repos.rc]\nurl = "file://{remote}"\nbranch = "main"\n\n'
         f'[sets.other]\nconfigs = ["config/other.py"]\nrc = "{commits[0]}"\n\n'
-        f'[sets.slow]\nconfigs = ["config/slow.py"]\nrc = "{commits[0]}"\n\n' + sisyphus_entry(real_sisyphus)
+        f'[sets.slow]\nconfigs = ["config/slow.py"]\nrc = "{commits[0]}"\n'
     )
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"other.py": OTHER, "slow.py": SLOW})
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    root = real_setup(tables, {"other.py": OTHER, "slow.py": SLOW})
     assert main(["snapshot"]) == 0
     return root
 

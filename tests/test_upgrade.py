@@ -360,7 +360,7 @@ def test_upgrade_and_new_as_of_a_date_take_the_branch_as_it_was_then(history, ca
     assert "not allowed with argument" in capsys.readouterr().err
 
 
-def test_a_returnn_release_is_its_commit_time_on_master(write_lock, store_dir, capsys):
+def test_a_returnn_release_is_its_commit_time_on_master(github, write_lock, store_dir, capsys):
     """RETURNN's version 1.20230426.105022 is the time master's commit 88cdc20 was made (in its committer's zone)."""
     release = "88cdc20baf9ecc51eec63d96f452bc8d0ff429d8"
     write_lock(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, git_commit, make_setup, sisyphus_entry
+from conftest import git, git_commit
 from sispin.adopt.propose import propose
 from sispin.adopt.scan import scan_source
 from sispin.cli.main import main
@@ -157,11 +157,10 @@ def py():
 """
 
 
-def test_pin_check_catches_a_branch_following_clone_of_a_case_variant(real_sisyphus, tmp_path, monkeypatch, capsys):
+def test_pin_check_catches_a_branch_following_clone_of_a_case_variant(real_setup, capsys):
     # the graph is only built, nothing is cloned: the locked URL need not be reachable
-    lock = f'version = 1\n\n[repos.rc]\nurl = "{RC}"\n\n[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{SHA}"\n\n'
-    root = make_setup(tmp_path / "setup", lock + sisyphus_entry(real_sisyphus), real_sisyphus, {"exp.py": GUARDED})
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    real_setup(
+        f'[repos.rc]\nurl = "{RC}"\n\n[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{SHA}"\n', {"exp.py": GUARDED}
+    )
     assert main(["check", "--offline"]) == 1
     assert f"clones rc following a branch instead of the pinned {SHA[:7]}" in capsys.readouterr().out

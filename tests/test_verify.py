@@ -183,23 +183,20 @@ def py():
 """
 
 
-def test_a_sparse_clone_job_is_verified_against_its_files_of_the_commit(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, capsys
-):
+def test_a_sparse_clone_job_is_verified_against_its_files_of_the_commit(real_setup, make_repo, capsys):
     # i6_core's files_to_checkout clones without checking out, then checks out the listed files of the commit: HEAD
     # stays at the branch's head, and only those files are there
-    from conftest import make_setup, run_manager, sisyphus_entry
+    from conftest import run_manager
 
     remote = make_repo("tool")
     pinned = git_commit(remote, {"a.py": "A = 1\n", "b.py": "B = 1\n", "dir/c.py": "C = 1\n"})
     git_commit(remote, {"a.py": "A = 2\n"}, "the branch moved on")
-    lock = (
-        f'version = 1\n\n[repos.tool]\nurl = "file://{remote}"\n\n[sets.s]\nconfigs = ["config/s.py"]\n'
-        f'tool = {{ commit = "{pinned}", files_to_checkout = ["a.py", "dir"] }}\n\n' + sisyphus_entry(real_sisyphus)
+    tables = (
+        f'[repos.tool]\nurl = "file://{remote}"\n\n[sets.s]\nconfigs = ["config/s.py"]\n'
+        f'tool = {{ commit = "{pinned}", files_to_checkout = ["a.py", "dir"] }}\n'
     )
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"s.py": SPARSE_CONFIG})
+    root = real_setup(tables, {"s.py": SPARSE_CONFIG})
     assert "All output calculated" in run_manager(root, "config/s.py")
-    monkeypatch.chdir(root)
     result = verified("s")
     # the finished clone job in work/ is among the checkouts verified
     assert not result.problems and any("work" in checkout.path.parts for checkout in result.checkouts)
@@ -226,20 +223,14 @@ def py():
 """
 
 
-def test_every_clone_of_a_pin_is_verified_also_a_twin_and_a_cleaned_up_job(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, capsys
-):
-    from conftest import make_setup, run_manager, sisyphus_entry
+def test_every_clone_of_a_pin_is_verified_also_a_twin_and_a_cleaned_up_job(real_setup, make_repo, capsys):
+    from conftest import run_manager
 
     remote = make_repo("tool")
     pinned = git_commit(remote, {"a.py": "A = 1\n"})
-    lock = (
-        f'version = 1\n\n[repos.tool]\nurl = "file://{remote}"\n\n[sets.s]\nconfigs = ["config/s.py"]\n'
-        f'tool = "{pinned}"\n\n' + sisyphus_entry(real_sisyphus)
-    )
-    root = make_setup(tmp_path / "setup", lock, real_sisyphus, {"s.py": TWIN_CONFIG})
+    tables = f'[repos.tool]\nurl = "file://{remote}"\n\n[sets.s]\nconfigs = ["config/s.py"]\ntool = "{pinned}"\n'
+    root = real_setup(tables, {"s.py": TWIN_CONFIG})
     assert "All output calculated" in run_manager(root, "config/s.py")
-    monkeypatch.chdir(root)
     assert main(["verify", "s"]) == 0, capsys.readouterr().out
     tool, twin = (root / "output" / "s" / "tool").resolve(), (root / "output" / "s" / "twin").resolve()
     for checkout in (tool, twin):

@@ -17,7 +17,7 @@ from typing import List, Tuple
 import pytest
 from filelock import FileLock
 
-from conftest import git_commit, make_setup, run_manager, sisyphus_entry
+from conftest import git_commit, run_manager
 from sispin.cli.main import main
 from sispin.git.gc import sweep
 from sispin.git.registry import register_lockfile, registered_lockfiles
@@ -59,7 +59,6 @@ def pin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, where: P
 
 @pytest.fixture
 def shared(tmp_path, make_repo, store_dir, monkeypatch, capsys) -> Shared:
-    monkeypatch.delenv("PIN_LOCK", raising=False)
     remote = make_repo("rc")
     # files big enough that the space a checkout takes shows in whole blocks
     commits = [git_commit(remote, {"nn.py": f"V = {i}\n", f"data{i}.bin": "x" * 200_000}) for i in range(3)]
@@ -73,7 +72,7 @@ def shared(tmp_path, make_repo, store_dir, monkeypatch, capsys) -> Shared:
     return setups
 
 
-def test_a_store_records_every_lockfile_that_makes_a_checkout(shared, tmp_path, monkeypatch):
+def test_a_store_records_every_lockfile_that_makes_a_checkout(shared, tmp_path):
     assert registered_lockfiles(shared.store) == sorted([shared.a.resolve(), shared.b.resolve()])
     # the config path records too, before the checkout is made
     third = tmp_path / "C" / "pin.toml"
@@ -127,7 +126,7 @@ def test_gc_forgets_a_removed_setup_and_frees_what_only_it_pinned(shared, monkey
     assert mirror.is_dir(), "mirrors are kept"
 
 
-def test_gc_reports_a_checkout_it_cannot_remove(shared, monkeypatch, capsys):
+def test_gc_reports_a_checkout_it_cannot_remove(shared, capsys):
     shared.a.write_text(lock_text(f"file://{shared.remote}", []))
     shutil.rmtree(shared.b.parent)
     # a commit directory gc may not change (in a shared store: another user's)
@@ -305,15 +304,11 @@ def py():
 """
 
 
-def test_why_names_the_finished_jobs_and_outputs_in_work(
-    real_sisyphus, make_repo, tmp_path, monkeypatch, capsys, store_dir
-):
+def test_why_names_the_finished_jobs_and_outputs_in_work(real_setup, make_repo, monkeypatch, capsys):
     remote = make_repo("rc")
     c = [git_commit(remote, {"__init__.py": f"V = {i}\n"}) for i in range(2)]
-    lock = f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n\n[sets.exp]\nconfigs = ["config/exp.py"]\n'
-    lock += f'rc = "{c[0]}"\n\n'
-    root = make_setup(tmp_path / "setup", lock + sisyphus_entry(real_sisyphus), real_sisyphus, {"exp.py": CONFIG})
-    monkeypatch.delenv("PIN_LOCK", raising=False)
+    tables = f'[repos.rc]\nurl = "file://{remote}"\n\n[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{c[0]}"\n'
+    root = real_setup(tables, {"exp.py": CONFIG})
     log = run_manager(root, "config/exp.py")
     assert "All output calculated" in log, log
     assert pin(monkeypatch, capsys, root, "snapshot")[0] == 0
