@@ -7,7 +7,8 @@ tests call operations directly and look at their results.
 Progress that must be seen while an operation runs (a build of n, a fetch) reaches the CLI through the callbacks
 an operation takes, never through printing.
 
-Modules: :mod:`~sispin.ops.verify` (``pin verify``).
+Modules: :mod:`~sispin.ops.verify` (``pin verify``), :mod:`~sispin.ops.import_pins` (``pin import``) with
+:mod:`~sispin.ops.import_setup` (its ``--config`` part).
 
 It may import the rooms below it (adopt, graph, git, lock, the config path, text, errors); only the CLI imports it.
 """
