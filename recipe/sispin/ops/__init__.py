@@ -9,7 +9,8 @@ an operation takes, never through printing.
 
 Modules: :mod:`~sispin.ops.verify` (``pin verify``), :mod:`~sispin.ops.import_pins` (``pin import``) with
 :mod:`~sispin.ops.import_setup` (its ``--config`` part), :mod:`~sispin.ops.sync` (``pin sync``),
-:mod:`~sispin.ops.why` (``pin why``), :mod:`~sispin.ops.gc` (``pin gc``).
+:mod:`~sispin.ops.why` (``pin why``), :mod:`~sispin.ops.gc` (``pin gc``),
+:mod:`~sispin.ops.merge_driver` (``pin merge-driver``).
 
 It may import the rooms below it (adopt, graph, git, lock, the config path, text, errors); only the CLI imports it.
 """
