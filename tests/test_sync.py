@@ -12,8 +12,9 @@ import pytest
 from conftest import git, git_commit
 from sispin.cli.main import main
 from sispin.errors import GitError
+from sispin.git.store import Store
 from sispin.lock.lockfile import load_lockfile
-from sispin.ops.sync import SetupSyncResult, sync_setup
+from sispin.ops.sync import SetupSyncResult, sync_sets, sync_setup
 
 
 def synced(lock: Path) -> SetupSyncResult:
@@ -144,6 +145,24 @@ def test_sync_removes_leftovers_of_a_killed_run(upstream, write_lock):
     assert synced(lock).exit_code == 0
     assert not leftover.exists()
     assert git(lock.parent / "tools" / "tool", "rev-parse", "HEAD") == first
+
+
+def test_sync_of_sets_makes_each_store_checkout_once(upstream, write_lock, store_dir):
+    remote, first, second = upstream
+    lock = write_lock(
+        f'version = 1\n\n[repos.tool]\nurl = "file://{remote}"\n\n[sets.a]\ntool = "{first}"\n\n'
+        f'[sets.b]\ntool = "{second}"\n'
+    )
+    told: list = []
+    made = sync_sets(load_lockfile(lock), ["a", "b", "a"], Store(), told.append)
+    assert told == made, "each checkout is told once it is there, in order"
+    assert [(s.set_name, s.repo, s.commit, s.made) for s in made] == [
+        ("a", "tool", first, True),
+        ("b", "tool", second, True),
+    ]
+    assert git(made[0].path, "rev-parse", "HEAD") == first and git(made[1].path, "rev-parse", "HEAD") == second
+    (again,) = sync_sets(load_lockfile(lock), ["a"], Store(), told.append)
+    assert again.path == made[0].path and not again.made
 
 
 def test_sync_without_setup_entries(write_lock, capsys):
