@@ -21,6 +21,7 @@ from sispin.cli.main import main
 from sispin.graph.build import Output
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.lockfile import load_lockfile
+from sispin.ops.import_pins import ImportResult, import_pins
 
 #: shared code that hands out a cached clone and names its commit in place, as i6_experiments' vocab helpers do
 HELPERS = """\
@@ -125,13 +126,19 @@ def adopt(*more: str) -> int:
     return main(["import", "config", "recipe", "--set", "exp", "--config", "config/exp.py", *more])
 
 
-def test_unpinned_clones_are_listed_with_the_entry_that_accepts_them_and_nothing_is_written(existing, capsys):
-    assert adopt("--write") == 1
-    out = capsys.readouterr().out
+def adopted(*, write: bool = True, accept_unpinned: bool = True) -> ImportResult:
+    """``pin import config recipe --set exp --config config/exp.py``'s use case: the whole setup adopted"""
+    paths = [Path("config"), Path("recipe")]
+    return import_pins(paths, set_name="exp", write=write, configs=["config/exp.py"], accept_unpinned=accept_unpinned)
+
+
+def test_unpinned_clones_are_listed_with_the_entry_that_accepts_them_and_nothing_is_written(existing):
+    result = adopted(accept_unpinned=False)
     for name in ("lm", "sctk"):
         url = existing.urls[name]
-        assert f"problem: {url} is cloned without a full commit: accept it with allow_unpinned = [{url!r}]" in out
-    assert not (existing.root / "pin.toml").exists()
+        accept = f"{url} is cloned without a full commit: accept it with allow_unpinned = [{url!r}]"
+        assert any(problem.startswith(accept) for problem in result.problems)
+    assert result.written is None and not (existing.root / "pin.toml").exists()
 
 
 def test_adoption_keeps_every_id_and_the_set_passes_check_and_snapshot(existing, capsys):
@@ -157,11 +164,10 @@ def test_adoption_keeps_every_id_and_the_set_passes_check_and_snapshot(existing,
 
 
 def test_a_bound_commit_moved_in_pin_toml_alone_fails_check_naming_the_assignment(existing, capsys):
-    assert adopt("--accept-unpinned", "--write") == 0
+    assert adopted().written
     lock = existing.root / "pin.toml"
     old, newer = existing.commits["tool"][0], existing.commits["tool"][2]
     lock.write_text(lock.read_text().replace(old, newer))
-    capsys.readouterr()
     assert main(["check", "--offline"]) == 1
     out = capsys.readouterr().out
     assert "recipe/helpers/tools.py:10" in out, out
@@ -186,40 +192,39 @@ def test_a_call_moved_to_exp_repo_later_keeps_its_ids(existing, capsys):
     assert existing.plain_ids() == plain
 
 
-def test_an_adoption_that_would_change_an_id_writes_nothing(existing, capsys):
+def test_an_adoption_that_would_change_an_id_writes_nothing(existing):
     # one clone carries two overwrite values at one commit: no single alias keeps the ids of both
     config = existing.root / "config" / "exp.py"
     second = 'other = old.copy()\n    other.hash_overwrite = "SECOND"\n    uses = [other, '
     config.write_text(config.read_text().replace("uses = [", second))
-    assert adopt("--accept-unpinned", "--write") == 1
-    out = capsys.readouterr().out
-    assert f"{existing.commits['tool'][0][:7]} carries 2 hash_overwrite values (set at config/exp.py:" in out
-    assert "nothing written" in out
-    assert not (existing.root / "pin.toml").exists()
+    result = adopted()
+    assert f"{existing.commits['tool'][0][:7]} carries 2 hash_overwrite values (set at config/exp.py:" in "\n".join(
+        result.problems
+    )
+    assert result.written is None and not (existing.root / "pin.toml").exists()
 
 
-def test_one_value_at_two_commits_that_merges_two_jobs_is_not_adopted(existing, capsys):
+def test_one_value_at_two_commits_that_merges_two_jobs_is_not_adopted(existing):
     # the ids are the same before and after, and wrong in both: two commits' jobs are one job
     config = existing.root / "config" / "exp.py"
     merged = '"TOOL_OLD")\n    tk.register_output("exp/merged", Use(new, 0).out)'
     config.write_text(config.read_text().replace('"TOOL_NEW")', merged))
-    assert adopt("--accept-unpinned", "--write") == 1
-    out = capsys.readouterr().out
-    assert "9 of 9 outputs keep their job id" in out
-    assert "problem: sets.exp: config/exp.py:" in out and "hides: one job would stand for both" in out
-    assert not (existing.root / "pin.toml").exists()
+    result = adopted()
+    assert (result.whole.kept, result.whole.outputs) == (9, 9)
+    (problem,) = result.problems
+    assert problem.startswith("sets.exp: config/exp.py:") and "hides: one job would stand for both" in problem
+    assert result.written is None and not (existing.root / "pin.toml").exists()
 
 
-def test_a_value_another_set_binds_to_another_commit_is_not_adopted(existing, capsys):
+def test_a_value_another_set_binds_to_another_commit_is_not_adopted(existing):
     other = existing.commits["tool"][2]
     (existing.root / "pin.toml").write_text(
         f'version = 1\n\n[repos.t]\nurl = "{existing.urls["tool"]}"\n\n'
         f'[sets.other]\nt = {{ commit = "{other}", hash_overwrite = "TOOL_OLD" }}\n'
     )
     text = (existing.root / "pin.toml").read_text()
-    assert adopt("--accept-unpinned", "--write") == 1
-    out = capsys.readouterr().out
-    assert "problem: the adopted pins would not make a valid pin.toml: " in out and "'TOOL_OLD'" in out
+    (problem,) = adopted().problems
+    assert problem.startswith("the adopted pins would not make a valid pin.toml: ") and "'TOOL_OLD'" in problem
     assert (existing.root / "pin.toml").read_text() == text
 
 
@@ -239,10 +244,9 @@ def test_an_output_whose_id_the_adopted_lock_would_change_is_named_and_nothing_w
 
     real_load_graph = setup.load_graph
     monkeypatch.setattr(setup, "load_graph", load_graph)
-    assert adopt("--accept-unpinned", "--write") == 1
-    out = capsys.readouterr().out
-    assert "7 of 8 outputs keep their job id" in out
-    assert "problem: 1 of 8 outputs would get another job id: exp/2\n" in out
+    result = adopted()
+    assert (result.whole.kept, result.whole.outputs) == (7, 8)
+    assert result.problems == ["1 of 8 outputs would get another job id: exp/2"]
     assert main(["import", "config", "--set", "exp", "--config", "config/exp.py", "--accept-unpinned", "-v"]) == 1
     assert f"    output exp/2: {builds[2].outputs['exp/2'].job} -> i6_core/other/Job.x" in capsys.readouterr().out
     assert not (existing.root / "pin.toml").exists()
@@ -257,25 +261,24 @@ def test_json_carries_the_adoption(existing, capsys):
     assert not (existing.root / "pin.toml").exists(), "nothing written without --write"
 
 
-def test_a_call_no_config_builds_is_not_pinned(existing, capsys):
+def test_a_call_no_config_builds_is_not_pinned(existing):
     unused = existing.commits["rc"][2]
     (existing.root / "recipe" / "helpers" / "unused.py").write_text(
         "from i6_core.tools.git import CloneGitRepositoryJob\n\n"
         f"OLD = CloneGitRepositoryJob({existing.urls['rc']!r}, commit={unused!r})\n"
     )
-    assert adopt("--accept-unpinned", "--write") == 0
-    out = capsys.readouterr().out
-    assert "recipe/helpers/unused.py:3" in out and "not built by the configs of sets.exp: stays as written" in out
+    result = adopted()
+    assert not result.problems and result.written
+    (call,) = [call for call in result.calls if call.site.where == "recipe/helpers/unused.py:3"]
+    assert call.unbuilt and call.entry is not None, "it has an entry of its own, which no config builds"
     assert unused not in (existing.root / "pin.toml").read_text()
 
 
 def test_running_it_again_adds_nothing_and_never_records_a_changed_id(existing, capsys):
-    assert adopt("--accept-unpinned", "--write") == 0
+    assert adopted().written
     lock, snapshot = existing.root / "pin.toml", existing.root / "pin.snapshot.toml"
     written = lock.read_text(), snapshot.read_text()
-    capsys.readouterr()
-    assert adopt("--accept-unpinned", "--write") == 0
-    assert "pin.toml: sets.exp pins what its configs build already; nothing to add" in capsys.readouterr().out
+    assert adopted().written == "pin.toml: sets.exp pins what its configs build already; nothing to add"
     assert (lock.read_text(), snapshot.read_text()) == written
     # a change of the configs since the set was recorded is the user's to review, never the adoption's to record
     config = existing.root / "config" / "exp.py"
@@ -310,17 +313,20 @@ def py():
 )
 
 
-def test_moving_a_call_to_exp_repo_is_advised_only_where_it_keeps_the_ids(existing, capsys):
+def test_moving_a_call_to_exp_repo_is_advised_only_where_it_keeps_the_ids(existing):
     (existing.root / "config" / "exp.py").write_text(
         MOVING.format(
             lm=existing.urls["lm"], lm0=existing.commits["lm"][0], rc=existing.urls["rc"], rc0=existing.commits["rc"][0]
         )
     )
-    assert main(["import", "config", "--set", "exp", "--config", "config/exp.py"]) == 0
-    notes = [line for line in capsys.readouterr().out.splitlines() if "pin.toml binds its hash_overwrite" in line]
+    result = import_pins([Path("config")], set_name="exp", write=False, configs=["config/exp.py"])
+    assert not result.problems
+    notes = [note for note in result.notes if "pin.toml binds its hash_overwrite" in note]
     assert len(notes) == 2, notes
-    assert notes[0].startswith("note: config/exp.py:15: ") and "exp.repo() applies the same (same ids" in notes[0]
-    assert notes[1].startswith("note: config/exp.py:18: ") and "keep this call as written" in notes[1]
+    assert notes[0].startswith("config/exp.py:15: ") and "exp.repo() applies the same (same ids" in notes[0]
+    assert notes[1].startswith("config/exp.py:18: ") and "keep this call as written" in notes[1]
+    messages = {call.site.line: [reason.message for reason in call.reasons] for call in result.calls}
+    assert messages[15] == [notes[0].split(": ", 1)[1]] and messages[18] == [notes[1].split(": ", 1)[1]]
 
 
 @pytest.mark.parametrize(
@@ -331,24 +337,23 @@ def test_moving_a_call_to_exp_repo_is_advised_only_where_it_keeps_the_ids(existi
     ],
     ids=["uppercase SHA", "pinned and unpinned"],
 )
-def test_a_clone_that_cannot_be_adopted_is_said_and_not_accepted_unpinned(existing, capsys, call, expected):
+def test_a_clone_that_cannot_be_adopted_is_said_and_not_accepted_unpinned(existing, call, expected):
     config = existing.root / "config" / "exp.py"
     more = call.format(rc=existing.urls["rc"], upper=existing.commits["rc"][0].upper())
     config.write_text(config.read_text().replace("uses = [", f"other = {more}.out_repository\n    uses = [other, "))
-    assert adopt("--accept-unpinned", "--write") == 1
-    assert expected in capsys.readouterr().out
-    assert not (existing.root / "pin.toml").exists()
+    result = adopted()
+    assert expected in "\n".join(result.problems)
+    assert result.written is None and not (existing.root / "pin.toml").exists()
 
 
-def test_an_existing_pin_without_the_alias_is_named_with_the_edit_it_needs(existing, capsys):
+def test_an_existing_pin_without_the_alias_is_named_with_the_edit_it_needs(existing):
     # the calls adopted first without --config: their pins bind no overwrite
-    assert main(["import", "config", "recipe", "--set", "exp", "--write"]) == 1  # the unpinned calls are blocked
-    capsys.readouterr()
-    assert adopt("--accept-unpinned", "--write") == 1
-    out = capsys.readouterr().out
+    calls_alone = import_pins([Path("config"), Path("recipe")], set_name="exp", write=True)
+    assert calls_alone.problems and calls_alone.written, "the unpinned calls are blocked, the others written"
+    problems = "\n".join(adopted().problems)
     tool0 = existing.commits["tool"][0]
-    assert "without binding hash_overwrite 'TOOL_OLD' (set at recipe/helpers/tools.py:10): write it as " in out
-    assert f'= {{ commit = "{tool0}", hash_overwrite = "TOOL_OLD" }}' in out
+    assert "without binding hash_overwrite 'TOOL_OLD' (set at recipe/helpers/tools.py:10): write it as " in problems
+    assert f'= {{ commit = "{tool0}", hash_overwrite = "TOOL_OLD" }}' in problems
 
 
 def test_json_with_write_is_one_document_that_says_what_was_written(existing, capsys):
@@ -365,5 +370,8 @@ def test_json_with_write_is_one_document_that_says_what_was_written(existing, ca
 def test_configs_are_given_relative_to_the_setup_root(existing, capsys):
     assert main(["import", "config", "--set", "exp", "--config", str(existing.root / "config/exp.py")]) == 2
     assert "give it relative to the setup root" in capsys.readouterr().err
-    assert adopt("--config", "./config/exp.py", "--accept-unpinned", "--write") == 0
+    normalized = import_pins(
+        [Path("config")], set_name="exp", write=True, configs=["./config/exp.py"], accept_unpinned=True
+    )
+    assert normalized.whole.configs == ["config/exp.py"] and normalized.written
     assert load_lockfile(existing.root / "pin.toml").get_set("exp").configs == ("config/exp.py",)

@@ -15,6 +15,7 @@ from sispin.adopt.follow import scan_paths
 from sispin.adopt.scan import Overwrite, scan_source
 from sispin.cli.main import main
 from sispin.lock.lockfile import load_lockfile
+from sispin.ops.import_pins import ImportResult, import_pins
 
 RC = "https://github.com/rwth-i6/returnn_common"
 SHA = "f7ad63a588359543e7882db517a5eb7fd99ec670"
@@ -234,38 +235,40 @@ def sisyphus_on_pythonpath(real_sisyphus, monkeypatch):
     return in_setup
 
 
-def report(capsys, *argv: str):
-    code = main(["import", *argv, "--json"])
-    return code, json.loads(capsys.readouterr().out)
+def report(*paths: str, set_name: str = "exp", write: bool = False) -> ImportResult:
+    """``pin import PATH ... --set NAME``'s use case: what it found, proposes (and wrote)"""
+    return import_pins([Path(path) for path in paths], set_name=set_name, write=write)
 
 
-def test_proposal_groups_by_repository_and_lists_what_cannot_be_adopted(
-    tree, write_lock, sisyphus_on_pythonpath, capsys
-):
+def by_place(result: ImportResult) -> dict:
+    """:return: (file name, line) -> the call found there"""
+    return {(call.site.file.rsplit("/", 1)[-1], call.site.line): call for call in result.calls}
+
+
+def test_proposal_groups_by_repository_and_lists_what_cannot_be_adopted(tree, write_lock, sisyphus_on_pythonpath):
     sisyphus_on_pythonpath(write_lock("version = 1\n").parent)
-    code, result = report(capsys, str(tree), "--set", "exp")
-    assert code == 1
+    result = report(str(tree))
+    assert result.problems and result.unconfirmed is None
     # one entry per distinct job: another checkout folder or other job arguments get an entry of their own
-    assert result["repos"] == {
+    assert result.proposal.repos == {
         "returnn_common": {"url": RC},
         "returnn_common_f7ad63a": {"url": RC, "checkout": "returnn_common"},
         "returnn_common_clone_submodules_files_to_checkout": {"url": RC},
         "returnn_common_branch": {"url": RC, "branch": "main"},
     }
-    assert result["pins"]["returnn_common"] == SHA
-    adopted = [(r["line"], r["replacement"]) for r in result["call_sites"] if r["replacement"]]
-    assert [line for line, _ in adopted] == [14, 15, 16, 17, 18, 19, 20, 13, 18, 23]
-    status = {(r["file"].rsplit("/", 1)[-1], r["line"]): r["status"] for r in result["call_sites"]}
-    assert status[("forms.py", 14)] == "adopt" and status[("risks.py", 13)] == "note"
-    assert status[("risks.py", 5)] == status[("risks.py", 9)] == status[("risks.py", 32)] == "blocked"
-    kinds = {(r["file"].rsplit("/", 1)[-1], r["line"]): [x["kind"] for x in r["reasons"]] for r in result["call_sites"]}
+    assert result.proposal.pins["returnn_common"] == SHA
+    assert [call.site.line for call in result.calls if call.entry] == [14, 15, 16, 17, 18, 19, 20, 13, 18, 23]
+    calls = by_place(result)
+    assert calls[("forms.py", 14)].status == "adopt" and calls[("risks.py", 13)].status == "note"
+    assert {calls[("risks.py", line)].status for line in (5, 9, 32)} == {"blocked"}
+    kinds = {place: [reason.kind for reason in call.reasons] for place, call in calls.items()}
     assert kinds[("risks.py", 5)] == ["no_commit"] and kinds[("risks.py", 9)] == ["short_sha"]
     assert kinds[("risks.py", 13)] == ["hash_overwrite"] and kinds[("forms.py", 14)] == []
-    problems = "\n".join(result["problems"])
+    problems = "\n".join(result.problems)
     assert "risks.py:5: not adopted: it pins no commit: follows the default branch (unpinned)" in problems
     assert "risks.py:9: not adopted: it pins no full commit (commit 'd1fc1c7' is not a full 40-hex SHA)" in problems
     assert "risks.py:32: not adopted: its arguments are not all literals" in problems
-    notes = "\n".join(result["notes"])
+    notes = "\n".join(result.notes)
     assert "risks.py:13: hash_overwrite assigned on its output (line 14): jobs using that output hash" in notes
 
 
@@ -291,28 +294,30 @@ def test_write_round_trips_and_never_overwrites(tree, write_lock, sisyphus_on_py
     assert lockfile.get_set("exp").pin("returnn_common").commit == SHA2, "an existing pin is never overwritten"
     assert lockfile.get_set("exp").pin("returnn_common_f7ad63a").commit == SHA
 
-    assert main(["import", str(only), "--set", "fresh", "--write"]) == 0
-    assert "pin.toml: added 0 repositories and 1 pin of set 'fresh'" in capsys.readouterr().out
+    result = report(str(only), set_name="fresh", write=True)
+    assert result.written == "pin.toml: added 0 repositories and 1 pin of set 'fresh'" and not result.problems
     text = lock.read_text()
     assert load_lockfile(lock).get_set("fresh").pin("returnn_common").commit == SHA
 
-    assert main(["import", str(only), "--set", "fresh", "--write"]) == 0
+    assert not report(str(only), set_name="fresh", write=True).problems
     assert lock.read_text() == text, "a second import adds nothing"
 
 
-def test_write_creates_a_lockfile_and_pin_tables(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys):
+def test_write_creates_a_lockfile_and_pin_tables(tmp_path, monkeypatch, sisyphus_on_pythonpath):
     monkeypatch.chdir(tmp_path)
     sisyphus_on_pythonpath(tmp_path)
     (tmp_path / "only.py").write_text(
         "from i6_core.tools.git import CloneGitRepositoryJob\n"
         f"j = CloneGitRepositoryJob('{RC}.git', commit='{SHA}', branch='main', clone_submodules=True)\n"
     )
-    assert main(["import", "only.py", "--set", "exp", "--write"]) == 0
+    result = report("only.py", write=True)
+    assert not result.problems and result.written
     lock = load_lockfile(tmp_path / "pin.toml")
     assert lock.get_repo("returnn_common").url == RC + ".git"
     assert lock.get_repo("returnn_common").branch == "main"
     assert lock.get_set("exp").pin("returnn_common").job_kwargs == {"branch": "main", "clone_submodules": True}
-    assert "(same job id i6_core/tools/git/CloneGitRepositoryJob." in capsys.readouterr().out
+    (call,) = result.calls
+    assert call.job_ids[0] == call.job_ids[1] and call.job_ids[0].startswith("i6_core/tools/git/CloneGitRepositoryJob.")
 
 
 def test_without_sisyphus_nothing_is_confirmed_and_nothing_written(tmp_path, monkeypatch, capsys):
@@ -357,13 +362,13 @@ def test_replacement_job_ids_equal_the_originals(real_sisyphus, tree, write_lock
         "from i6_core.tools.git import CloneGitRepositoryJob\n"
         f"j = CloneGitRepositoryJob('https://github.com/rwth-i6/returnn', None, '{SHA}', 'rc', True, ['nn'], None)\n"
     )
-    code, result = report(capsys, str(tree / "forms.py"), str(tree / "b.py"), "--set", "exp")
-    checked = [r for r in result["call_sites"] if r["job_id"]]
-    assert [r["line"] for r in checked] == [14, 15, 16, 17, 18, 19, 20, 2]
-    assert result["pins"]["returnn"] == {"commit": SHA, "clone_submodules": True, "files_to_checkout": ["nn"]}
-    for record in checked:
-        assert record["job_id"] == record["replacement_job_id"]
-        assert record["job_id"].startswith("i6_core/tools/git/CloneGitRepositoryJob.")
+    result = report(str(tree / "forms.py"), str(tree / "b.py"))
+    checked = [call for call in result.calls if call.job_ids]
+    assert [call.site.line for call in checked] == [14, 15, 16, 17, 18, 19, 20, 2]
+    assert result.proposal.pins["returnn"] == {"commit": SHA, "clone_submodules": True, "files_to_checkout": ["nn"]}
+    for call in checked:
+        original, replacement = call.job_ids
+        assert original == replacement and original.startswith("i6_core/tools/git/CloneGitRepositoryJob.")
     main(["import", str(tree / "forms.py"), "--set", "exp"])
     assert "(same job id i6_core/tools/git/CloneGitRepositoryJob." in capsys.readouterr().out
 
@@ -411,53 +416,48 @@ IMPORT = "from i6_core.tools.git import CloneGitRepositoryJob\n"
 RETURNN = "https://github.com/rwth-i6/returnn"
 
 
-def adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, source: str):
+def adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, source: str):
     monkeypatch.chdir(tmp_path)
     if not (tmp_path / "recipe").exists():
         sisyphus_on_pythonpath(tmp_path)
     (tmp_path / "c.py").write_text(source)
-    code, result = report(capsys, "c.py", "--set", "exp")
-    return code, result, {r["line"]: r for r in result["call_sites"]}
+    result = report("c.py")
+    return result, {call.site.line: call for call in result.calls}
 
 
 def test_only_notes_exit_0_and_the_reason_is_the_blocking_one(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys):
-    code, result, sites = adopt_report(
-        tmp_path,
-        monkeypatch,
-        sisyphus_on_pythonpath,
-        capsys,
-        IMPORT + f"j = CloneGitRepositoryJob('{RC}', commit='{SHA}')\nj.out_repository.hash_overwrite = 'X'\n",
-    )
-    assert code == 0 and sites[2]["status"] == "note" and result["problems"] == []
-    assert sites[2]["overwrites"] == [{"file": "c.py", "line": 3, "value": "X"}]
+    source = IMPORT + f"j = CloneGitRepositoryJob('{RC}', commit='{SHA}')\nj.out_repository.hash_overwrite = 'X'\n"
+    result, calls = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, source)
+    assert calls[2].status == "note" and result.problems == [] and result.notes
+    assert calls[2].site.overwrites == [Overwrite("c.py", 3, "X")]
+    assert main(["import", "c.py", "--set", "exp"]) == 0, "notes alone exit 0"
     short = IMPORT + f"j = CloneGitRepositoryJob('{RC}', commit='d1fc1c7')\nj.out_repository.hash_overwrite = 'X'\n"
-    code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, short)
-    assert code == 1 and sites[2]["status"] == "blocked"
-    assert result["problems"] == [
+    result, calls = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, short)
+    assert calls[2].status == "blocked"
+    assert result.problems == [
         "c.py:2: not adopted: it pins no full commit (commit 'd1fc1c7' is not a full 40-hex SHA)"
     ]
+    assert main(["import", "c.py", "--set", "exp"]) == 1, "a blocked call exits 1"
 
 
-def test_an_uppercase_sha_and_an_unimported_name_are_blocked(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys):
+def test_an_uppercase_sha_and_an_unimported_name_are_blocked(tmp_path, monkeypatch, sisyphus_on_pythonpath):
     source = IMPORT + f"a = CloneGitRepositoryJob('{RC}', commit='{SHA.upper()}')\n"
-    code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, source)
-    assert [x["kind"] for x in sites[2]["reasons"]] == ["uppercase_sha"]
-    assert "is a full SHA in uppercase: pin.toml needs it lowercase" in sites[2]["reasons"][0]["message"]
-    assert sites[2]["risks"] == [
+    result, calls = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, source)
+    assert [reason.kind for reason in calls[2].reasons] == ["uppercase_sha"]
+    assert "is a full SHA in uppercase: pin.toml needs it lowercase" in calls[2].reasons[0].message
+    assert calls[2].site.risks == [
         f"commit '{SHA.upper()}' is a full SHA in uppercase (git and pin.toml need it lowercase)"
     ]
 
     bare = f"x = CloneGitRepositoryJob('{RC}', commit='{SHA}')\n"
-    code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, bare)
-    assert code == 1 and sites[1]["status"] == "blocked" and sites[1]["reasons"][0]["kind"] == "not_imported"
+    result, calls = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, bare)
+    assert result.problems and calls[1].status == "blocked" and calls[1].reasons[0].kind == "not_imported"
     star = "from i6_core.tools.git import *\n" + bare
-    code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, star)
-    assert code == 0 and sites[2]["status"] == "adopt"
+    result, calls = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, star)
+    assert not result.problems and calls[2].status == "adopt"
 
 
-def test_several_commits_and_folders_of_one_url_get_entries_of_their_own(
-    tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys
-):
+def test_several_commits_and_folders_of_one_url_get_entries_of_their_own(tmp_path, monkeypatch, sisyphus_on_pythonpath):
     source = IMPORT + (
         f"a = CloneGitRepositoryJob('{RETURNN}', commit='{SHA}')\n"
         f"b = CloneGitRepositoryJob('{RETURNN}', commit='{SHA2}')\n"
@@ -467,22 +467,22 @@ def test_several_commits_and_folders_of_one_url_get_entries_of_their_own(
         f"f = CloneGitRepositoryJob('https://github.com/someone/returnn', commit='{SHA}')\n"
         f"g = CloneGitRepositoryJob('{RETURNN}', commit='{SHA}')\n"
     )
-    code, result, sites = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, capsys, source)
-    assert code == 0, result["problems"]
-    assert {line: r["replacement"] for line, r in sites.items()} == {
-        2: 'exp.repo("returnn")',
-        3: 'exp.repo("returnn_1ce99b3")',
-        4: 'exp.repo("returnn_rt")',
-        5: 'exp.repo("returnn_f7ad63a")',  # another spelling: its own entry (the URL is hashed verbatim)
-        6: 'exp.repo("returnn_1ce99b3_2")',
-        7: 'exp.repo("someone_returnn")',  # another owner's repository of the same name
-        8: 'exp.repo("returnn")',
+    result, calls = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, source)
+    assert not result.problems, result.problems
+    assert {line: call.entry for line, call in calls.items()} == {
+        2: "returnn",
+        3: "returnn_1ce99b3",
+        4: "returnn_rt",
+        5: "returnn_f7ad63a",  # another spelling: its own entry (the URL is hashed verbatim)
+        6: "returnn_1ce99b3_2",
+        7: "someone_returnn",  # another owner's repository of the same name
+        8: "returnn",
     }
-    assert result["repos"]["returnn_rt"] == {"url": RETURNN, "checkout": "rt"}
-    assert result["by_file"] == {
+    assert result.proposal.repos["returnn_rt"] == {"url": RETURNN, "checkout": "rt"}
+    assert result.by_file == {
         "c.py": ["returnn", "returnn_1ce99b3", "returnn_rt", "returnn_f7ad63a", "returnn_1ce99b3_2", "someone_returnn"]
     }
-    assert all(r["job_id"] and r["job_id"] == r["replacement_job_id"] for r in result["call_sites"])
+    assert all(call.job_ids and call.job_ids[0] == call.job_ids[1] for call in result.calls)
 
 
 SUBWORD = "https://github.com/rwth-i6/subword-nmt"
@@ -526,25 +526,25 @@ def test_pins_passed_through_a_helper_are_reported_at_the_call(tmp_path, monkeyp
     (tmp_path / "tree").mkdir()
     (tmp_path / "tree" / "helpers.py").write_text(HELPERS)
     (tmp_path / "tree" / "users.py").write_text(USERS)
-    code, result = report(capsys, "tree", "--set", "exp")
-    sites = [(r["file"], r["line"], r["status"], r["replacement"]) for r in result["call_sites"]]
+    result = report("tree")
+    sites = [(call.site.file, call.site.line, call.status, call.entry) for call in result.calls]
     assert sites == [
         ("tree/helpers.py", 5, "note", None),  # the helpers' own calls: their commit is a parameter
         ("tree/helpers.py", 10, "note", None),
         ("tree/helpers.py", 15, "blocked", None),  # a method: not followed
-        ("tree/users.py", 8, "adopt", 'exp.commit("subword-nmt")'),
-        ("tree/users.py", 9, "adopt", 'exp.commit("subword-nmt")'),
-        ("tree/users.py", 10, "adopt", 'exp.commit("returnn")'),
-        ("tree/users.py", 11, "adopt", 'exp.commit("returnn_f7ad63a")'),
+        ("tree/users.py", 8, "adopt", "subword-nmt"),
+        ("tree/users.py", 9, "adopt", "subword-nmt"),
+        ("tree/users.py", 10, "adopt", "returnn"),
+        ("tree/users.py", 11, "adopt", "returnn_f7ad63a"),
         ("tree/users.py", 13, "blocked", None),
     ]
-    helper = result["call_sites"][3]
-    assert helper["helper"] == "get_returnn_subword_nmt(commit_hash=...), whose clone is at tree/helpers.py:5"
-    assert helper["job_id"] and helper["job_id"] == helper["replacement_job_id"]
-    assert result["repos"]["subword-nmt"] == {"url": SUBWORD, "checkout": "subword-nmt"}
-    assert result["pins"] == {"subword-nmt": SHA, "returnn": SHA2, "returnn_f7ad63a": SHA}
+    helper = result.calls[3]
+    assert helper.site.helper == "get_returnn_subword_nmt(commit_hash=...), whose clone is at tree/helpers.py:5"
+    assert helper.job_ids and helper.job_ids[0] == helper.job_ids[1]
+    assert result.proposal.repos["subword-nmt"] == {"url": SUBWORD, "checkout": "subword-nmt"}
+    assert result.proposal.pins == {"subword-nmt": SHA, "returnn": SHA2, "returnn_f7ad63a": SHA}
     assert "tree/users.py:13: not adopted: it pins no full commit (commit '1ce99b3' is not" in "\n".join(
-        result["problems"]
+        result.problems
     )
     main(["import", "tree", "--set", "exp"])
     out = capsys.readouterr().out
@@ -558,7 +558,7 @@ def test_a_directory_needing_several_commits_shows_the_entries_per_file(tmp_path
     (tmp_path / "exp1.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RETURNN}', commit='{SHA}')\n")
     (tmp_path / "exp2.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RETURNN}', commit='{SHA2}')\n")
     (tmp_path / "exp3.py").write_text(IMPORT + f"CloneGitRepositoryJob('{RC}', commit='{SHA}')\n")
-    main(["import", ".", "--set", "exp"])  # exit 9 without Sisyphus: the report is printed all the same
+    assert main(["import", ".", "--set", "exp"]) == 9  # without Sisyphus: the report is printed all the same
     assert (
         "entries each file uses (to make one set per file instead: pin import FILE --set NAME):\n"
         "    ./exp1.py: returnn\n    ./exp2.py: returnn_1ce99b3\n    ./exp3.py: returnn_common\n"
@@ -816,16 +816,14 @@ def test_a_helper_call_with_literal_defaults_is_adopted_with_the_same_job_id(
     monkeypatch.chdir(tmp_path)
     write_package(tmp_path / "recipe")
     sisyphus_on_pythonpath(tmp_path)
-    code, result = report(capsys, "recipe/exps/users_abs.py", "--set", "exp")
-    sites = {f"{r['file']}:{r['line']}": r for r in result["call_sites"]}
+    result = report("recipe/exps/users_abs.py")
+    sites = {call.site.where: call for call in result.calls}
     pinned, rc, sctk = sites[at("call-pinned")], sites[at("call-rc")], sites[at("call-sctk")]
-    assert pinned["status"] == "adopt" and pinned["replacement"] == 'exp.commit("SCTK")'
-    assert pinned["url"] == SCTK and pinned["job_id"] and pinned["job_id"] == pinned["replacement_job_id"]
-    assert rc["status"] == "note" and rc["job_id"] == rc["replacement_job_id"]
-    assert rc["overwrites"] == [
-        {"file": "recipe/exps/users_abs.py", "line": int(at("ow-rc").split(":")[1]), "value": "RC_V2"}
-    ]
-    assert [reason["kind"] for reason in sctk["reasons"]] == ["no_commit"]
+    assert pinned.status == "adopt" and pinned.entry == "SCTK" and pinned.site.helper
+    assert pinned.site.url == SCTK and pinned.job_ids and pinned.job_ids[0] == pinned.job_ids[1]
+    assert rc.status == "note" and rc.job_ids[0] == rc.job_ids[1]
+    assert rc.site.overwrites == [Overwrite("recipe/exps/users_abs.py", int(at("ow-rc").split(":")[1]), "RC_V2")]
+    assert [reason.kind for reason in sctk.reasons] == ["no_commit"]
     main(["import", "recipe/exps/users_abs.py", "--set", "exp"])
     out = capsys.readouterr().out
     assert f"    through helper compile_sctk(commit=...), whose clone is at {at('clone-sctk')}\n" in out
@@ -834,16 +832,17 @@ def test_a_helper_call_with_literal_defaults_is_adopted_with_the_same_job_id(
 def test_an_overwrite_on_an_object_of_another_module_is_reported_at_its_clone(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     write_package(tmp_path / "recipe")
-    code, result = report(capsys, "recipe/exps", "--set", "exp")  # exit 9 without Sisyphus: the report all the same
-    site = next(r for r in result["call_sites"] if f"{r['file']}:{r['line']}" == at("shared"))
-    assert site["status"] == "note"
-    assert [(o["file"], o["value"]) for o in site["overwrites"]] == [
+    result = report("recipe/exps")  # no Sisyphus: the ids unconfirmed, what the scan found all the same
+    assert result.unconfirmed is not None
+    site = next(call for call in result.calls if call.site.where == at("shared"))
+    assert site.status == "note"
+    assert [(o.file, o.value) for o in site.site.overwrites] == [
         ("recipe/exps/shares.py", "ROOT_SHARED"),
         ("recipe/exps/shares.py", "PACKAGE_SHARED"),
         ("recipe/exps/shares_by_module.py", "COPY_SHARED"),
     ]
     assert f"{at('shared')}: hash_overwrite assigned on its output ({at('ow-shared-root')}): jobs using" in "\n".join(
-        result["notes"]
+        result.notes
     )
     main(["import", "recipe/exps", "--set", "exp"])
     assert f"    risk: hash_overwrite assigned on its output ({at('ow-shared-copy')})\n" in capsys.readouterr().out
@@ -924,7 +923,7 @@ def test_a_call_with_patches_is_adopted_and_its_patches_read_back_identical(
     assert text.count("\r\n") == (text.count("\n") if newline == "\r\n" else 0), "the file's line endings"
     assert load_lockfile(tmp_path / "pin.toml").get_set("exp").pin("returnn_common").job_kwargs == {"patches": patches}
     # the job id again, now from the pin.toml written: the entry is taken as it is, and gives the call's job id
-    code, result = report(capsys, "c.py", "--set", "exp")
-    assert code == 0 and result["repos"] == {} and result["pins"] == {}
-    site = result["call_sites"][0]
-    assert site["replacement"] == 'exp.repo("returnn_common")' and site["job_id"] == site["replacement_job_id"]
+    result = report("c.py")
+    assert not result.problems and result.proposal.repos == {} and result.proposal.pins == {}
+    (call,) = result.calls
+    assert call.entry == "returnn_common" and call.job_ids[0] == call.job_ids[1]

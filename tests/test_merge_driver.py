@@ -15,6 +15,7 @@ from test_freeze import CONFIG
 from conftest import git, git_commit
 from sispin.cli.main import main
 from sispin.lock.lockfile import parse_lockfile
+from sispin.ops.merge_driver import Merge, merge_files
 
 SHA = {digit: digit * 40 for digit in "0123456789"}
 BASE = f"""\
@@ -44,15 +45,27 @@ def _merge(tmp_path, base, ours, theirs, name="pin.toml"):
     return code, files[1].read_bytes().decode()
 
 
+def _merged(tmp_path, base, ours, theirs, name="pin.toml") -> Merge:
+    """The merge driver's use case on the three texts; checks that OURS holds what it returns."""
+    files = []
+    for label, text in (("base", base), ("ours", ours), ("theirs", theirs)):
+        files.append(tmp_path / label)
+        files[-1].write_bytes(text.encode())
+    result = merge_files(*files, name)
+    assert files[1].read_bytes().decode() == result.text
+    return result
+
+
 def _new_set(name, digit, comment):
     return f'\n# {comment}\n[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{SHA[digit]}"\n'
 
 
-def test_different_sets_moved_and_added_on_both_branches_merge_keeping_comments(tmp_path, capsys):
+def test_different_sets_moved_and_added_on_both_branches_merge_keeping_comments(tmp_path):
     ours = BASE.replace(SHA["1"], SHA["3"]) + _new_set("c", "5", "our new set")
     theirs = BASE.replace(SHA["2"], SHA["4"]) + _new_set("d", "6", "their new set")
-    code, merged = _merge(tmp_path, BASE, ours, theirs)
-    assert code == 0, capsys.readouterr().err
+    merge = _merged(tmp_path, BASE, ours, theirs)
+    merged = merge.text
+    assert merge.conflicts == []
     lock = parse_lockfile(merged, Path("pin.toml"))
     assert {name: spec.pins["rc"].commit for name, spec in lock.sets.items()} == {
         "a": SHA["3"],
@@ -66,34 +79,37 @@ def test_different_sets_moved_and_added_on_both_branches_merge_keeping_comments(
     assert merged.index("[sets.c]") < merged.index("[sets.d]")
 
 
-def test_a_change_next_to_a_new_set_merges_by_value(tmp_path, capsys):
+def test_a_change_next_to_a_new_set_merges_by_value(tmp_path):
     # the line merge conflicts (the changed line ends the file where the other branch appends), the union merge
     # keeps the old and the new pin: the driver writes the other branch's set into this branch's file
     ours = BASE.replace(SHA["2"], SHA["3"])
     theirs = BASE + _new_set("c", "5", "their new set")
-    code, merged = _merge(tmp_path, BASE, ours, theirs)
-    assert code == 0, capsys.readouterr().err
+    merge = _merged(tmp_path, BASE, ours, theirs)
+    merged = merge.text
+    assert merge.conflicts == []
     lock = parse_lockfile(merged, Path("pin.toml"))
     assert lock.sets["b"].pins["rc"].commit == SHA["3"] and lock.sets["c"].pins["rc"].commit == SHA["5"]
     assert merged.startswith(ours.rstrip("\n"))
 
 
-def test_a_comment_changed_on_the_other_branch_is_kept(tmp_path, capsys):
+def test_a_comment_changed_on_the_other_branch_is_kept(tmp_path):
     # values alone do not hold comments: git's clean line merge is taken
     theirs = BASE.replace("# b is the paper's set", "# b is the ICASSP paper's set")
-    code, merged = _merge(tmp_path, BASE, BASE.replace(SHA["1"], SHA["3"]), theirs)
-    assert code == 0, capsys.readouterr().err
+    merge = _merged(tmp_path, BASE, BASE.replace(SHA["1"], SHA["3"]), theirs)
+    merged = merge.text
+    assert merge.conflicts == []
     assert merged == theirs.replace(SHA["1"], SHA["3"])
 
 
-def test_a_clean_line_merge_that_repeats_a_table_is_not_taken(tmp_path, capsys):
+def test_a_clean_line_merge_that_repeats_a_table_is_not_taken(tmp_path):
     # the same new set, appended on one branch and inserted before [sets.b] on the other: git's line merge is clean
     # but holds [sets.c] twice
     new_set = _new_set("c", "5", "c")
     ours = BASE + new_set
     theirs = BASE.replace("\n# b is the paper's set", new_set + "\n# b is the paper's set")
-    code, merged = _merge(tmp_path, BASE, ours, theirs)
-    assert code == 0, capsys.readouterr().err
+    merge = _merged(tmp_path, BASE, ours, theirs)
+    merged = merge.text
+    assert merge.conflicts == []
     assert merged.count("[sets.c]") == 1 and parse_lockfile(merged, Path("pin.toml")).sets.keys() == {"a", "b", "c"}
 
 
@@ -109,22 +125,23 @@ def test_the_same_pin_moved_twice_is_a_conflict_naming_both_commits(tmp_path, ca
     assert "<<<<<<< this branch" in merged and ">>>>>>> other branch" in merged
 
 
-def test_values_that_are_fine_alone_but_not_together_are_a_conflict(tmp_path, capsys):
+def test_values_that_are_fine_alone_but_not_together_are_a_conflict(tmp_path):
     setup = '\n[setup.{}]\nurl = "https://example.org/{}"\ncommit = "{}"\npath = "tools/x"\n'
     ours = BASE + setup.format("x", "x", SHA["3"])
     theirs = BASE + setup.format("y", "y", SHA["4"])
-    code, merged = _merge(tmp_path, BASE, ours, theirs)
-    err = capsys.readouterr().err
-    assert code == 1 and "merged pin.toml: setup.y.path: 'tools/x' is the path of setup.x" in err, err
-    assert "<<<<<<< this branch" in merged
+    merge = _merged(tmp_path, BASE, ours, theirs)
+    (conflict,) = merge.conflicts
+    assert conflict.startswith("merged pin.toml: setup.y.path: 'tools/x' is the path of setup.x"), conflict
+    assert "<<<<<<< this branch" in merge.text
 
 
-def test_crlf_line_endings_stay(tmp_path, capsys):
+def test_crlf_line_endings_stay(tmp_path):
     crlf = BASE.replace("\n", "\r\n")
     ours = crlf.replace(SHA["2"], SHA["3"])
     theirs = crlf + _new_set("c", "5", "their new set").replace("\n", "\r\n")
-    code, merged = _merge(tmp_path, crlf, ours, theirs)
-    assert code == 0, capsys.readouterr().err
+    merge = _merged(tmp_path, crlf, ours, theirs)
+    merged = merge.text
+    assert merge.conflicts == []
     assert "\n" not in merged.replace("\r\n", "") and SHA["5"] in merged and SHA["3"] in merged
 
 
@@ -150,11 +167,11 @@ def test_snapshot_sets_merge_whole_and_a_set_both_changed_is_flagged(tmp_path, c
     assert (code, merged) == (0, ours)
 
 
-def test_the_history_of_hash_overwrite_values_keeps_both_branches(tmp_path, capsys):
+def test_the_history_of_hash_overwrite_values_keeps_both_branches(tmp_path):
     ours = _snapshot({"v1": [SHA["1"]]}, a="J/a.1")
     theirs = _snapshot({"v1": [SHA["2"]], "v2": [SHA["3"]]}, a="J/a.1")
-    code, merged = _merge(tmp_path, _snapshot(a="J/a.1"), ours, theirs, "pin.snapshot.toml")
-    assert (code, merged) == (0, _snapshot({"v1": [SHA["1"], SHA["2"]], "v2": [SHA["3"]]}, a="J/a.1"))
+    merge = _merged(tmp_path, _snapshot(a="J/a.1"), ours, theirs, "pin.snapshot.toml")
+    assert merge == Merge(_snapshot({"v1": [SHA["1"], SHA["2"]], "v2": [SHA["3"]]}, a="J/a.1"), [])
 
 
 def test_usage_errors_are_one_line(tmp_path, capsys):
@@ -249,38 +266,43 @@ def _added_set(text, name, digit):
     )
 
 
-def test_sets_added_on_both_branches_keep_every_comment_once(tmp_path, capsys):
+def test_sets_added_on_both_branches_keep_every_comment_once(tmp_path):
     ours, theirs = _added_set(WITH_SETUP, "alice", "3"), _added_set(WITH_SETUP, "bob", "4")
-    code, merged = _merge(tmp_path, WITH_SETUP, ours, theirs)
-    assert code == 0, capsys.readouterr().err
+    merge = _merged(tmp_path, WITH_SETUP, ours, theirs)
+    merged = merge.text
+    assert merge.conflicts == []
     assert merged.count("# The setup's own recipe code and workflow manager.") == 1, merged
     assert merged.index("[sets.alice]") < merged.index("[sets.bob]") < merged.index("# The setup's own")
     assert set(parse_lockfile(merged, Path("pin.toml")).sets) == {"a", "b", "alice", "bob"}
 
 
-def test_a_comment_the_merge_by_value_cannot_place_is_a_conflict(tmp_path, capsys):
+def test_a_comment_the_merge_by_value_cannot_place_is_a_conflict(tmp_path):
     # the line merge conflicts (both append), and the other branch also edited a comment: not dropped silently
     ours = _added_set(WITH_SETUP, "alice", "3")
     theirs = _added_set(WITH_SETUP, "bob", "4").replace("# b is the paper's set", "# b is the paper's set: DO NOT MOVE")
-    code, merged = _merge(tmp_path, WITH_SETUP, ours, theirs)
-    assert code == 1 and "<<<<<<<" in merged
-    assert "cannot keep the other branch's line \"# b is the paper's set: DO NOT MOVE\"" in capsys.readouterr().err
+    merge = _merged(tmp_path, WITH_SETUP, ours, theirs)
+    assert "<<<<<<<" in merge.text
+    assert merge.conflicts == [
+        "pin.toml: a merge by value cannot keep the other branch's line \"# b is the paper's set: DO NOT MOVE\": "
+        "resolve by hand"
+    ]
 
 
-def test_a_moved_pin_takes_its_line_as_the_other_branch_wrote_it(tmp_path, capsys):
+def test_a_moved_pin_takes_its_line_as_the_other_branch_wrote_it(tmp_path):
     # a tag comment stands for the commit it came with: the other branch's move drops it, the merge too
     tagged = WITH_SETUP.replace(f'rc = "{SHA["1"]}"  # a\'s comment', f'rc = "{SHA["1"]}"  # tag v1')
     theirs = tagged.replace(f'rc = "{SHA["1"]}"  # tag v1', f'rc = "{SHA["5"]}"')
-    code, merged = _merge(tmp_path, tagged, _added_set(tagged, "alice", "3"), theirs)
-    assert code == 0, capsys.readouterr().err
+    merge = _merged(tmp_path, tagged, _added_set(tagged, "alice", "3"), theirs)
+    merged = merge.text
+    assert merge.conflicts == []
     assert f'rc = "{SHA["5"]}"\n' in merged and "# tag v1" not in merged
 
 
-def test_a_frozen_set_does_not_move_in_a_merge(tmp_path, capsys):
+def test_a_frozen_set_does_not_move_in_a_merge(tmp_path):
     frozen = BASE.replace("[sets.a]\n", "[sets.a]\nfreeze = true\n")
-    code, merged = _merge(tmp_path, BASE, frozen, BASE.replace(SHA["1"], SHA["3"]))
-    assert code == 1  # (git's line merge is left in the file: it has no markers here, git marks it conflicted)
-    assert "sets.a is frozen on this branch, and the other branch changed it" in capsys.readouterr().err
+    merge = _merged(tmp_path, BASE, frozen, BASE.replace(SHA["1"], SHA["3"]))
+    # (git's line merge is left in the file: it has no markers here, git marks it conflicted)
+    assert "sets.a is frozen on this branch, and the other branch changed it" in "\n".join(merge.conflicts)
 
 
 def test_a_set_removed_on_one_branch_and_changed_on_the_other_is_a_conflict(tmp_path, capsys):

@@ -11,6 +11,18 @@ import pytest
 
 from conftest import git, git_commit
 from sispin.cli.main import main
+from sispin.errors import GitError
+from sispin.git.store import Store
+from sispin.lock.lockfile import load_lockfile
+from sispin.ops.sync import SetupSyncResult, sync_sets, sync_setup
+
+
+def synced(lock: Path) -> SetupSyncResult:
+    """``pin sync``'s use case on the setup of ``lock``, and what it said of each checkout as it went"""
+    told = []
+    result = sync_setup(load_lockfile(lock), told.append)
+    assert told == result.checkouts, "each checkout is told once it is done with, in order"
+    return result
 
 
 @pytest.fixture
@@ -48,7 +60,7 @@ def test_sync_reaches_a_commit_no_branch_points_to(upstream, write_lock):
     git(remote, "branch", "-q", "-D", "side")
     git(remote, "config", "uploadpack.allowAnySHA1InWant", "true")
     lock = write_lock(setup_lock(remote, orphan))
-    assert main(["sync"]) == 0
+    assert [checkout.outcome for checkout in synced(lock).checkouts] == ["cloned"]
     assert git(lock.parent / "tools" / "tool", "rev-parse", "HEAD") == orphan
 
 
@@ -91,11 +103,13 @@ def test_sync_refuses_a_directory_that_is_not_a_checkout(upstream, write_lock, c
     assert "exists but is not a git checkout" in capsys.readouterr().err
 
 
-def test_sync_of_a_missing_commit_fails_and_leaves_nothing(upstream, write_lock, capsys):
+def test_sync_of_a_missing_commit_fails_and_leaves_nothing(upstream, write_lock):
     remote, _, _ = upstream
     lock = write_lock(setup_lock(remote, "0" * 40))
-    assert main(["sync"]) == 5
-    assert f"commit {'0' * 40} does not exist in file://{remote}" in capsys.readouterr().err
+    result = synced(lock)
+    (checkout,) = result.checkouts
+    assert isinstance(checkout.error, GitError) and checkout.outcome is None and result.exit_code == 5
+    assert f"commit {'0' * 40} does not exist in file://{remote}" in str(checkout.error)
     assert list((lock.parent / "tools").iterdir()) == []
 
 
@@ -110,11 +124,17 @@ def test_sync_goes_on_after_a_failure_and_reports_each(upstream, write_lock, cap
     remote, first, _ = upstream
     text = setup_lock(remote, "0" * 40, "tools/broken").replace("[setup.tool]", "[setup.broken]")
     lock = write_lock(text + setup_lock(remote, first).replace("version = 1\n", ""))
+    result = synced(lock)
+    assert [(c.entry.name, c.outcome, c.error is not None) for c in result.checkouts] == [
+        ("broken", None, True),
+        ("tool", "cloned", False),
+    ]
+    assert result.exit_code == 5
+    assert (lock.parent / "tools" / "tool" / "tool.py").exists()
     assert main(["sync"]) == 5
     out = capsys.readouterr().out
     assert "broken  0000000  tools/broken  failed" in out
-    assert f"tool    {first[:7]}  tools/tool    cloned" in out
-    assert (lock.parent / "tools" / "tool" / "tool.py").exists()
+    assert f"tool    {first[:7]}  tools/tool    ok" in out
 
 
 def test_sync_removes_leftovers_of_a_killed_run(upstream, write_lock):
@@ -122,9 +142,27 @@ def test_sync_removes_leftovers_of_a_killed_run(upstream, write_lock):
     lock = write_lock(setup_lock(remote, first))
     leftover = lock.parent / "tools" / ".tool.pin-partial-abc123"
     (leftover / ".git").mkdir(parents=True)
-    assert main(["sync"]) == 0
+    assert synced(lock).exit_code == 0
     assert not leftover.exists()
     assert git(lock.parent / "tools" / "tool", "rev-parse", "HEAD") == first
+
+
+def test_sync_of_sets_makes_each_store_checkout_once(upstream, write_lock, store_dir):
+    remote, first, second = upstream
+    lock = write_lock(
+        f'version = 1\n\n[repos.tool]\nurl = "file://{remote}"\n\n[sets.a]\ntool = "{first}"\n\n'
+        f'[sets.b]\ntool = "{second}"\n'
+    )
+    told: list = []
+    made = sync_sets(load_lockfile(lock), ["a", "b", "a"], Store(), told.append)
+    assert told == made, "each checkout is told once it is there, in order"
+    assert [(s.set_name, s.repo, s.commit, s.made) for s in made] == [
+        ("a", "tool", first, True),
+        ("b", "tool", second, True),
+    ]
+    assert git(made[0].path, "rev-parse", "HEAD") == first and git(made[1].path, "rev-parse", "HEAD") == second
+    (again,) = sync_sets(load_lockfile(lock), ["a"], Store(), told.append)
+    assert again.path == made[0].path and not again.made
 
 
 def test_sync_without_setup_entries(write_lock, capsys):

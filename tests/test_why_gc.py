@@ -23,6 +23,8 @@ from sispin.git.gc import sweep
 from sispin.git.registry import register_lockfile, registered_lockfiles
 from sispin.git.store import Store
 from sispin.lock.lockfile import load_lockfile
+from sispin.ops.gc import gc
+from sispin.ops.why import why
 from sispin.sets import ExperimentSet
 
 
@@ -87,10 +89,11 @@ def test_gc_never_removes_what_another_lockfile_pins(shared, monkeypatch, capsys
     # A moves on: its old commit c[0] is still B's pin, so it stays
     shared.a.write_text(lock_text(f"file://{shared.remote}", [("a", shared.c[1])]))
     assert pin(monkeypatch, capsys, shared.a.parent, "sync", "a")[0] == 0
-    code, out = pin(monkeypatch, capsys, shared.a.parent, "gc")
-    assert code == 0, out
-    assert out.splitlines()[-1] == "pin gc: freed 0 B (0 bytes) in 0 checkouts; kept 3 checkouts pinned by 2 lockfiles"
-    assert f"kept  rc  {shared.c[0][:7]}  {shared.checkout(shared.c[0])}  ({shared.b}: sets.b.rc)" in out
+    result = gc(shared.a, Store(shared.store), dry_run=False)
+    assert result.sweep.removed == [] and result.freed == 0 and result.sweep.gone == []
+    assert result.sweep.kept[shared.checkout(shared.c[0])] == [f"{shared.b}: sets.b.rc"]
+    assert len(result.sweep.kept) == 3 and len(result.sweep.users) == 2
+    assert result.name_of(shared.checkout(shared.c[0]).parent.parent.name) == "rc"
     for commit in shared.c:
         assert (shared.checkout(commit) / ".git").is_dir()
 
@@ -210,6 +213,12 @@ def test_a_store_that_cannot_be_written_is_one_line_and_exit_10(history, tmp_pat
     ]
 
 
+def uses(shared: Shared, target: str) -> list:
+    """What ``pin why TARGET`` finds from setup A: per commit, the repository, the commit, the pins, the checkouts."""
+    result = why(shared.a, target, Store(shared.store))
+    return [(usage.name, usage.commit, [pin.key for pin in usage.pins], usage.checkouts) for usage in result.usages]
+
+
 def test_why_answers_from_every_lockfile_of_the_store_and_its_checkouts(shared, monkeypatch, capsys):
     url = f"file://{shared.remote}"
     code, out = pin(monkeypatch, capsys, shared.a.parent, "why", shared.c[0][:7])
@@ -220,20 +229,12 @@ def test_why_answers_from_every_lockfile_of_the_store_and_its_checkouts(shared, 
         f"  pinned by  sets.b.rc  ({shared.b})",
         f"  store      {shared.checkout(shared.c[0])}",
     ]
-    code, out = pin(monkeypatch, capsys, shared.a.parent, "why", "rc")
-    assert code == 0
-    assert out.splitlines()[4:] == [
-        f"rc {shared.c[2]}  {url}",
-        f"  pinned by  sets.b2.rc  ({shared.b})",
-        f"  store      {shared.checkout(shared.c[2])}",
+    assert uses(shared, "rc") == [
+        ("rc", shared.c[0], ["sets.a.rc", "sets.b.rc"], [shared.checkout(shared.c[0])]),
+        ("rc", shared.c[2], ["sets.b2.rc"], [shared.checkout(shared.c[2])]),
     ]
     shutil.rmtree(shared.b.parent)
-    code, out = pin(monkeypatch, capsys, shared.a.parent, "why", shared.c[2].upper())
-    assert out.splitlines() == [
-        f"rc {shared.c[2]}  {url}",
-        "  pinned by  no set  (`pin gc` removes its store checkout)",
-        f"  store      {shared.checkout(shared.c[2])}",
-    ]
+    assert uses(shared, shared.c[2].upper()) == [("rc", shared.c[2], [], [shared.checkout(shared.c[2])])]
     code, out = pin(monkeypatch, capsys, shared.a.parent, "why", shared.c[1])
     assert (code, out) == (
         0,
@@ -335,14 +336,13 @@ def test_why_names_the_finished_jobs_and_outputs_in_work(real_setup, make_repo, 
     # the set moves on: the old outputs are still in work/, but no set and no recorded output uses them now
     (root / "pin.toml").write_text((root / "pin.toml").read_text().replace(c[0], c[1]))
     assert pin(monkeypatch, capsys, root, "snapshot")[0] == 0
-    code, out = pin(monkeypatch, capsys, root, "why", "rc")
-    assert out.splitlines() == [
-        f"rc {c[1]}  file://{remote}",
-        "  pinned by  sets.exp.rc  (pin.toml)",
-        f"rc {c[0]}  file://{remote}",
-        "  pinned by  no set",
-        f"  work       {clone[0]}  finished, 2 finished jobs built on it",
+    result = why(root / "pin.toml", "rc", Store(store_dir))
+    assert [(usage.commit, [pin.key for pin in usage.pins], usage.outputs) for usage in result.usages] == [
+        (c[1], ["sets.exp.rc"], []),
+        (c[0], [], []),
     ]
+    assert [(clone.job, len(built_on)) for clone, built_on in result.usages[1].clones] == [(clone[0], 2)]
+    assert result.unreadable == [] and result.other_lockfiles == 0
 
 
 def _drop_root_powers() -> None:  # pragma: no cover - runs in the child between fork and exec

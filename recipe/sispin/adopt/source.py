@@ -28,8 +28,6 @@ from sispin.lock.urls import credential_spans
 #: what :func:`literal` gives for an expression that is no literal
 UNREADABLE = object()
 
-#: nodes whose body is a scope of its own: the names bound in there are not the module's
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 

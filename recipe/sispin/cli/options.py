@@ -27,7 +27,7 @@ import datetime
 import os
 import re
 from pathlib import Path, PurePath
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Sequence
 
 from sispin.cli.output import NORMAL, QUIET, VERBOSE, Output
 from sispin.errors import UsageError
@@ -82,7 +82,6 @@ def add_command(
     run: Callable[[argparse.Namespace, Output], int],
     *,
     description: str,
-    trailing: Optional[str] = None,
 ) -> argparse.ArgumentParser:
     """
     Declare a ``pin`` subcommand with the options every command takes (``--quiet``, ``--verbose``).
@@ -91,12 +90,10 @@ def add_command(
     :param name: the command as typed
     :param run: ``run(args, out) -> exit code``
     :param description: the paragraph of ``pin NAME --help``
-    :param trailing: the name of a trailing positional list that words after options join (``upgrade demo --to v1
-        rc``: argparse alone would refuse ``rc``)
     :return: the command's parser, for its own arguments
     """
     parser = subparsers.add_parser(name, help=COMMANDS[name][1], description=description, parents=[_LEVELS])
-    parser.set_defaults(run=run, trailing=trailing)
+    parser.set_defaults(run=run)
     return parser
 
 

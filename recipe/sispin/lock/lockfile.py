@@ -256,12 +256,11 @@ def inside_setup(root: Path, relative: str) -> bool:
     return Path(os.path.realpath(root / relative)).is_relative_to(real_root)
 
 
-def find_lockfile(start: Optional[Path] = None) -> Path:
+def find_lockfile() -> Path:
     """
-    Locate the lockfile: ``$PIN_LOCK`` when set, else the first pin.toml in ``start`` (default: the working
-    directory) or one of its parents, as git finds its repository.
+    Locate the lockfile: ``$PIN_LOCK`` when set, else the first pin.toml in the working directory or one of its
+    parents, as git finds its repository.
 
-    :param start: directory to search from
     :return: absolute path of the lockfile
     :raises LockfileError: when there is none
     """
@@ -271,7 +270,7 @@ def find_lockfile(start: Optional[Path] = None) -> Path:
         if not path.is_file():
             raise LockfileError(f"{LOCK_ENV}={explicit}: no such file")
         return path
-    here = (start or Path.cwd()).absolute()
+    here = Path.cwd().absolute()
     for directory in (here, *here.parents):
         candidate = directory / LOCKFILE_NAME
         if candidate.is_file():
