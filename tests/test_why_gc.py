@@ -305,7 +305,7 @@ def py():
 """
 
 
-def test_why_names_the_finished_jobs_and_outputs_in_work(real_setup, make_repo, monkeypatch, capsys):
+def test_why_names_the_finished_jobs_and_outputs_in_work(real_setup, make_repo, store_dir, monkeypatch, capsys):
     remote = make_repo("rc")
     c = [git_commit(remote, {"__init__.py": f"V = {i}\n"}) for i in range(2)]
     tables = f'[repos.rc]\nurl = "file://{remote}"\n\n[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{c[0]}"\n'
