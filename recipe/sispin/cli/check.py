@@ -24,14 +24,14 @@ from sispin.errors import LockfileError, PinError
 from sispin.git.env import missing_commits
 from sispin.git.history import on_a_ref
 from sispin.git.store import Store
-from sispin.graph.build import Output as RecordedOutput
-from sispin.graph.build import load_graph
+from sispin.graph.build import find_sisyphus, load_graph, recording_inputs
 from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
+from sispin.graph.probe.schema import RecordedOutput
 from sispin.graph.recordcache import read_records
-from sispin.graph.runner import find_sisyphus, recording_inputs
-from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
+from sispin.graph.snapshot import read_bound, read_snapshot
+from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import Lockfile, find_lockfile, load_lockfile
 from sispin.text import count, display_path, shown_key
 

@@ -34,9 +34,8 @@ from sispin.cli.options import add_command, json_output
 from sispin.cli.output import Output
 from sispin.clonejob import PARAMETERS, PIN_KWARGS
 from sispin.errors import LockfileError, SisyphusError, UsageError
-from sispin.graph.snapshot import snapshot_path
 from sispin.lock.editing import edit_lockfile
-from sispin.lock.files import check_writable, write_atomically
+from sispin.lock.files import check_writable, snapshot_path, write_atomically
 from sispin.lock.lockfile import LOCK_ENV, LOCKFILE_NAME, Lockfile, find_lockfile, load_lockfile, valid_name
 from sispin.lock.urls import redact_text, same_repository
 from sispin.text import count, display_path, shown_key

@@ -15,8 +15,7 @@ import sys
 from sispin.cli.options import add_command
 from sispin.cli.output import Output
 from sispin.errors import SisyphusError
-from sispin.graph.build import load_graph
-from sispin.graph.runner import probe_environment
+from sispin.graph.build import load_graph, probe_environment
 from sispin.lock.lockfile import find_lockfile, load_lockfile
 from sispin.text import shown_key
 

@@ -15,9 +15,11 @@ from typing import List, Sequence
 from sispin.cli.options import add_command, commit_option, commit_written, set_names
 from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, HashOverwriteError
-from sispin.graph.build import SetGraph, load_graph
+from sispin.graph.build import load_graph
 from sispin.graph.guard import recording_problems
-from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs, snapshot_path
+from sispin.graph.probe.schema import SetGraph
+from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs
+from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import find_lockfile, load_lockfile
 from sispin.text import count, display_path, shown_key
 

@@ -17,8 +17,9 @@ from sispin.cli.options import add_command
 from sispin.cli.output import Output
 from sispin.git.registry import load_users
 from sispin.git.store import Store
-from sispin.graph.snapshot import read_snapshot, snapshot_path
+from sispin.graph.snapshot import read_snapshot
 from sispin.graph.usage import WorkDir, find_usages, target_matcher
+from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import find_lockfile, load_lockfile
 from sispin.text import display_path
 

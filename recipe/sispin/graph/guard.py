@@ -23,12 +23,12 @@ __all__ = [
     "capped",
 ]
 
-from typing import Collection, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.git.store import Store
-from sispin.graph.build import Clone, Escape, SetGraph, outputs_above
 from sispin.graph.explain import short_id
 from sispin.graph.moved import moved_builds
+from sispin.graph.probe.schema import Clone, Escape, SetGraph
 from sispin.lock.lockfile import Lockfile, SetSpec, is_full_sha
 from sispin.lock.urls import same_repository
 from sispin.text import shown_key
@@ -69,7 +69,10 @@ def overwrite_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
         clone = clones.get(escape.clone)
         if clone is None or not _accepted(lockfile, spec, clone, escape.hash_overwrite, escape.alias):
             causes.setdefault(_cause(graph, escape.clone, escape.hash_overwrite), []).append(escape)
-    problems = [_overwrite_line(lockfile, graph, clones, cause, escapes) for cause, escapes in sorted(causes.items())]
+    above = _outputs_above(graph)
+    problems = [
+        _overwrite_line(lockfile, graph, clones, cause, escapes, above) for cause, escapes in sorted(causes.items())
+    ]
     return problems + _bound_value_problems(lockfile, graph)
 
 
@@ -126,7 +129,12 @@ def _cause(graph: SetGraph, clone: str, overwrite: str) -> Tuple[str, str, str]:
 
 
 def _overwrite_line(
-    lockfile: Lockfile, graph: SetGraph, clones: Dict[str, Clone], cause: Tuple[str, str, str], escapes: List[Escape]
+    lockfile: Lockfile,
+    graph: SetGraph,
+    clones: Dict[str, Clone],
+    cause: Tuple[str, str, str],
+    escapes: List[Escape],
+    above: Callable[[str], Tuple[str, ...]],
 ) -> str:
     where, value, clone = cause
     described = _describe(lockfile, clones.get(clone), clone)
@@ -138,9 +146,9 @@ def _overwrite_line(
     if not jobs:
         return Problem(capped(text + " hides the commit from the clone's own output"))
     first = min(escapes, key=lambda escape: (escape.job, escape.argument))
-    outputs = sorted({name for escape in escapes for name in escape.outputs})
+    outputs = sorted({name for escape in escapes for name in above(escape.job)})
     details = [
-        f"{escape.job} (outputs: {', '.join(escape.outputs) or 'none registered'}) hashes {escape.argument}, a path "
+        f"{escape.job} (outputs: {', '.join(above(escape.job)) or 'none registered'}) hashes {escape.argument}, a path "
         f"of {described} with hash_overwrite={escape.hash_overwrite!r}: its id does not change with the commit"
         for escape in sorted(escapes, key=lambda escape: (escape.job, escape.argument))
     ]
@@ -228,8 +236,8 @@ def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
     """
     The check that does not depend on how a commit is hidden: every job that uses a clone of the set's pins (however
     that clone was built, directly or through other jobs, through any argument) must get another id when the commit
-    moves (:func:`sispin.graph.moving.blind_jobs`, Sisyphus's own hashes recomputed with the clones moved). One that
-    keeps its id does not depend on the commit — a hash_overwrite on some path between, an object with its own
+    moves (:func:`sispin.graph.probe.moving.blind_jobs`, Sisyphus's own hashes recomputed with the clones moved). One
+    that keeps its id does not depend on the commit — a hash_overwrite on some path between, an object with its own
     ``_sis_hash``, a job's own ``hash()`` that drops it, an argument the job does not hash.
 
     :param lockfile: the setup's lockfile
@@ -272,7 +280,7 @@ def _pin(lockfile: Lockfile, graph: SetGraph, repo: str) -> str:
 
 def _outputs_of(graph: SetGraph, job: str) -> str:
     """The registered outputs that depend on a job: the first few, and how many more."""
-    return listed(list(outputs_above({name: output.job for name, output in graph.outputs.items()}, graph.inputs)(job)))
+    return listed(list(_outputs_above(graph)(job)))
 
 
 def rebound_alias_problems(graph: SetGraph, bound: Mapping[str, Sequence[str]]) -> List[str]:
@@ -399,3 +407,31 @@ def recording_problems(lockfile: Lockfile, graph: SetGraph, bound: Mapping[str, 
         + hidden_commit_problems(lockfile, graph)
         + rebound_alias_problems(graph, bound)
     )
+
+
+def _outputs_above(graph: SetGraph) -> Callable[[str], Tuple[str, ...]]:
+    """
+    :return: job id -> the outputs whose job is that job or uses it, directly or through others, sorted (each asked
+        walks only the jobs above the job: a graph with hundreds of overwrites asks hundreds of times)
+    """
+    users: Dict[str, List[str]] = {}
+    for job, used in graph.inputs.items():
+        for dependency in used:
+            users.setdefault(dependency, []).append(job)
+    created: Dict[str, List[str]] = {}
+    for name, output in graph.outputs.items():
+        if output.job:
+            created.setdefault(output.job, []).append(name)
+
+    def above(job: str) -> Tuple[str, ...]:
+        seen, stack, names = {job}, [job], []
+        while stack:
+            current = stack.pop()
+            names += created.get(current, ())
+            for user in users.get(current, ()):
+                if user not in seen:
+                    seen.add(user)
+                    stack.append(user)
+        return tuple(sorted(names))
+
+    return above
