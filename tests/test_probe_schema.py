@@ -6,8 +6,10 @@ renamed or dropped on one side fails here rather than reading as a default on th
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any, Set
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from conftest import git_commit, make_setup, sisyphus_entry
 from sispin.clonejob import PARAMETERS
 from sispin.graph.build import run_probe
+from sispin.graph.probe import main as probe_main
 from sispin.graph.probe.schema import (
     Arg,
     Assignment,
@@ -138,3 +141,17 @@ def test_the_real_probe_writes_exactly_the_fields_the_parent_reads(real_sisyphus
         (ValueUse, written["value_uses"]),
     ]:
         assert objects and all(set(each) == _fields(kind) for each in objects), kind.__name__
+
+
+@pytest.mark.parametrize("kind", [SetGraph, Clone])
+def test_the_probe_gives_every_field_of_its_report_none_left_to_a_default(kind):
+    calls = [
+        node
+        for node in ast.walk(ast.parse(Path(probe_main.__file__).read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == kind.__name__
+    ]
+    assert len(calls) == 1
+    given = {keyword.arg for keyword in calls[0].keywords if keyword.arg}
+    # a Clone's arguments come by their parameter names, as its object holds them
+    given |= {name for name, _ in PARAMETERS} if kind is Clone else set()
+    assert given == _fields(kind)
