@@ -78,13 +78,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return check_lock_only(lockfile, args.sets, out)
     result = check(lockfile, args.sets, offline=args.offline, store=Store(), verbose=out.verbose, full=args.full)
     if args.json:
-        details = {problem: list(problem.details) for problem in result.problems if getattr(problem, "details", ())}
+        details = {str(p): list(p.details) for p in result.problems if getattr(p, "details", ())}
         out.json(
             {
                 "sets": result.changes,
                 "skipped": result.skipped,
                 "kept": result.kept,
-                "problems": result.problems,
+                "problems": [str(problem) for problem in result.problems],
                 "details": details,
             }
         )

@@ -337,6 +337,33 @@ class SetGraph(_Json):
     aliases: Dict[str, Tuple[str, str]] = dataclasses.field(default_factory=dict)
     overwrites: Tuple[Overwrite, ...] = ()
 
+    def outputs_above(self) -> Callable[[str], Tuple[str, ...]]:
+        """
+        :return: job id -> the outputs whose job is that job or uses it, directly or through others, sorted (each
+            asked walks only the jobs above the job: a graph with hundreds of overwrites asks hundreds of times)
+        """
+        users: Dict[str, List[str]] = {}
+        for job, used in self.inputs.items():
+            for dependency in used:
+                users.setdefault(dependency, []).append(job)
+        created: Dict[str, List[str]] = {}
+        for name, output in self.outputs.items():
+            if output.job:
+                created.setdefault(output.job, []).append(name)
+
+        def above(job: str) -> Tuple[str, ...]:
+            seen, stack, names = {job}, [job], []
+            while stack:
+                current = stack.pop()
+                names += created.get(current, ())
+                for user in users.get(current, ()):
+                    if user not in seen:
+                        seen.add(user)
+                        stack.append(user)
+            return tuple(sorted(names))
+
+        return above
+
 
 @dataclasses.dataclass(frozen=True)
 class Failure(_Json):
