@@ -1,6 +1,6 @@
 """
 What the probe reports, defined once for both sides of the process seam: the probe builds these objects and writes
-them with ``to_json()``; the parent (:mod:`sispin.graph.build`, :mod:`sispin.graph.runner`) reads them back with
+them with ``to_json()``; the parent (:mod:`sispin.graph.build` and what it hands the graph to) reads them back with
 ``from_json()``. A field has one name on both sides and in the JSON between them, and ``from_json`` refuses a field
 too many or too few, so a renamed or missing field fails at once instead of reading as a default.
 

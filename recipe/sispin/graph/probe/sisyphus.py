@@ -59,7 +59,7 @@ def held_arguments(clone: Any) -> Dict[str, Any]:
 
 def find_sisyphus() -> None:
     """
-    :raises SystemExit: with the one line :func:`sispin.graph.runner.run_probe` reports (the process's last line of
+    :raises SystemExit: with the one line :func:`sispin.graph.build.run_probe` reports (the process's last line of
         error output) when no rwth-i6 Sisyphus can be imported (PyPI's 'sisyphus' is another)
     """
     try:
