@@ -28,7 +28,15 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from sispin.graph.probe.records import hashed_paths, record
 from sispin.graph.probe.schema import Clone, Escape, Failure, Overwrite, RecordedOutput, Reply, SetGraph
-from sispin.graph.probe.sisyphus import SISPIN_DIR, find_sisyphus, held_arguments
+from sispin.graph.probe.sisyphus import (
+    SISPIN_DIR,
+    act_as_manager,
+    find_sisyphus,
+    finished,
+    held_arguments,
+    input_jobs,
+    registered_outputs,
+)
 
 #: exit code of a probe whose configs raised; OUT then holds a Reply with the failure
 CONFIG_FAILED = 4
@@ -52,7 +60,7 @@ def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None)
     from sispin.graph.probe.state import References, held_jobs, job_states
     from sispin.graph.probe.values import ValueUses
 
-    tk._sis_running_in_manager = True  # as `sis manager` loads configs: some build only there
+    act_as_manager()
     moved = request.get("moved")
     uses, awaits = ValueUses(moving.set_pins(request["set"])), moving.Awaits(moved["awaits"] if moved else None)
     aliases = bound_aliases(request["set"])
@@ -122,15 +130,10 @@ def _to_record(jobs: List[Any], outputs: Dict[str, RecordedOutput], inputs: Dict
 
 def _outputs() -> Dict[str, RecordedOutput]:
     """The registered outputs by name."""
-    from sisyphus import graph
-    from sisyphus import toolkit as tk
-
-    outputs = {}
-    for target in tk.sis_graph.targets:
-        if isinstance(target, graph.OutputPath):
-            path = target._sis_path
-            outputs[target.name] = RecordedOutput(path.creator.job_id() if path.creator else "", path.path)
-    return outputs
+    return {
+        name: RecordedOutput(path.creator.job_id() if path.creator else "", path.path)
+        for name, path in registered_outputs()
+    }
 
 
 class _Found:
@@ -146,14 +149,12 @@ class _Found:
 
     def add(self, job: Any) -> None:
         """:param job: a job of the graph"""
-        from sisyphus.job import job_finished
-
         from sispin.clonejob import is_clone
         from sispin.sets import shown_overwrite
 
         job_id = job.job_id()
-        self.jobs[job_id] = job_finished(job._sis_path())
-        self.inputs[job_id] = tuple(sorted({p.creator.job_id() for p in job._sis_inputs if p.creator is not None}))
+        self.jobs[job_id] = finished(job)
+        self.inputs[job_id] = tuple(sorted({used.job_id() for used in input_jobs(job)}))
         if is_clone(job):
             self.clones.append(_clone(job))
         for argument, path in hashed_paths(job):

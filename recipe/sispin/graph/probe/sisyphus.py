@@ -1,18 +1,32 @@
 """
 What the probe knows of Sisyphus and i6_core beyond their public API, in one place: where their code lies, how a
 path and a job are told apart from other objects, the class a path's hash and overwrite live in, what a
-CloneGitRepositoryJob's object holds of its arguments, and how a missing Sisyphus is reported.
+CloneGitRepositoryJob's object holds of its arguments, a job's own environment, the outputs, inputs and state of
+jobs in the graph, and how a missing Sisyphus is reported.
 
 Only the probe's own process imports this module (it imports Sisyphus, lazily).
 """
 
 from __future__ import annotations
 
-__all__ = ["SISPIN_DIR", "sisyphus_dir", "is_path", "is_job", "path_class", "held_arguments", "find_sisyphus"]
+__all__ = [
+    "SISPIN_DIR",
+    "sisyphus_dir",
+    "is_path",
+    "is_job",
+    "path_class",
+    "held_arguments",
+    "own_environment",
+    "act_as_manager",
+    "registered_outputs",
+    "finished",
+    "input_jobs",
+    "find_sisyphus",
+]
 
 import os
 import sys
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional, Tuple
 
 from sispin.clonejob import PARAMETERS
 
@@ -55,6 +69,50 @@ def held_arguments(clone: Any) -> Dict[str, Any]:
     held = {name: state.get(name) for name, _ in PARAMETERS}
     held["checkout_folder_name"] = os.path.basename(state["out_repository"].path)
     return held
+
+
+def own_environment(job: Any) -> Optional[Dict[str, Any]]:
+    """
+    :return: the environment the job was given with ``set_env`` beyond Sisyphus's defaults (what settings.py sets
+        for every job, the store's redirects among them, is the setup's, not the job's): {"set": variables set,
+        "keep": variables kept}; None when it was given none
+    """
+    from sisyphus import global_settings as gs
+
+    environment = vars(job).get("_sis_environment")  # an EnvironmentModifier
+    if environment is None:
+        return None
+    defaults = gs.DEFAULT_ENVIRONMENT_SET
+    own = {key: value for key, value in environment.set_vars.items() if key not in defaults or defaults[key] != value}
+    own.update(environment.set_vars_verbatim)
+    return {"set": own, "keep": sorted(set(environment.keep_vars) - set(gs.DEFAULT_ENVIRONMENT_KEEP))}
+
+
+def act_as_manager() -> None:
+    """Load configs as ``sis manager`` loads them: some build only there."""
+    from sisyphus import toolkit as tk
+
+    tk._sis_running_in_manager = True
+
+
+def registered_outputs() -> List[Tuple[str, Any]]:
+    """:return: (name, path object) of every output the configs registered (``tk.register_output``)"""
+    from sisyphus import graph
+    from sisyphus import toolkit as tk
+
+    return [(target.name, target._sis_path) for target in tk.sis_graph.targets if isinstance(target, graph.OutputPath)]
+
+
+def finished(job: Any) -> bool:
+    """:return: whether Sisyphus finished the job in work/ (only read)"""
+    from sisyphus.job import job_finished
+
+    return job_finished(job._sis_path())
+
+
+def input_jobs(job: Any) -> List[Any]:
+    """:return: the jobs whose outputs the job uses"""
+    return [path.creator for path in job._sis_inputs if path.creator is not None]
 
 
 def find_sisyphus() -> None:

@@ -16,7 +16,7 @@ import hashlib
 import inspect
 from typing import Any, Dict, Iterator, List, Sequence, Set, Tuple
 
-from sispin.graph.probe.sisyphus import is_job, is_path
+from sispin.graph.probe.sisyphus import is_job, is_path, own_environment
 
 
 def _attributes(job: Any) -> Dict[str, Any]:
@@ -27,19 +27,10 @@ def _attributes(job: Any) -> Dict[str, Any]:
     """
     attributes = {"(arguments)": job._sis_kwargs}
     attributes.update((name, value) for name, value in vars(job).items() if not name.startswith("_sis_"))
-    environment = vars(job).get("_sis_environment")
+    environment = own_environment(job)
     if environment is not None:
-        attributes["(environment)"] = _own_environment(environment)
+        attributes["(environment)"] = environment
     return attributes
-
-
-def _own_environment(environment: Any) -> Dict[str, Any]:
-    from sisyphus import global_settings as gs
-
-    defaults = gs.DEFAULT_ENVIRONMENT_SET
-    own = {key: value for key, value in environment.set_vars.items() if key not in defaults or defaults[key] != value}
-    own.update(environment.set_vars_verbatim)
-    return {"set": own, "keep": sorted(set(environment.keep_vars) - set(gs.DEFAULT_ENVIRONMENT_KEEP))}
 
 
 @functools.cache
