@@ -18,7 +18,7 @@ import pytest
 
 from conftest import PROJECT_ROOT, RECIPE_DIR, USE_JOB, git_commit, run
 from sispin.cli.main import main
-from sispin.graph.build import Output
+from sispin.graph.probe.schema import RecordedOutput
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.lockfile import load_lockfile
 from sispin.ops.import_pins import ImportResult, import_pins
@@ -239,7 +239,7 @@ def test_an_output_whose_id_the_adopted_lock_would_change_is_named_and_nothing_w
         graph = real_load_graph(*args, **kwargs)
         builds.append(graph)
         if len(builds) % 2 == 0:  # the build against the adopted lock
-            graph.outputs["exp/2"] = Output("i6_core/other/Job.x", graph.outputs["exp/2"].path)
+            graph.outputs["exp/2"] = RecordedOutput("i6_core/other/Job.x", graph.outputs["exp/2"].path)
         return graph
 
     real_load_graph = setup.load_graph

@@ -7,8 +7,7 @@ import pytest
 from conftest import git_commit
 from sispin.cli.main import main
 from sispin.errors import SisyphusError, UnknownNameError
-from sispin.graph.build import load_graph
-from sispin.graph.runner import run_probe
+from sispin.graph.build import load_graph, run_probe
 from sispin.lock.lockfile import load_lockfile
 from sispin.sets import current_set
 

@@ -14,8 +14,9 @@ import pytest
 from conftest import git, git_commit
 from results import differences, explained
 from sispin.cli.main import main
-from sispin.graph.build import Arg, JobRecord, Output, SetGraph, load_graph
+from sispin.graph.build import load_graph
 from sispin.graph.explain import argument_order, compare_set, explain_output
+from sispin.graph.probe.schema import Arg, JobRecord, RecordedOutput, SetGraph
 from sispin.lock.lockfile import load_lockfile
 
 CONFIG = """\
@@ -361,10 +362,10 @@ def test_root_causes_are_one_only_when_every_argument_changed_the_same_way(tmp_p
 
     old = {"m/Use.x1": JobRecord(args(1, "p6")), "m/Use.y1": JobRecord(args(1, "q"))}
     new = {"m/Use.x2": JobRecord(args(2, "p6")), "m/Use.y2": JobRecord(args(2, "q"))}
-    recorded = {"x": Output("m/Use.x1", "out"), "y": Output("m/Use.y1", "out")}
+    recorded = {"x": RecordedOutput("m/Use.x1", "out"), "y": RecordedOutput("m/Use.y1", "out")}
     graph = SetGraph(
         "s",
-        {"x": Output("m/Use.x2", "out"), "y": Output("m/Use.y2", "out")},
+        {"x": RecordedOutput("m/Use.x2", "out"), "y": RecordedOutput("m/Use.y2", "out")},
         {"m/Use.x2": False, "m/Use.y2": False},
         (),
         records=new,

@@ -9,7 +9,8 @@ import json
 
 from conftest import git_commit
 from sispin.cli.main import main
-from sispin.graph.snapshot import read_snapshot, snapshot_path
+from sispin.graph.snapshot import read_snapshot
+from sispin.lock.files import snapshot_path
 
 FROZEN = "sets.other is frozen (freeze = true in pin.toml): {} would change it; run `pin thaw other` first"
 

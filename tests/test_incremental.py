@@ -19,9 +19,9 @@ import pytest
 
 from conftest import USE_JOB, git_commit
 from sispin.cli.main import main
-from sispin.graph.build import load_graph
-from sispin.graph.runner import recording_inputs
-from sispin.graph.snapshot import read_snapshot, snapshot_path
+from sispin.graph.build import load_graph, recording_inputs
+from sispin.graph.snapshot import read_snapshot
+from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import find_lockfile, load_lockfile
 
 CONFIG = (

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import git_commit
 from sispin.cli.main import main
-from sispin.graph.build import Output, SetGraph
+from sispin.graph.probe.schema import RecordedOutput, SetGraph
 from sispin.graph.snapshot import read_snapshot, record_graphs
 from sispin.lock.lockfile import load_lockfile
 
@@ -135,7 +135,8 @@ def test_a_set_whose_configs_changed_while_a_snapshot_builds_is_not_recorded(set
 
 
 def graph(name: str, job: str) -> SetGraph:
-    return SetGraph(set_name=name, outputs={f"{name}/rc": Output(job=job, path="rc")}, jobs={job: False}, clones=())
+    outputs = {f"{name}/rc": RecordedOutput(job=job, path="rc")}
+    return SetGraph(set_name=name, outputs=outputs, jobs={job: False}, clones=())
 
 
 def test_the_snapshot_is_decided_against_the_lock_as_it_is_when_written(tmp_path):

@@ -33,7 +33,7 @@ import tomlkit
 from sispin.adopt.scan import CallSite
 from sispin.clonejob import CLASS_NAME, checkout_of, pin_kwargs_of
 from sispin.errors import SisyphusError
-from sispin.graph.runner import run_probe
+from sispin.graph.build import run_probe
 from sispin.lock.editing import add_value, append_table, toml_pin
 from sispin.lock.lockfile import (
     LOCKFILE_NAME,

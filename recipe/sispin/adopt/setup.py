@@ -24,10 +24,12 @@ from sispin.adopt.propose import Entries, Proposal, add_to_document, lock_docume
 from sispin.adopt.sites import CallSite
 from sispin.clonejob import DEFAULTS
 from sispin.errors import LockfileError, SisyphusError
-from sispin.graph.build import Assignment, Clone, SetGraph, load_graph
+from sispin.graph.build import load_graph
 from sispin.graph.guard import Problem, capped, listed, recording_problems
-from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
+from sispin.graph.probe.schema import Assignment, Clone, SetGraph
+from sispin.graph.snapshot import read_bound, read_snapshot
 from sispin.lock.editing import add_value
+from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import Lockfile, Pin, is_full_sha, parse_lockfile
 from sispin.lock.urls import same_repository
 from sispin.text import display_path, shown_key
@@ -75,15 +77,8 @@ class SetupAdoption:
 
 def _site_of(clone: Clone) -> CallSite:
     """A clone of the graph as the call a person would have written (the arguments that differ from the defaults)."""
-    arguments: Dict[str, Any] = {"url": clone.url, "commit": clone.commit}
-    given = {
-        "branch": clone.branch,
-        "checkout_folder_name": clone.folder,
-        "clone_submodules": clone.submodules,
-        "files_to_checkout": None if clone.files is None else list(clone.files),
-        "patches": None if clone.patches is None else list(clone.patches),
-    }
-    arguments.update({name: value for name, value in given.items() if value != DEFAULTS[name]})
+    given = clone.arguments()
+    arguments = {name: value for name, value in given.items() if name in ("url", "commit") or value != DEFAULTS[name]}
     return CallSite(file="(graph)", line=0, arguments=arguments)
 
 

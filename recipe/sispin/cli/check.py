@@ -63,13 +63,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return 0
     result = check(lockfile, args.sets, offline=args.offline, store=Store(), verbose=out.verbose, full=args.full)
     if args.json:
-        details = {problem: list(problem.details) for problem in result.problems if getattr(problem, "details", ())}
+        details = {str(problem): list(problem.details) for problem in result.problems if problem.details}
         out.json(
             {
                 "sets": result.changes,
                 "skipped": result.skipped,
                 "kept": result.kept,
-                "problems": result.problems,
+                "problems": [str(problem) for problem in result.problems],
                 "details": details,
             }
         )
@@ -94,7 +94,7 @@ def render(result: CheckResult, out: Output) -> None:
         out.result(f"summary: {line}")
     for problem in result.problems:
         out.result(f"problem: {problem}")
-        for detail in getattr(problem, "details", ()):
+        for detail in problem.details:
             out.detail(f"    {detail}")
     if result.problems:
         out.result(f"pin check: {count(len(result.problems), 'problem')}")

@@ -15,7 +15,8 @@ import argparse
 from sispin.cli.options import add_command, commit_option, commit_written
 from sispin.cli.output import Output
 from sispin.errors import LockfileError
-from sispin.graph.snapshot import read_snapshot, snapshot_path
+from sispin.graph.snapshot import read_snapshot
+from sispin.lock.files import snapshot_path
 from sispin.lock.freezing import edit_freeze
 from sispin.lock.lockfile import find_lockfile, load_lockfile
 from sispin.text import display_path, shown_key

@@ -24,10 +24,11 @@ from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, NameConflictError, RevisionError, SisyphusError, UsageError
 from sispin.git.history import branch_commit, commit_as_of
 from sispin.git.store import Store
-from sispin.graph.build import SetGraph, load_graph
-from sispin.graph.snapshot import edit_lock_and_snapshot, snapshot_path
+from sispin.graph.build import load_graph
+from sispin.graph.probe.schema import SetGraph
+from sispin.graph.snapshot import edit_lock_and_snapshot
 from sispin.lock.editing import append_table, edit_lockfile, toml_pin
-from sispin.lock.files import check_writable
+from sispin.lock.files import check_writable, snapshot_path
 from sispin.lock.lockfile import (
     Lockfile,
     Pin,

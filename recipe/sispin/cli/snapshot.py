@@ -14,7 +14,7 @@ from typing import List
 from sispin.cli.options import add_command, commit_option, commit_written, set_names
 from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, HashOverwriteError
-from sispin.graph.build import SetGraph
+from sispin.graph.probe.schema import SetGraph
 from sispin.lock.lockfile import find_lockfile
 from sispin.ops.snapshot import SnapshotResult, snapshot
 from sispin.text import count, display_path, shown_key
@@ -61,7 +61,7 @@ def render(result: SnapshotResult, lock: Path, out: Output) -> int:
     if result.hidden:
         for problem in result.hidden:
             out.result(f"problem: {problem}")
-            for detail in getattr(problem, "details", ()):
+            for detail in problem.details:
                 out.detail(f"    {detail}")
         raise HashOverwriteError(
             f"{count(len(result.hidden), 'place')} in the job graph {'hides' if len(result.hidden) == 1 else 'hide'} a "

@@ -40,12 +40,12 @@ from sispin.errors import (
 )
 from sispin.git.moves import Allowed, Move, PlannedMove, Target, plan_repo_move, refusal
 from sispin.git.store import Store
-from sispin.graph.build import SetGraph, load_graph
-from sispin.graph.runner import recording_inputs
-from sispin.graph.snapshot import edit_lock_and_snapshot, snapshot_path
+from sispin.graph.build import load_graph, recording_inputs
+from sispin.graph.probe.schema import SetGraph
+from sispin.graph.snapshot import edit_lock_and_snapshot
 from sispin.graph.used_code import UsedCode, used_code
 from sispin.lock.editing import drop_pin_alias, edit_lockfile, set_pin_commit
-from sispin.lock.files import check_writable
+from sispin.lock.files import check_writable, snapshot_path
 from sispin.lock.lockfile import Lockfile, find_lockfile, parse_lockfile, read_lockfile_text
 from sispin.text import display_path, shown_key
 

@@ -23,12 +23,13 @@ from sispin.cli.output import Output
 from sispin.errors import HashOverwriteError, RefusedMoveError
 from sispin.git.history import changes_to
 from sispin.git.moves import LOG_LIMIT, Move, PlannedMove, format_log, format_move
-from sispin.graph.build import SetGraph
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
 from sispin.graph.guard import capped, listed, state_problems
+from sispin.graph.probe.schema import SetGraph
 from sispin.graph.recordcache import read_records
-from sispin.graph.snapshot import read_snapshot, snapshot_path
+from sispin.graph.snapshot import read_snapshot
 from sispin.graph.used_code import UsedCode
+from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import Lockfile, SetSpec
 from sispin.text import count, display_path
 

@@ -24,8 +24,6 @@ from sispin.git.process import read_git
 
 #: the answer kept in a mirror
 _ANSWER = "sispin-commits.json"
-#: directory times this close to now may still change within their granularity: such an answer is not kept
-_RACY_NS = 2_000_000_000
 
 
 def _time(path: Path) -> Optional[int]:
@@ -70,9 +68,10 @@ def missing_in_mirror(mirror: Path, commits: Sequence[str]) -> List[str]:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     missing = missing_commits(Path(mirror), wanted)
-    if all(t is None or t < time.time_ns() - _RACY_NS for t in times):
-        from sispin.lock.files import replace_file  # only a new answer is written: not imported by every manager
+    from sispin.lock.files import RACY_NS, replace_file  # only after git answered: not imported by every manager
 
+    # directory times this close to now may still change: such an answer is not kept
+    if all(t is None or t < time.time_ns() - RACY_NS for t in times):
         try:
             replace_file(answer, json.dumps({"key": key, "missing": missing}).encode(), 0o644)
         except OSError:

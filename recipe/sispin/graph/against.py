@@ -18,7 +18,8 @@ from sispin.errors import LockfileError, PinError
 from sispin.git.registry import forget_lockfile
 from sispin.git.setup_history import export_setup
 from sispin.git.store import Store
-from sispin.graph.build import SetGraph, load_graph
+from sispin.graph.build import load_graph
+from sispin.graph.probe.schema import SetGraph
 from sispin.lock.lockfile import Lockfile, load_lockfile
 
 #: what the old build must not share with the setup now: git's own data and sispin's caches of the current graph

@@ -1,237 +1,178 @@
 """
-The job graph of an experiment set, as Sisyphus builds it from the set's configs.
+The job graph of an experiment set, as Sisyphus builds it from the set's configs, and the one way the parent runs
+the probe that builds it.
 
-The core never imports Sisyphus: it runs :mod:`sispin.graph.probe` in a subprocess (:mod:`sispin.graph.runner`) and
-reads what it reports. Nothing runs and nothing is written to work/.
+The parent never imports Sisyphus: it runs :mod:`sispin.graph.probe.main` in a subprocess (:func:`run_probe`), as
+``sis manager`` in the setup root would run: Sisyphus from a ``[setup.*]`` checkout when pin.toml has one, else from
+the environment (pip or PYTHONPATH); i6_core and the setup's packages through Sisyphus's own finder of ``recipe/``.
+sispin itself is loaded from this very package without putting its directory on the path, so a sispin installed
+editable from another setup never lends that setup's recipe code. What the probe replies is read through
+:mod:`sispin.graph.probe.schema`. Nothing runs and nothing is written to work/.
+
+While :func:`recording_inputs` is in use, every graph build records what it read (see
+:mod:`sispin.graph.probe.inputs`).
 """
 
 from __future__ import annotations
 
-__all__ = [
-    "Arg",
-    "JobRecord",
-    "Output",
-    "Clone",
-    "Escape",
-    "Overwrite",
-    "SetGraph",
-    "load_graph",
-    "outputs_above",
-]
+__all__ = ["find_sisyphus", "probe_environment", "run_probe", "recording_inputs", "InputsRead", "load_graph"]
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+import contextlib
+import contextvars
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from sispin.errors import SisyphusError
-from sispin.graph.runner import run_probe
-from sispin.lock.lockfile import Lockfile, inside_setup
+from sispin.git.store import SCRATCH_CHECKOUTS_ENV
+from sispin.graph.probe.schema import Reply, SetGraph
+from sispin.lock.lockfile import LOCK_ENV, PROBE_TEXT_ENV, Lockfile, inside_setup
+from sispin.lock.urls import name_from_url
 from sispin.text import shown_key
 
+#: loading a set's configs must not take longer than this
+PROBE_TIMEOUT = 600
+#: the probe's first lines: load this sispin package (its directory is argv[1]) under its name, then run the probe
+#: on the remaining arguments; the working directory (the setup root) is not put on the path, as under `sis`. It
+#: ends without tearing the interpreter down (its report is written and closed by then): freeing a graph of 5,000
+#: jobs object by object took a fifth of the build
+_BOOTSTRAP = """\
+import importlib.util, os, sys
+del sys.path[0]
+package = sys.argv[1]
+spec = importlib.util.spec_from_file_location(
+    "sispin", os.path.join(package, "__init__.py"), submodule_search_locations=[package]
+)
+module = sys.modules["sispin"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+from sispin.graph.probe.main import main
+code = main(sys.argv[2:])
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(code)
+"""
 
-@dataclass(frozen=True)
-class Arg:
+
+class InputsRead:
+    """:param ledgers: what each graph build made while recording read (None: a build that recorded nothing)"""
+
+    def __init__(self) -> None:
+        self.ledgers: List[Optional[Dict[str, Any]]] = []
+
+
+#: who records the builds made in this context (a thread's own: `pin check` builds sets side by side)
+_RECORDING: contextvars.ContextVar[Tuple[InputsRead, ...]] = contextvars.ContextVar("sispin_recording", default=())
+
+
+@contextlib.contextmanager
+def recording_inputs() -> Iterator[InputsRead]:
+    """Record what every graph build made inside the block reads (the set's own and its moved-commit builds)."""
+    found = InputsRead()
+    token = _RECORDING.set((*_RECORDING.get(), found))
+    try:
+        yield found
+    finally:
+        _RECORDING.reset(token)
+
+
+def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
     """
-    One hashed argument leaf of a job.
-
-    :param digest: digest of its content (for a path: the creator's class, the file, the overwrite)
-    :param value: its value as Python shows it, when short enough to keep
-    :param job: for a path, the id of the job that creates it
+    :param lockfile: the setup's lockfile
+    :return: the directory holding the setup's Sisyphus package (a ``[setup.*]`` checkout), or None when pin.toml
+        pins no Sisyphus (then the environment's is used, as by a ``sis`` installed with pip)
+    :raises SisyphusError: when pin.toml pins Sisyphus but its checkout is missing: an unpinned one must not stand in
     """
-
-    digest: str
-    value: Optional[str] = None
-    job: Optional[str] = None
-
-    def encode(self) -> str:
-        """:return: the one-line form pin.snapshot.toml keeps: ``digest[ @job][ =value]``"""
-        return (
-            self.digest + (f" @{self.job}" if self.job else "") + (f" ={self.value}" if self.value is not None else "")
-        )
-
-    @classmethod
-    def decode(cls, text: str) -> Arg:
-        """:param text: what :meth:`encode` wrote"""
-        digest, _, rest = text.partition(" ")
-        job = None
-        if rest.startswith("@"):
-            job, _, rest = rest[1:].partition(" ")
-        return cls(digest, rest[1:] if rest.startswith("=") else None, job or None)
+    for entry in lockfile.setup.values():
+        candidate = lockfile.root / entry.path
+        if (candidate / "sisyphus" / "toolkit.py").is_file():
+            return candidate
+    for entry in lockfile.setup.values():
+        if name_from_url(entry.url).lower() == "sisyphus":
+            raise SisyphusError(f"setup.{entry.name}: no Sisyphus checkout at {entry.path} (run `pin sync`)")
+    return None
 
 
-@dataclass(frozen=True)
-class JobRecord:
+def _reply(result: subprocess.CompletedProcess, reply_path: Path, what: str) -> Reply:
+    """:return: what a finished probe replied; :raises SisyphusError: with its error, or its last line of stderr"""
+    reply = Reply.from_json(json.loads(reply_path.read_text(encoding="utf-8"))) if reply_path.is_file() else None
+    if reply is not None and reply.failure is not None:
+        failure = SisyphusError(f"{what} failed: {reply.failure.where}: {reply.failure.exception}")
+        failure.details = reply.failure.traceback
+        raise failure
+    if result.returncode != 0 or reply is None:
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        reason = lines[-1].strip() if lines else f"exit code {result.returncode}"
+        raise SisyphusError(f"{what} failed: {reason}")
+    return reply
+
+
+def probe_environment(lockfile: Lockfile) -> Dict[str, str]:
+    """:return: the environment a probe of the setup runs in (the lock found by name, Sisyphus on the path)"""
+    sisyphus_dir = find_sisyphus(lockfile)
+    python_path = os.pathsep.join(p for p in (sisyphus_dir and str(sisyphus_dir), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, LOCK_ENV: str(lockfile.path), "PYTHONPATH": python_path}
+    env.pop(PROBE_TEXT_ENV, None)
+    env.pop(SCRATCH_CHECKOUTS_ENV, None)
+    return env
+
+
+def run_probe(
+    lockfile: Lockfile,
+    arguments: List[str],
+    what: str,
+    lock_text: Optional[str] = None,
+    *,
+    request: Optional[Any] = None,
+    scratch_checkouts: bool = False,
+) -> Any:
     """
-    :param args: argument path -> its leaf, cut at the size pin.snapshot.toml keeps
-    :param custom_hash: the job's class defines its own ``hash()``, so its arguments may not be what it hashes
-    :param detail: of a live graph, the leaves below that cut too, when there are more (None: args is complete)
+    Run the probe (:mod:`sispin.graph.probe.main`) in the setup root with the setup's Sisyphus, and return what it
+    reports: the JSON of a :class:`~sispin.graph.probe.schema.SetGraph` for ``graph`` (see :func:`load_graph`).
+
+    :param lockfile: the setup's lockfile (its root, and its ``[setup.*]`` Sisyphus)
+    :param arguments: the probe's mode, then its arguments after OUT
+    :param what: what is being done, for error messages
+    :param lock_text: run against this lockfile content instead of the file
+    :param request: a JSON request, handed to the probe as a file after OUT (before the other arguments)
+    :param scratch_checkouts: make the checkouts the store lacks in the probe's scratch directory, not in the store
+        (a build at pins no lockfile holds: they would stay behind)
+    :raises SisyphusError: when no Sisyphus can be imported or the probe fails
     """
-
-    args: Mapping[str, Arg]
-    custom_hash: bool = False
-    detail: Optional[Mapping[str, Arg]] = None
-
-
-@dataclass(frozen=True)
-class Output:
-    """
-    :param job: id of the job that creates the registered output ("" when no job creates it)
-    :param path: the output's path inside the job directory
-    """
-
-    job: str
-    path: str
-
-
-@dataclass(frozen=True)
-class Clone:
-    """
-    :param job: the CloneGitRepositoryJob's id
-    :param url: its url argument
-    :param commit: its commit argument (None: it follows a branch)
-    :param hash_overwrite: the hash_overwrite set on its out_repository, if any
-    :param alias: the value it carries as an alias (a string overwrite), if any
-    :param changed: its arguments that its object no longer holds (set after the job got its id), ``name: old -> new``
-    :param folder: the folder of its output (``checkout_folder_name``)
-    :param files: its ``files_to_checkout`` (None: the whole commit)
-    :param patches: its ``patches`` (None: none)
-    :param branch: its ``branch`` argument (None: the default branch)
-    :param submodules: its ``clone_submodules``
-    """
-
-    job: str
-    url: str
-    commit: Optional[str]
-    hash_overwrite: Optional[str]
-    changed: Tuple[str, ...] = ()
-    folder: str = "repository"
-    files: Optional[Tuple[str, ...]] = None
-    patches: Optional[Tuple[str, ...]] = None
-    branch: Optional[str] = None
-    submodules: bool = False
-    alias: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """
-    A ``hash_overwrite`` that config code assigned on a path of a clone job.
-
-    :param clone: the clone job's id
-    :param value: the overwrite, as written
-    :param where: ``file:line`` of the assignment (``pin.toml`` when sispin applied a pin's bound hash_overwrite)
-    :param own: set on the clone's own output before any job used it, as ``exp.repo()`` sets a pin's alias (so
-        moving the call to ``exp.repo()`` keeps every id)
-    """
-
-    clone: str
-    value: str
-    where: str
-    own: bool = False
-
-
-@dataclass(frozen=True)
-class ValueUse:
-    """
-    A place where config code took a pinned value out of the graph as a plain value.
-
-    :param what: the value, e.g. ``exp.commit('rc') of set 'demo'`` or ``get_path() of a path of <clone id>``
-    :param where: ``file:line`` of the code that took it
-    :param repo: the repository whose checkout or imported code it is (``exp.checkout``/``exp.imported``), if so
-    :param set_name: the set whose lock values it is (the experiment set's API), if so
-    """
-
-    what: str
-    where: str
-    repo: Optional[str] = None
-    set_name: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class Escape:
-    """
-    A path created by a CloneGitRepositoryJob (its output, a copy, a ``join_right``...) with a ``hash_overwrite``,
-    among the hashed arguments of a job: that job's id no longer depends on the commit.
-
-    :param job: the id of the job that hashes the path
-    :param argument: where in the job's arguments, e.g. ``returnn_config.config['rc_root']``
-    :param clone: the id of the CloneGitRepositoryJob that created the path
-    :param hash_overwrite: the overwrite, as the user wrote it
-    :param outputs: the registered outputs that depend on the job
-    :param alias: the value it carries as an alias of the clone (see :func:`sispin.graph.probe.alias_form`), if any
-    """
-
-    job: str
-    argument: str
-    clone: str
-    hash_overwrite: str
-    outputs: Tuple[str, ...]
-    alias: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class Overwrite:
-    """
-    A string ``hash_overwrite`` on a path no clone created, hashed by a job: it hashes like a clone's path carrying
-    the same value as an alias.
-
-    :param value: the overwrite
-    :param path: the path's own text
-    :param job: the first job found hashing it
-    :param argument: where in that job's arguments
-    :param where: ``file:line`` where config code gave the value ("" when unknown)
-    """
-
-    value: str
-    path: str
-    job: str
-    argument: str
-    where: str
-
-
-@dataclass(frozen=True)
-class SetGraph:
-    """
-    :param set_name: the experiment set
-    :param outputs: registered output name -> what creates it
-    :param jobs: id of every job the outputs need -> whether it is finished in work/
-    :param clones: the CloneGitRepositoryJobs among them
-    :param escapes: every clone path with a hash_overwrite that a job hashes
-    :param records: job id -> what its id is made of (for explaining a change)
-    :param inputs: job id -> the ids of the jobs whose outputs it uses
-    :param pinned: id of each clone of one of the set's pins (however built) -> that pin (its repository entry)
-    :param blind: job id -> the pins it uses but keeps its id for when that pin's commit moves
-    :param changed_jobs: jobs that use a pin and whose arguments changed after they got their id (the id cannot
-        follow the commit; not checked for blindness)
-    :param value_uses: where config code took a pinned value out of the graph (then only a build with the pins moved
-        can tell what depends on it)
-    :param awaits: per async config, how many ``await tk.async_run(...)`` it got past
-    :param waiting: the configs still waiting for unfinished jobs (what they build after the wait is not known yet)
-    :param states: job id -> attribute -> digest of its whole value, when the build was asked for them
-    :param assignments: every hash_overwrite assigned on a clone's path while the configs loaded
-    :param collisions: (job id, file:line) of constructions that a hash_overwrite bound to several commits merged
-        into a job built before with other arguments
-    :param aliases: repository -> (commit, hash_overwrite) of each pin that binds a legacy overwrite to its commit
-    :param overwrites: every string hash_overwrite on a path no clone created that a job hashes
-    """
-
-    set_name: str
-    outputs: Dict[str, Output]
-    jobs: Dict[str, bool]
-    clones: Tuple[Clone, ...]
-    escapes: Tuple[Escape, ...] = ()
-    records: Dict[str, JobRecord] = field(default_factory=dict)
-    inputs: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
-    pinned: Dict[str, str] = field(default_factory=dict)
-    blind: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
-    changed_jobs: Tuple[str, ...] = ()
-    value_uses: Tuple[ValueUse, ...] = ()
-    awaits: Dict[str, int] = field(default_factory=dict)
-    waiting: Tuple[str, ...] = ()
-    states: Optional[Dict[str, Dict[str, str]]] = None
-    assignments: Tuple[Assignment, ...] = ()
-    collisions: Tuple[Tuple[str, str], ...] = ()
-    aliases: Dict[str, Tuple[str, str]] = field(default_factory=dict)
-    overwrites: Tuple[Overwrite, ...] = ()
+    env = probe_environment(lockfile)
+    if arguments[0] == "graph" and request is not None:
+        request = {**request, "inputs": bool(_RECORDING.get())}
+    with tempfile.TemporaryDirectory(prefix="sispin-probe-") as scratch:
+        if lock_text is not None:
+            # the text only: the lockfile stays where it is, so that the setup root, the configs' owners
+            # (current_set) and the store's record of its users are the real ones
+            text_path = Path(scratch) / "pin.toml"
+            text_path.write_text(lock_text, encoding="utf-8")
+            env[PROBE_TEXT_ENV] = str(text_path)
+        if scratch_checkouts:
+            env[SCRATCH_CHECKOUTS_ENV] = str(Path(scratch) / "checkouts")
+        reply_path = Path(scratch) / "reply.json"
+        package = str(Path(__file__).resolve().parent.parent)
+        extra = list(arguments[1:])
+        if request is not None:
+            request_path = Path(scratch) / "request.json"
+            request_path.write_text(json.dumps(request), encoding="utf-8")
+            extra.insert(0, str(request_path))
+        command = [sys.executable, "-c", _BOOTSTRAP, package, arguments[0], str(reply_path), *extra]
+        try:
+            result = subprocess.run(
+                command, cwd=lockfile.root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                timeout=PROBE_TIMEOUT, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise SisyphusError(f"{what} took over {PROBE_TIMEOUT} s") from None
+        reply = _reply(result, reply_path, what)
+    for found in _RECORDING.get():
+        found.ledgers.append(reply.read)
+    return reply.report
 
 
 def load_graph(
@@ -271,86 +212,4 @@ def load_graph(
     request = {"set": set_name, "configs": list(spec.configs), "states": states, "moved": moved, "records": records}
     what = f"loading the configs of set {set_name!r}" + (" with its pins moved" if moved else "")
     report = run_probe(lockfile, ["graph"], what, lock_text, request=request, scratch_checkouts=scratch_checkouts)
-    return _set_graph(set_name, report)
-
-
-def _set_graph(set_name: str, report: Dict[str, Any]) -> SetGraph:
-    """The probe's report of a graph as a SetGraph."""
-    above = outputs_above({name: o["job"] or "" for name, o in report["outputs"].items()}, report["inputs"])
-    return SetGraph(
-        set_name=set_name,
-        outputs={name: Output(job=o["job"] or "", path=o["path"]) for name, o in report["outputs"].items()},
-        jobs=dict(report["jobs"]),
-        clones=tuple(
-            Clone(
-                c["job"],
-                c["url"],
-                c["commit"],
-                c["hash_overwrite"],
-                tuple(c["changed"]),
-                c["folder"],
-                None if c["files_to_checkout"] is None else tuple(c["files_to_checkout"]),
-                None if c["patches"] is None else tuple(c["patches"]),
-                c["branch"],
-                bool(c["clone_submodules"]),
-                c["alias"],
-            )
-            for c in report["clones"]
-        ),
-        escapes=tuple(
-            Escape(e["job"], e["argument"], e["clone"], e["hash_overwrite"], above(e["job"]), e["alias"])
-            for e in report["escapes"]
-        ),
-        records={
-            job: JobRecord(
-                {path: Arg(*leaf) for path, leaf in record["args"].items()},
-                record["custom_hash"],
-                {path: Arg(*leaf) for path, leaf in record["detail"].items()} if record["detail"] else None,
-            )
-            for job, record in report["records"].items()
-        },
-        inputs={job: tuple(ids) for job, ids in report["inputs"].items()},
-        pinned=dict(report["pinned"]),
-        blind={job: tuple(repos) for job, repos in report["blind"].items()},
-        changed_jobs=tuple(report["changed_jobs"]),
-        value_uses=tuple(ValueUse(u["what"], u["where"], u["repo"], u["set"]) for u in report["value_uses"]),
-        awaits=dict(report["awaits"]),
-        waiting=tuple(report["waiting"]),
-        states=report.get("states"),
-        assignments=tuple(Assignment(a["clone"], a["value"], a["where"], a["own"]) for a in report["assignments"]),
-        collisions=tuple((c["job"], c["where"]) for c in report["collisions"]),
-        aliases={repo: (commit, value) for _, commit, value, repo in report["aliases"]},
-        overwrites=tuple(
-            Overwrite(o["value"], o["path"], o["job"], o["argument"], o["where"] or "") for o in report["overwrites"]
-        ),
-    )
-
-
-def outputs_above(outputs: Mapping[str, str], inputs: Mapping[str, Sequence[str]]) -> Callable[[str], Tuple[str, ...]]:
-    """
-    :param outputs: registered output name -> id of the job that creates it ("" for none)
-    :param inputs: job id -> ids of the jobs whose outputs it uses
-    :return: job id -> the outputs whose job is that job or uses it, directly or through others, sorted (each asked
-        walks only the jobs above the job: a graph with hundreds of overwrites asks hundreds of times)
-    """
-    users: Dict[str, List[str]] = {}
-    for job, used in inputs.items():
-        for dependency in used:
-            users.setdefault(dependency, []).append(job)
-    created: Dict[str, List[str]] = {}
-    for name, job in outputs.items():
-        if job:
-            created.setdefault(job, []).append(name)
-
-    def above(job: str) -> Tuple[str, ...]:
-        seen, stack, names = {job}, [job], []
-        while stack:
-            current = stack.pop()
-            names += created.get(current, ())
-            for user in users.get(current, ()):
-                if user not in seen:
-                    seen.add(user)
-                    stack.append(user)
-        return tuple(sorted(names))
-
-    return above
+    return SetGraph.from_json(report)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from sispin.clonejob import CLASS_NAME
-from sispin.graph.build import Arg, JobRecord, Output, SetGraph
+from sispin.graph.probe.schema import Arg, JobRecord, RecordedOutput, SetGraph
 from sispin.lock.lockfile import Lockfile, is_full_sha
 from sispin.text import shown_key
 
@@ -264,7 +264,7 @@ class SetChanges:
 
 
 def compare_set(
-    recorded: Mapping[str, Output], records: Optional[Mapping[str, JobRecord]], graph: SetGraph, work: Path
+    recorded: Mapping[str, RecordedOutput], records: Optional[Mapping[str, JobRecord]], graph: SetGraph, work: Path
 ) -> SetChanges:
     """
     :param recorded: the snapshot's outputs of the set

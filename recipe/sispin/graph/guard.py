@@ -23,32 +23,39 @@ __all__ = [
     "capped",
 ]
 
-from typing import Collection, Dict, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.git.store import Store
-from sispin.graph.build import Clone, Escape, SetGraph, outputs_above
 from sispin.graph.explain import short_id
 from sispin.graph.moved import moved_builds
+from sispin.graph.probe.schema import Clone, Escape, SetGraph
 from sispin.lock.lockfile import Lockfile, SetSpec, is_full_sha
 from sispin.lock.urls import same_repository
 from sispin.text import shown_key
 
 
-class Problem(str):
+@dataclass(frozen=True)
+class Problem:
     """
-    One problem line (one root cause), with the lines that ``--verbose`` and ``--json`` add under it (every job and
-    argument it stands for). It is the line wherever a string is expected.
+    One problem (one root cause): its line, and the lines that ``--verbose`` and ``--json`` add under it (every job
+    and argument it stands for).
+
+    :param text: the line (what ``str()`` of the problem renders)
+    :param details: the lines under it
     """
 
-    details: Tuple[str, ...]
+    text: str
+    details: Tuple[str, ...] = ()
 
-    def __new__(cls, text: str, details: Sequence[str] = ()) -> Problem:
-        problem = super().__new__(cls, text)
-        problem.details = tuple(details)
-        return problem
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "details", tuple(self.details))  # given as any sequence, kept as it was given
+
+    def __str__(self) -> str:
+        return self.text
 
 
-def overwrite_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
+def overwrite_problems(lockfile: Lockfile, graph: SetGraph) -> List[Problem]:
     """
     Every hash_overwrite on a clone's path that hides a commit the lock does not bind it to, one line per root cause:
     the assignment in the configs (``file:line``), with the jobs whose ids it keeps (the first, and how many) and
@@ -69,7 +76,10 @@ def overwrite_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
         clone = clones.get(escape.clone)
         if clone is None or not _accepted(lockfile, spec, clone, escape.hash_overwrite, escape.alias):
             causes.setdefault(_cause(graph, escape.clone, escape.hash_overwrite), []).append(escape)
-    problems = [_overwrite_line(lockfile, graph, clones, cause, escapes) for cause, escapes in sorted(causes.items())]
+    above = graph.outputs_above()
+    problems = [
+        _overwrite_line(lockfile, graph, clones, cause, escapes, above) for cause, escapes in sorted(causes.items())
+    ]
     return problems + _bound_value_problems(lockfile, graph)
 
 
@@ -91,7 +101,7 @@ def _accepted(lockfile: Lockfile, spec: SetSpec, clone: Clone, overwrite: str, a
     return any(same_repository(clone.url, url) for url in spec.allow_hash_overwrite)
 
 
-def _bound_value_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
+def _bound_value_problems(lockfile: Lockfile, graph: SetGraph) -> List[Problem]:
     """
     A path that no clone created with a value the lock binds hashes exactly like the bound clone's path (Sisyphus
     hashes an overwritten path as its value alone): the jobs of the two would share ids across content.
@@ -126,8 +136,13 @@ def _cause(graph: SetGraph, clone: str, overwrite: str) -> Tuple[str, str, str]:
 
 
 def _overwrite_line(
-    lockfile: Lockfile, graph: SetGraph, clones: Dict[str, Clone], cause: Tuple[str, str, str], escapes: List[Escape]
-) -> str:
+    lockfile: Lockfile,
+    graph: SetGraph,
+    clones: Dict[str, Clone],
+    cause: Tuple[str, str, str],
+    escapes: List[Escape],
+    above: Callable[[str], Tuple[str, ...]],
+) -> Problem:
     where, value, clone = cause
     described = _describe(lockfile, clones.get(clone), clone)
     text = f"sets.{shown_key(graph.set_name)}: hash_overwrite {value!r} set at {where} on {described}"
@@ -138,9 +153,9 @@ def _overwrite_line(
     if not jobs:
         return Problem(capped(text + " hides the commit from the clone's own output"))
     first = min(escapes, key=lambda escape: (escape.job, escape.argument))
-    outputs = sorted({name for escape in escapes for name in escape.outputs})
+    outputs = sorted({name for escape in escapes for name in above(escape.job)})
     details = [
-        f"{escape.job} (outputs: {', '.join(escape.outputs) or 'none registered'}) hashes {escape.argument}, a path "
+        f"{escape.job} (outputs: {', '.join(above(escape.job)) or 'none registered'}) hashes {escape.argument}, a path "
         f"of {described} with hash_overwrite={escape.hash_overwrite!r}: its id does not change with the commit"
         for escape in sorted(escapes, key=lambda escape: (escape.job, escape.argument))
     ]
@@ -189,7 +204,7 @@ def _describe(lockfile: Lockfile, clone: Optional[Clone], job: str) -> str:
     return f"{job} ({name} {clone.commit[:7] if clone.commit else 'unpinned'})"
 
 
-def off_lock_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
+def off_lock_problems(lockfile: Lockfile, graph: SetGraph) -> List[Problem]:
     """
     :return: one line per clone that is not what the lock says: a clone of a locked repository (its URL up to
         spelling) at a commit none of the set's entries of that repository pins, following a branch, or of a
@@ -207,29 +222,33 @@ def off_lock_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
             if not is_full_sha(clone.commit) and not any(same_repository(clone.url, u) for u in spec.allow_unpinned):
                 follows = f"commit {clone.commit!r}" if clone.commit else "no commit: it follows its branch"
                 problems.append(
-                    f"{where}: clones {clone.url} with {follows}, so its content changes under the same id "
-                    f"(pin it, or accept it with allow_unpinned in [sets.{shown_key(graph.set_name)}])"
+                    Problem(
+                        f"{where}: clones {clone.url} with {follows}, so its content changes under the same id "
+                        f"(pin it, or accept it with allow_unpinned in [sets.{shown_key(graph.set_name)}])"
+                    )
                 )
         elif not pinned:
-            problems.append(f"{where}: clones locked repository {entries[0]} ({clone.url}), which the set does not pin")
+            problems.append(
+                Problem(f"{where}: clones locked repository {entries[0]} ({clone.url}), which the set does not pin")
+            )
         elif clone.commit not in pinned.values():
             shown = " or ".join(commit[:7] for commit in pinned.values())
             name = next(iter(pinned))
             if clone.commit is None:
-                problems.append(f"{where}: clones {name} following a branch instead of the pinned {shown}")
+                problems.append(Problem(f"{where}: clones {name} following a branch instead of the pinned {shown}"))
             else:
                 # a short or uppercase SHA is shown whole: its first 7 characters may read like the pin's
                 at = clone.commit[:7] if is_full_sha(clone.commit) else repr(clone.commit)
-                problems.append(f"{where}: clones {name} at {at}, the set pins {shown}")
+                problems.append(Problem(f"{where}: clones {name} at {at}, the set pins {shown}"))
     return problems
 
 
-def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
+def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[Problem]:
     """
     The check that does not depend on how a commit is hidden: every job that uses a clone of the set's pins (however
     that clone was built, directly or through other jobs, through any argument) must get another id when the commit
-    moves (:func:`sispin.graph.moving.blind_jobs`, Sisyphus's own hashes recomputed with the clones moved). One that
-    keeps its id does not depend on the commit — a hash_overwrite on some path between, an object with its own
+    moves (:func:`sispin.graph.probe.moving.blind_jobs`, Sisyphus's own hashes recomputed with the clones moved). One
+    that keeps its id does not depend on the commit — a hash_overwrite on some path between, an object with its own
     ``_sis_hash``, a job's own ``hash()`` that drops it, an argument the job does not hash.
 
     :param lockfile: the setup's lockfile
@@ -250,16 +269,19 @@ def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[str]:
             via = ", ".join(_describe(lockfile, clones.get(used), used) for used in sorted(through))
             via = via or _pin(lockfile, graph, repo)
             problems.append(
-                f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) uses {via}"
-                f" but keeps its id when the pinned commit of {repo} moves: something between hides the commit from "
-                "its hash (a hash_overwrite, an object with its own _sis_hash, a job's own hash(), an argument it does "
-                "not hash)"
+                Problem(
+                    f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) uses {via}"
+                    f" but keeps its id when the pinned commit of {repo} moves: something between hides the commit "
+                    "from its hash (a hash_overwrite, an object with its own _sis_hash, a job's own hash(), an "
+                    "argument it does not hash)"
+                )
             )
     problems += [
-        f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) uses a pinned clone, and its "
-        "arguments "
-        "changed after it got its id: its id is not made of what it holds, so the id cannot follow the commit (pass "
-        "what it should hold when the job is created)"
+        Problem(
+            f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) uses a pinned clone, and "
+            "its arguments changed after it got its id: its id is not made of what it holds, so the id cannot follow "
+            "the commit (pass what it should hold when the job is created)"
+        )
         for job in sorted(graph.changed_jobs)
     ]
     return problems
@@ -272,10 +294,10 @@ def _pin(lockfile: Lockfile, graph: SetGraph, repo: str) -> str:
 
 def _outputs_of(graph: SetGraph, job: str) -> str:
     """The registered outputs that depend on a job: the first few, and how many more."""
-    return listed(list(outputs_above({name: output.job for name, output in graph.outputs.items()}, graph.inputs)(job)))
+    return listed(list(graph.outputs_above()(job)))
 
 
-def rebound_alias_problems(graph: SetGraph, bound: Mapping[str, Sequence[str]]) -> List[str]:
+def rebound_alias_problems(graph: SetGraph, bound: Mapping[str, Sequence[str]]) -> List[Problem]:
     """
     :param graph: the set now (its pins' bound hash_overwrite values)
     :param bound: hash_overwrite value -> every commit it stood for when a set was recorded (see
@@ -285,36 +307,43 @@ def rebound_alias_problems(graph: SetGraph, bound: Mapping[str, Sequence[str]]) 
     """
     # a value may stand for several commits (one overwrite on several clones, their jobs kept apart)
     return [
-        f"sets.{shown_key(graph.set_name)}.{shown_key(repo)}: hash_overwrite {value!r} stood for "
-        f"{', '.join(old[:7] for old in bound[value])} when recorded in pin.snapshot.toml (in this set or another, "
-        f"also one renamed or removed since); pin.toml binds it to {commit[:7]} now: the old ids would pass for other "
-        "code (remove it from the pin: the ids move, as they must; or restore the commit)"
+        Problem(
+            f"sets.{shown_key(graph.set_name)}.{shown_key(repo)}: hash_overwrite {value!r} stood for "
+            f"{', '.join(old[:7] for old in bound[value])} when recorded in pin.snapshot.toml (in this set or "
+            f"another, also one renamed or removed since); pin.toml binds it to {commit[:7]} now: the old ids would "
+            "pass for other code (remove it from the pin: the ids move, as they must; or restore the commit)"
+        )
         for repo, (commit, value) in sorted(graph.aliases.items())
         if value in bound and commit not in bound[value]
     ]
 
 
-def collision_problems(graph: SetGraph) -> List[str]:
+def collision_problems(graph: SetGraph) -> List[Problem]:
     """:return: one line per construction that a hash_overwrite bound to several commits merged into another job"""
     return [
-        f"sets.{shown_key(graph.set_name)}: {where or 'a config'} builds {job} again with other arguments, which a "
-        "hash_overwrite bound to several commits hides: one job would stand for both; give the two commits' pins "
-        "different hash_overwrite values, or none"
+        Problem(
+            f"sets.{shown_key(graph.set_name)}: {where or 'a config'} builds {job} again with other arguments, which "
+            "a hash_overwrite bound to several commits hides: one job would stand for both; give the two commits' "
+            "pins different hash_overwrite values, or none"
+        )
         for job, where in graph.collisions
     ]
 
 
-def changed_clone_problems(graph: SetGraph) -> List[str]:
+def changed_clone_problems(graph: SetGraph) -> List[Problem]:
     """:return: one line per clone job whose object was changed after it got its id (it checks out something else)"""
     return [
-        f"sets.{shown_key(graph.set_name)}: {clone.job} was changed after it got its id ({'; '.join(clone.changed)}): "
-        "what it checks out is not what its id says; pass the value when the job is created (a pin table can carry it)"
+        Problem(
+            f"sets.{shown_key(graph.set_name)}: {clone.job} was changed after it got its id "
+            f"({'; '.join(clone.changed)}): what it checks out is not what its id says; pass the value when the job is "
+            "created (a pin table can carry it)"
+        )
         for clone in graph.clones
         if clone.changed
     ]
 
 
-def state_problems(graph: SetGraph, moved: SetGraph, aliased: Collection[str] = ()) -> List[str]:
+def state_problems(graph: SetGraph, moved: SetGraph, aliased: Collection[str] = ()) -> List[Problem]:
     """
     :param graph: the set at its pins, with every job's state
     :param moved: the set with its pins moved, with every job's state
@@ -334,30 +363,32 @@ def state_problems(graph: SetGraph, moved: SetGraph, aliased: Collection[str] = 
         )
         if differing:
             problems.append(
-                f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) keeps its id when the "
-                "pins move, "
-                f"but its {differing[0]} differs: it holds something built from a pinned value it does not hash "
-                f"(taken at: {taken}{more})"
+                Problem(
+                    f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) keeps its id when "
+                    f"the pins move, but its {differing[0]} differs: it holds something built from a pinned value it "
+                    f"does not hash (taken at: {taken}{more})"
+                )
             )
     return problems
 
 
-def _other_set_problems(graph: SetGraph) -> List[str]:
+def _other_set_problems(graph: SetGraph) -> List[Problem]:
     """
     Another set's pinned values taken out of the graph in this set's configs: neither the check of this set (which
     moves this set's pins) nor an upgrade of the other set (which builds that set) would see them move.
     """
     return [
-        f"sets.{shown_key(graph.set_name)}: {use.what} taken at {use.where}: the configs of set {graph.set_name!r} use "
-        "another "
-        "set's pinned values outside the job graph, which no check moves with that set's pins; pin the repository "
-        f"in set {graph.set_name!r} and use experiment_set({graph.set_name!r})"
+        Problem(
+            f"sets.{shown_key(graph.set_name)}: {use.what} taken at {use.where}: the configs of set "
+            f"{graph.set_name!r} use another set's pinned values outside the job graph, which no check moves with "
+            f"that set's pins; pin the repository in set {graph.set_name!r} and use experiment_set({graph.set_name!r})"
+        )
         for use in graph.value_uses
         if use.set_name is not None and use.set_name != graph.set_name
     ]
 
 
-def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph, store: Optional[Store] = None) -> List[str]:
+def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph, store: Optional[Store] = None) -> List[Problem]:
     """
     Everything that hides a pinned commit from a job's hash: :func:`overwrite_problems`,
     :func:`commit_blind_problems`, :func:`changed_clone_problems`, and when the configs took a pinned value out of
@@ -370,7 +401,7 @@ def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph, store: Optional[
     if graph.value_uses:
         builds, cannot = moved_builds(lockfile, graph, store or Store())
         spec, clones = lockfile.get_set(graph.set_name), {clone.job: clone for clone in graph.clones}
-        found: List[str] = []
+        found: List[Problem] = []
         for repo, moved in builds:
             aliased = {
                 escape.job
@@ -380,11 +411,11 @@ def hidden_commit_problems(lockfile: Lockfile, graph: SetGraph, store: Optional[
                 and _accepted(lockfile, spec, clones[escape.clone], escape.hash_overwrite, escape.alias)
             }
             found += state_problems(graph, moved, aliased)
-        problems += cannot + list(dict.fromkeys(found))
+        problems += [Problem(line) for line in cannot] + list(dict.fromkeys(found))
     return problems
 
 
-def recording_problems(lockfile: Lockfile, graph: SetGraph, bound: Mapping[str, Sequence[str]]) -> List[str]:
+def recording_problems(lockfile: Lockfile, graph: SetGraph, bound: Mapping[str, Sequence[str]]) -> List[Problem]:
     """
     What keeps a set's ids from being trusted (``pin check``) or recorded (``pin snapshot``, an adoption): a record of
     ids that do not depend on the commits would make ``pin check`` pass on exactly what it must catch.

@@ -2,7 +2,7 @@
 The incremental ``pin check``: a set whose check passed is not built again while nothing its builds read changed.
 
 A pass is kept in ``.sispin-cache/checks/SET.json`` (outside git) with what its builds read (see
-:mod:`sispin.graph.inputs`: every file opened or imported, directory listed, path looked at, environment variable
+:mod:`sispin.graph.probe.inputs`: every file opened or imported, directory listed, path looked at, environment variable
 read) and a key of everything else the verdict depends on: the set's lock section and those of the sets its configs
 asked for, the repositories and ``[setup.*]`` checkouts (Sisyphus, i6_core), every alias the lock binds, the set's
 snapshot entry and alias history, the Python and the source of sispin itself, and the environment the probe starts
@@ -15,23 +15,22 @@ from __future__ import annotations
 
 __all__ = ["KeptPass", "kept_pass", "keep_pass", "forget_pass"]
 
+import functools
 import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from sispin.errors import PinError
-from sispin.graph.build import Output
-from sispin.graph.ledger import changed_input
-from sispin.graph.runner import probe_environment
-from sispin.lock.cache import set_cache_file, write_set_cache
+from sispin.graph.build import probe_environment
+from sispin.graph.probe.ledger import changed_input
+from sispin.graph.probe.schema import RecordedOutput
+from sispin.lock.cache import set_cache_file, sispin_sources, source_digests, write_set_cache
 from sispin.lock.lockfile import Lockfile
 
 #: the format of a kept pass; another one is not read
 _VERSION = 1
-#: the sispin package, whose source decides every verdict
-_PACKAGE = Path(__file__).resolve().parent.parent
 
 
 class KeptPass(NamedTuple):
@@ -48,19 +47,18 @@ def _file(root: Path, set_name: str) -> Path:
     return set_cache_file(root, "checks", set_name)
 
 
-def _sispin_source() -> List[Tuple[str, int, int]]:
-    found = []
-    for path in sorted(_PACKAGE.rglob("*.py")):
-        status = path.stat()
-        found.append((str(path.relative_to(_PACKAGE)), status.st_size, status.st_mtime_ns))
-    return found
+@functools.lru_cache(maxsize=None)  # noqa: UP033 - functools.cache is Python 3.9+, lru_cache reads on all
+def _sispin_code() -> Optional[Tuple[Tuple[str, str], ...]]:
+    """The source of sispin, which decides every verdict: read once per process (the code it runs)."""
+    digests = source_digests(sispin_sources())
+    return None if digests is None else tuple(digests)
 
 
 def _key(
     lockfile: Lockfile,
     set_name: str,
     sets_read: Sequence[str],
-    recorded: Mapping[str, Output],
+    recorded: Mapping[str, RecordedOutput],
     bound: Mapping[str, Sequence[str]],
 ) -> str:
     """Everything a set's verdict depends on beside what its builds read."""
@@ -74,7 +72,7 @@ def _key(
     parts = {
         "version": _VERSION,
         "python": [sys.version, sys.executable],
-        "sispin": _sispin_source(),
+        "sispin": _sispin_code(),
         "sets": [repr(lockfile.sets.get(name)) for name in sorted({set_name, *sets_read})],
         # which sets list a config decides what current_set() is in it
         "configs": sorted((name, list(spec.configs)) for name, spec in lockfile.sets.items()),
@@ -92,7 +90,7 @@ def _key(
 
 
 def kept_pass(
-    lockfile: Lockfile, set_name: str, recorded: Mapping[str, Output], bound: Mapping[str, Sequence[str]]
+    lockfile: Lockfile, set_name: str, recorded: Mapping[str, RecordedOutput], bound: Mapping[str, Sequence[str]]
 ) -> Tuple[Optional[KeptPass], str]:
     """
     :param lockfile: the setup's lockfile
@@ -121,7 +119,7 @@ def kept_pass(
 def keep_pass(
     lockfile: Lockfile,
     set_name: str,
-    recorded: Mapping[str, Output],
+    recorded: Mapping[str, RecordedOutput],
     bound: Mapping[str, Sequence[str]],
     ledgers: Sequence[Optional[Mapping[str, Any]]],
     passed: KeptPass,

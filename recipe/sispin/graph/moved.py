@@ -1,8 +1,9 @@
 """
 A set built once more with its pins moved, for the sets whose configs take a pinned value out of the graph (see
-:mod:`sispin.graph.moving`): everything that reads the lock (``exp.repo``, ``commit``, ``clone_job``, ``checkout``,
-``imported``, ``current_set``) reads the moved pins, a hand-written clone of a pin clones the moved commit, and an
-async config gets past the awaits the real build got past. Then a job that keeps its id must keep its whole state.
+:mod:`sispin.graph.probe.moving`): everything that reads the lock (``exp.repo``, ``commit``, ``clone_job``,
+``checkout``, ``imported``, ``current_set``) reads the moved pins, a hand-written clone of a pin clones the moved
+commit, and an async config gets past the awaits the real build got past. Then a job that keeps its id must keep its
+whole state.
 
 The moved commit of a pin is its parent in the store's mirror (the head of its branch for a first commit), a real
 commit, so that a checkout or an import of the moved code builds what that code builds; a repository whose code the
@@ -20,7 +21,8 @@ from typing import Dict, List, Optional, Tuple
 from sispin.errors import RevisionError, SisyphusError
 from sispin.git.history import branch_commit, parent_commit
 from sispin.git.store import Store
-from sispin.graph.build import SetGraph, load_graph
+from sispin.graph.build import load_graph
+from sispin.graph.probe.schema import SetGraph
 from sispin.lock.editing import render_lockfile
 from sispin.lock.lockfile import Lockfile
 from sispin.text import shown_key

@@ -13,13 +13,13 @@ __all__ = ["write_records", "read_records"]
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional
 
-from sispin.graph.build import Arg, JobRecord, Output, SetGraph
+from sispin.graph.probe.schema import JobRecord, RecordedOutput, SetGraph
 from sispin.lock.cache import set_cache_file, write_set_cache
 
-#: the format of a records file; another one is not read
-_VERSION = 1
+#: the format of a records file; another one is not read (2: each record as the probe's schema writes it)
+_VERSION = 2
 
 
 def write_records(lockfile_path: Path, graph: SetGraph) -> None:
@@ -32,13 +32,15 @@ def write_records(lockfile_path: Path, graph: SetGraph) -> None:
     data = {
         "version": _VERSION,
         "outputs": _fingerprint(graph.outputs),
-        "jobs": {job: _encoded(record) for job, record in sorted(graph.records.items())},
+        "jobs": {job: record.to_json() for job, record in sorted(graph.records.items())},
     }
     # a setup that cannot hold the cache explains through `pin explain --against REV`
     write_set_cache(lockfile_path, "records", graph.set_name, data)
 
 
-def read_records(lockfile_path: Path, set_name: str, recorded: Mapping[str, Output]) -> Optional[Dict[str, JobRecord]]:
+def read_records(
+    lockfile_path: Path, set_name: str, recorded: Mapping[str, RecordedOutput]
+) -> Optional[Dict[str, JobRecord]]:
     """
     :param lockfile_path: the pin.toml
     :param set_name: a set
@@ -51,29 +53,12 @@ def read_records(lockfile_path: Path, set_name: str, recorded: Mapping[str, Outp
         data = json.loads(set_cache_file(Path(lockfile_path).parent, "records", set_name).read_bytes())
         if data.get("version") != _VERSION or data.get("outputs") != _fingerprint(recorded):
             return None
-        return {job: _decoded(record) for job, record in data["jobs"].items()}
+        return {job: JobRecord.from_json(record) for job, record in data["jobs"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def _fingerprint(outputs: Mapping[str, Output]) -> str:
+def _fingerprint(outputs: Mapping[str, RecordedOutput]) -> str:
     """What identifies a set's snapshot entry: its outputs and their jobs and files."""
     listed = sorted((name, output.job, output.path) for name, output in outputs.items())
     return hashlib.sha256(json.dumps(listed).encode()).hexdigest()
-
-
-def _encoded(record: JobRecord) -> Dict[str, Any]:
-    return {
-        "args": {path: [a.digest, a.value, a.job] for path, a in record.args.items()},
-        "custom_hash": record.custom_hash,
-        "detail": None if record.detail is None else {p: [a.digest, a.value, a.job] for p, a in record.detail.items()},
-    }
-
-
-def _decoded(data: Mapping[str, Any]) -> JobRecord:
-    detail = data.get("detail")
-    return JobRecord(
-        {path: Arg(*leaf) for path, leaf in data["args"].items()},
-        bool(data["custom_hash"]),
-        None if detail is None else {path: Arg(*leaf) for path, leaf in detail.items()},
-    )

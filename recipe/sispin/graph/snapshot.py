@@ -12,10 +12,6 @@ from __future__ import annotations
 
 __all__ = [
     "Snapshot",
-    "SNAPSHOT_NAME",
-    "JOURNAL_NAME",
-    "snapshot_path",
-    "journal_path",
     "read_snapshot",
     "read_bound",
     "set_inputs",
@@ -36,12 +32,10 @@ from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Tup
 import tomlkit
 
 from sispin.errors import LockfileError
-from sispin.graph.build import Output, SetGraph
+from sispin.graph.probe.schema import RecordedOutput, SetGraph
 from sispin.graph.recordcache import write_records
 from sispin.lock.editing import edit_lockfile
 from sispin.lock.files import (
-    JOURNAL_NAME,
-    SNAPSHOT_NAME,
     check_writable,
     file_lock,
     interrupted,
@@ -65,7 +59,7 @@ _HEADER = (
     "changed. Review changes like code."
 )
 
-Snapshot = Dict[str, Dict[str, Output]]
+Snapshot = Dict[str, Dict[str, RecordedOutput]]
 #: one set's part of the snapshot, as plain data: {"outputs": {name: {"job", "path"}}, "aliases": {repo: {...}}}
 Entry = Dict[str, Any]
 
@@ -155,7 +149,7 @@ def read_snapshot(path: Path) -> Snapshot:
     :raises LockfileError: when it is malformed or cannot be read (naming file and key)
     """
     return {
-        set_name: {name: Output(job=o["job"], path=o.get("path", "")) for name, o in entry["outputs"].items()}
+        set_name: {name: RecordedOutput(job=o["job"], path=o.get("path", "")) for name, o in entry["outputs"].items()}
         for set_name, entry in _load(path).items()
     }
 
@@ -390,7 +384,7 @@ def _sets(names: Mapping[str, Any]) -> str:
     return ", ".join(f"sets.{shown_key(name)}" for name in sorted(names))
 
 
-def compare_outputs(recorded: Mapping[str, Output], current: Mapping[str, Output]) -> List[str]:
+def compare_outputs(recorded: Mapping[str, RecordedOutput], current: Mapping[str, RecordedOutput]) -> List[str]:
     """
     :param recorded: outputs as in the snapshot
     :param current: outputs as the configs build them now

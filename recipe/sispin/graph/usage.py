@@ -22,7 +22,7 @@ from sispin.errors import CheckoutStateError, UnknownNameError
 from sispin.git.registry import PinUse, StoreUsers, pin_uses
 from sispin.git.repo import checkout_origin
 from sispin.git.store import Store
-from sispin.graph.build import Output
+from sispin.graph.probe.schema import RecordedOutput
 from sispin.lock.lockfile import Lockfile, is_sha_prefix
 from sispin.lock.urls import name_from_url, same_repository
 from sispin.text import display_path
@@ -181,7 +181,7 @@ class Usage:
 def find_usages(
     users: StoreUsers,
     work: WorkDir,
-    snapshot: Mapping[str, Mapping[str, Output]],
+    snapshot: Mapping[str, Mapping[str, RecordedOutput]],
     store: Store,
     matches: Matcher,
 ) -> List[Usage]:

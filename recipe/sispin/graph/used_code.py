@@ -5,7 +5,7 @@ that touch those files are the ones to read.
 Three things count, each measured, none guessed from names:
 
 - the files of the pinned checkout the manager read while the configs loaded (modules ``exp.imported()`` brought in,
-  files opened): the build's input record (:mod:`sispin.graph.inputs`), below the store's checkout of the pinned
+  files opened): the build's input record (:mod:`sispin.graph.probe.inputs`), below the store's checkout of the pinned
   commit or a clone job's output in work/;
 - the ``files_to_checkout`` of the set's clone jobs of the repository;
 - where a job of the graph takes a clone of the repository as an input, the code it runs from there: the Python
@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Mapping, Tuple
 from sispin.clonejob import checkout_folder
 from sispin.git.history import tracked_files
 from sispin.git.store import Store
-from sispin.graph.build import SetGraph
+from sispin.graph.probe.schema import SetGraph
 from sispin.lock.lockfile import Lockfile
 
 
@@ -78,9 +78,9 @@ def used_code(
         pin, entry = spec.pins[repo], lockfile.get_repo(repo)
         clones = [clone for clone in graph.clones if graph.pinned.get(clone.job) == repo]
         roots = [store.checkout_path(entry.url, pin.commit, checkout_folder(entry.checkout))]
-        roots += [work / clone.job / "output" / clone.folder for clone in clones]
+        roots += [work / clone.job / "output" / clone.checkout_folder_name for clone in clones]
         read = _below(ledger.get("files", {}), roots)
-        listed = sorted({file for clone in clones for file in clone.files or ()})
+        listed = sorted({file for clone in clones for file in clone.files_to_checkout or ()})
         run = any(clone.job in taken for clone in clones)
         packages = _packages(mirror, pin.commit) if run else []
         used[repo] = UsedCode(tuple(read), tuple(listed), tuple(packages))

@@ -15,7 +15,16 @@ without source), the lockfile is validated as if there were none.
 
 from __future__ import annotations
 
-__all__ = ["CACHE_DIR", "cache_directory", "set_cache_file", "write_set_cache", "validating_modules", "load_cached"]
+__all__ = [
+    "CACHE_DIR",
+    "cache_directory",
+    "set_cache_file",
+    "write_set_cache",
+    "validating_modules",
+    "sispin_sources",
+    "source_digests",
+    "load_cached",
+]
 
 import ast
 import hashlib
@@ -85,10 +94,22 @@ def _source_of(name: str) -> str:
     return origin
 
 
-def _digests(files: Sequence[str]) -> Optional[List[Tuple[str, bytes]]]:
-    """:return: (file, digest of its source) for each, or None when one cannot be read (no source: no cache)"""
+def sispin_sources() -> List[str]:
+    """:return: every source file of the sispin package (relative to the directory that holds it)"""
+    package = Path(__file__).resolve().parent.parent
+    return sorted(path.relative_to(_PACKAGES).as_posix() for path in package.rglob("*.py"))
+
+
+def source_digests(files: Sequence[str]) -> Optional[List[Tuple[str, str]]]:
+    """
+    What says whether sispin's code changed, for every cache whose result that code decides (this one, and the kept
+    passes of ``pin check``).
+
+    :param files: source files, as :func:`validating_modules` or :func:`sispin_sources` name them
+    :return: (file, digest of its source) for each, or None when one cannot be read (no source: no cache)
+    """
     try:
-        return [(file, hashlib.sha256((_PACKAGES / file).read_bytes()).digest()) for file in files]
+        return [(file, hashlib.sha256((_PACKAGES / file).read_bytes()).hexdigest()) for file in files]
     except OSError:
         return None
 
@@ -119,7 +140,7 @@ def load_cached(path: Path) -> Lockfile:
         return load_lockfile(path)
     lockfile = parse_lockfile(text, path)
     try:
-        code = _digests(validating_modules())
+        code = source_digests(validating_modules())
     except (OSError, ValueError):  # no source, or a module outside the package's directory: nothing to key on
         code = None
     if code is not None:
@@ -147,7 +168,7 @@ def _read(cache: Path, key: bytes) -> Optional[Tuple[Any, Any, Any]]:
         return None
     try:
         code, (repos, sets, setup) = _Unpickler(io.BytesIO(content[len(key) :])).load()
-        if _digests([file for file, _ in code]) != code:
+        if source_digests([file for file, _ in code]) != code:
             return None  # the validating code changed (or its source is gone)
     except _UNREADABLE:
         return None

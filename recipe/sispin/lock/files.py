@@ -19,6 +19,7 @@ __all__ = [
     "leftovers",
     "remove_leftovers",
     "remove",
+    "RACY_NS",
 ]
 
 import contextlib
@@ -30,6 +31,10 @@ from typing import Iterator, List
 
 from sispin.errors import FileSystemError
 from sispin.text import display_path
+
+#: file and directory times this close to a moment may still change within their granularity (coarse file system
+#: clocks): a state seen then cannot vouch for later
+RACY_NS = 2_000_000_000
 
 
 @contextlib.contextmanager

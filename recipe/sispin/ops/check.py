@@ -20,14 +20,14 @@ from sispin.errors import PinError
 from sispin.git.history import on_a_ref
 from sispin.git.presence import missing_commits
 from sispin.git.store import Store
-from sispin.graph.build import Output as RecordedOutput
-from sispin.graph.build import load_graph
+from sispin.graph.build import find_sisyphus, load_graph, recording_inputs
 from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
+from sispin.graph.probe.schema import RecordedOutput
 from sispin.graph.recordcache import read_records
-from sispin.graph.runner import find_sisyphus, recording_inputs
-from sispin.graph.snapshot import read_bound, read_snapshot, snapshot_path
+from sispin.graph.snapshot import read_bound, read_snapshot
+from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import Lockfile
 from sispin.text import count, display_path, shown_key
 
@@ -61,7 +61,7 @@ class CheckResult:
     :param built: set name -> why it was built (no earlier pass, or the first input that changed)
     """
 
-    problems: List[str] = field(default_factory=list)
+    problems: List[Problem] = field(default_factory=list)
     summaries: List[str] = field(default_factory=list)
     skipped: List[str] = field(default_factory=list)
     changes: Dict[str, Any] = field(default_factory=dict)
@@ -102,8 +102,10 @@ def check(
     target = snapshot_path(lockfile.path)
     recorded, bound = read_snapshot(target), read_bound(target)
     result.problems += [
-        f"{display_path(target)}: sets.{shown_key(name)}: no such set in {display_path(lockfile.path)} (stale: `pin "
-        "snapshot` drops it)"
+        Problem(
+            f"{display_path(target)}: sets.{shown_key(name)}: no such set in {display_path(lockfile.path)} (stale: "
+            "`pin snapshot` drops it)"
+        )
         for name in sorted(recorded)
         if name not in lockfile.sets
     ]
@@ -175,14 +177,14 @@ def _check_set(
         # what an id is made of only below the outputs whose id differs: a set that holds costs one build
         graph = load_graph(lockfile, name, records={o: output.job for o, output in (before or {}).items()} or None)
     except PinError as exc:
-        result.problems.append(f"sets.{shown_key(name)}: {exc}")
+        result.problems.append(Problem(f"sets.{shown_key(name)}: {exc}"))
         return
     result.checked += 1
     result.outputs += len(graph.outputs)
     result.problems += recording_problems(lockfile, graph, bound)
     if name not in recorded:
         target = display_path(snapshot_path(lockfile.path))
-        result.problems.append(f"sets.{shown_key(name)}: no snapshot in {target} (run `pin snapshot {name}`)")
+        result.problems.append(Problem(f"sets.{shown_key(name)}: no snapshot in {target} (run `pin snapshot {name}`)"))
         return
     differs = any(graph.outputs.get(output) != job for output, job in recorded[name].items())
     # the records of the recorded jobs only to explain a difference: reading them costs as much as the snapshot
@@ -235,20 +237,22 @@ def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> 
             )
     for entry in lockfile.setup.values():
         wanted.setdefault(entry.url, []).append((f"setup.{entry.name}", entry.commit))
-    problems = []
+    problems: List[Problem] = []
     for url, pins in wanted.items():
         try:
             mirror = store.fetch(url)
         except PinError as exc:
-            problems += [f"{key}: {exc}" for key, _ in pins]
+            problems += [Problem(f"{key}: {exc}") for key, _ in pins]
             continue
         missing = set(missing_commits(mirror, sorted({commit for _, commit in pins})))
         for key, commit in pins:
             if commit in missing:
-                problems.append(f"{key}: commit {commit} does not exist in {url}, nor in the store")
+                problems.append(Problem(f"{key}: commit {commit} does not exist in {url}, nor in the store"))
             elif not on_a_ref(mirror, commit):
                 problems.append(
-                    f"{key}: commit {commit} is on no branch or tag of {url} any more (force-pushed away?); "
-                    f"the store still has it in {mirror}"
+                    Problem(
+                        f"{key}: commit {commit} is on no branch or tag of {url} any more (force-pushed away?); "
+                        f"the store still has it in {mirror}"
+                    )
                 )
     return problems

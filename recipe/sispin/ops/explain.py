@@ -16,12 +16,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from sispin.errors import UnknownNameError
 from sispin.graph.against import graph_at_revision
-from sispin.graph.build import JobRecord, load_graph
-from sispin.graph.build import Output as RecordedOutput
+from sispin.graph.build import load_graph
 from sispin.graph.explain import Explanation, cause_key, explain_output, pin_moved
 from sispin.graph.guard import listed
+from sispin.graph.probe.schema import JobRecord, RecordedOutput
 from sispin.graph.recordcache import read_records
-from sispin.graph.snapshot import read_snapshot, snapshot_path
+from sispin.graph.snapshot import read_snapshot
+from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import Lockfile, load_lockfile
 from sispin.text import display_path
 

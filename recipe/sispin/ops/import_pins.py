@@ -26,9 +26,8 @@ from sispin.adopt.setup import SetupAdoption, adopt_setup, adopted_pins
 from sispin.adopt.sites import CallSite
 from sispin.clonejob import PIN_KWARGS
 from sispin.errors import LockfileError, SisyphusError, UsageError
-from sispin.graph.snapshot import snapshot_path
 from sispin.lock.editing import edit_lockfile
-from sispin.lock.files import check_writable, write_atomically
+from sispin.lock.files import check_writable, snapshot_path, write_atomically
 from sispin.lock.lockfile import LOCK_ENV, LOCKFILE_NAME, Lockfile, find_lockfile, load_lockfile, valid_name
 from sispin.lock.urls import redact_text
 from sispin.ops.import_setup import call_notes, moving_advice, setup_json, write_setup

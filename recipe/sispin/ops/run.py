@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from sispin.errors import SisyphusError
-from sispin.graph.build import load_graph
-from sispin.graph.runner import probe_environment
+from sispin.graph.build import load_graph, probe_environment
 from sispin.lock.lockfile import load_lockfile
 from sispin.text import shown_key
 

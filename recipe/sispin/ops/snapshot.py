@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
-from sispin.graph.build import SetGraph, load_graph
+from sispin.graph.build import load_graph
 from sispin.graph.guard import Problem, recording_problems
-from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs, snapshot_path
+from sispin.graph.probe.schema import SetGraph
+from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs
+from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import load_lockfile
 
 

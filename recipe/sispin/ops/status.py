@@ -152,8 +152,7 @@ def count_touching(lockfile: Lockfile, records: List[Dict[str, Any]], store: Sto
     """
     # building graphs needs Sisyphus and the recorder: only --changes pays their import
     from sispin.git.history import branch_commit, changes_to
-    from sispin.graph.build import load_graph
-    from sispin.graph.runner import recording_inputs
+    from sispin.graph.build import load_graph, recording_inputs
     from sispin.graph.used_code import used_code
 
     unbuilt = {}

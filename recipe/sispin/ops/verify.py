@@ -18,8 +18,7 @@ from sispin.clonejob import checkout_folder
 from sispin.errors import PinError, SisyphusError
 from sispin.git.store import Store
 from sispin.git.verify import verify_checkout
-from sispin.graph.build import load_graph
-from sispin.graph.runner import run_probe
+from sispin.graph.build import load_graph, run_probe
 from sispin.lock.lockfile import Lockfile, load_lockfile
 from sispin.text import display_path, shown_key
 
@@ -116,8 +115,9 @@ def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple
             graph = load_graph(lockfile, name)
             for clone in graph.clones:
                 if clone.job in graph.pinned:  # a hand-written clone of a pin too
-                    kwargs = {"files_to_checkout": clone.files, "patches": clone.patches}
-                    clones.setdefault(clone.job, (f"sets.{shown_key(name)}", clone.folder, clone.commit or "", kwargs))
+                    kwargs = {"files_to_checkout": clone.files_to_checkout, "patches": clone.patches}
+                    folder = clone.checkout_folder_name
+                    clones.setdefault(clone.job, (f"sets.{shown_key(name)}", folder, clone.commit or "", kwargs))
     found = []
     for job_id, (label, folder, commit, kwargs) in sorted(clones.items()):
         job_dir = lockfile.root / "work" / job_id

@@ -16,8 +16,9 @@ from typing import List
 
 from sispin.git.registry import load_users
 from sispin.git.store import Store
-from sispin.graph.snapshot import read_snapshot, snapshot_path
+from sispin.graph.snapshot import read_snapshot
 from sispin.graph.usage import Usage, WorkDir, find_usages, target_matcher
+from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import load_lockfile
 
 

@@ -20,24 +20,9 @@ import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sispin.clonejob import is_clone
+from sispin.graph.probe.schema import Assignment
+from sispin.graph.probe.sisyphus import SISPIN_DIR, path_class, sisyphus_dir
 from sispin.lock.urls import same_repository
-
-#: sispin's own code
-_SISPIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def _sisyphus_dir() -> str:
-    import sisyphus
-
-    return os.path.dirname(os.path.abspath(sisyphus.__file__)) + os.sep
-
-
-def _path_class() -> Any:
-    """The class that defines how Sisyphus paths hash and hold their overwrite (Path's base): patched there, so
-    that every kind of path follows."""
-    from sisyphus.job_path import Path
-
-    return next(cls for cls in Path.__mro__ if "_sis_hash" in cls.__dict__ and "hash_overwrite" in cls.__dict__)
 
 
 def bound_aliases(set_name: str) -> List[Tuple[str, str, str, str]]:
@@ -71,18 +56,16 @@ class Assignments:
     """
 
     def __init__(self) -> None:
-        #: {"clone": job id, "value": the overwrite as written, "where": file:line ("pin.toml" for sispin's own, an
-        #: alias), "own": whether it is set on the clone's own output before any job used it}
-        self.found: List[Dict[str, str]] = []
+        self.found: List[Assignment] = []
         #: (value, path) of a string overwrite on a path no clone created -> file:line where it was first given
         self.elsewhere: Dict[Tuple[str, str], str] = {}
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
-        from sispin.graph.values import taken_at
+        from sispin.graph.probe.values import taken_at
         from sispin.sets import shown_overwrite
 
-        owner = _path_class()
+        owner = path_class()
         prop = owner.__dict__["hash_overwrite"]
         assignments = self
 
@@ -100,18 +83,13 @@ class Assignments:
                 return
             caller = sys._getframe(1)
             file = os.path.abspath(caller.f_code.co_filename)
-            if file.startswith(_sisyphus_dir()):
+            if file.startswith(sisyphus_dir()):
                 return  # Sisyphus carries an overwrite on to a copy (join_right): no assignment of the config's
             # sispin's own assignment is exp.repo() applying the alias a pin binds
-            where = "pin.toml" if file.startswith(_SISPIN) else taken_at(caller)
+            where = "pin.toml" if file.startswith(SISPIN_DIR) else taken_at(caller)
             # what exp.repo() does: on the clone's own output, before any job used it
             own = path is vars(creator).get("out_repository") and not getattr(path, "users", None)
-            entry = {
-                "clone": creator._sis_id_cache,
-                "value": str(shown_overwrite(path.hash_overwrite)),
-                "where": where,
-                "own": own,
-            }
+            entry = Assignment(creator._sis_id_cache, str(shown_overwrite(path.hash_overwrite)), where, own)
             if entry not in assignments.found:
                 assignments.found.append(entry)
 
@@ -137,9 +115,8 @@ class Collisions:
 
     def __init__(self, aliases: Sequence[Sequence[str]]):
         self.aliases = aliases
-        self.found: List[Dict[str, str]] = []
-        #: (value, path) of a string overwrite on a path no clone created -> file:line where it was first given
-        self.elsewhere: Dict[Tuple[str, str], str] = {}
+        #: (job id, file:line) of each construction merged into a job built before with other arguments
+        self.found: List[Tuple[str, str]] = []
         values = [value for _, _, value, *_ in aliases]
         #: the values bound to several commits: only they can merge two constructions
         self.shared = {value for value in values if values.count(value) > 1}
@@ -152,10 +129,10 @@ class Collisions:
             return
         from sisyphus.job import JobSingleton
 
-        from sispin.graph.values import taken_at
+        from sispin.graph.probe.values import taken_at
         from sispin.sets import shown_overwrite
 
-        create, owner = JobSingleton.__call__, _path_class()
+        create, owner = JobSingleton.__call__, path_class()
         original = owner._sis_hash
         hidden: List[List[Tuple[str, str]]] = []  # per construction under way: the clones behind shared values
         seen: Dict[int, Tuple[Tuple[str, str], ...]] = {}
@@ -176,7 +153,7 @@ class Collisions:
             finally:
                 behind = tuple(hidden.pop())
             if seen.setdefault(id(job), behind) != behind:
-                entry = {"job": job._sis_id_cache, "where": taken_at(sys._getframe(1))}
+                entry = (job._sis_id_cache, taken_at(sys._getframe(1)))
                 if entry not in collisions.found:
                     collisions.found.append(entry)
             return job

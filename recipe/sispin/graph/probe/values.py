@@ -20,10 +20,11 @@ import sysconfig
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from sispin.clonejob import is_clone, job_class
+from sispin.graph.probe.schema import ValueUse
+from sispin.graph.probe.sisyphus import SISPIN_DIR, sisyphus_dir
 from sispin.lock.urls import same_repository
 
-#: sispin's own code, and the standard library's (copy, pickle: they only carry a call on)
-_SISPIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+#: the standard library's code (copy, pickle: they only carry a call on)
 _STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 #: Sisyphus's modules (and single functions) that act for the config that calls them: its toolkit, DelayedFormat
 #: and the try_get it evaluates with, the sh() that formats paths into a command, a path's own methods; the rest of
@@ -48,24 +49,18 @@ _CLONE_VALUES = frozenset(
 )
 
 
-def _sisyphus_dir() -> str:
-    import sisyphus
-
-    return os.path.dirname(os.path.abspath(sisyphus.__file__)) + os.sep
-
-
 def taken_at(frame: Any) -> str:
     """
     :param frame: the frame that called a patched method
     :return: ``file:line`` of the setup's code behind that call, found past the standard library and the Sisyphus
         helpers that carry a call on; "" when sispin or Sisyphus itself asked (building the graph)
     """
-    sisyphus_dir = _sisyphus_dir()
+    sisyphus_code = sisyphus_dir()
     while frame is not None:
         file = os.path.abspath(frame.f_code.co_filename)
-        if file.startswith(_SISPIN):
+        if file.startswith(SISPIN_DIR):
             return ""
-        if file.startswith(sisyphus_dir):
+        if file.startswith(sisyphus_code):
             name = os.path.basename(file)
             if name not in _HELPERS and f"{name}:{frame.f_code.co_name}" not in _HELPERS:
                 return ""
@@ -84,7 +79,7 @@ class ValueUses:
 
     def __init__(self, pins: List[Tuple[str, str]]):
         self.pins = pins
-        self.found: List[Dict[str, Optional[str]]] = []
+        self.found: List[ValueUse] = []
         self._depends: Dict[int, bool] = {}
 
     def add(self, what: str, where: str, repo: Optional[str] = None, set_name: Optional[str] = None) -> None:
@@ -94,7 +89,7 @@ class ValueUses:
         :param repo: the repository whose checkout or code it is, for ``exp.checkout()`` and ``exp.imported()``
         :param set_name: the set whose lock values it is, for the experiment set's API
         """
-        entry = {"what": what, "where": where, "repo": repo, "set": set_name}
+        entry = ValueUse(what, where, repo, set_name)
         if entry not in self.found:
             self.found.append(entry)
 
@@ -107,7 +102,7 @@ class ValueUses:
 
     def depends(self, job: Any) -> bool:
         """Whether a job is a clone of a pin or holds one (or a job that does), anywhere in its state."""
-        from sispin.graph.state import referenced_jobs
+        from sispin.graph.probe.state import referenced_jobs
 
         known = self._depends
         if id(job) not in known:

@@ -7,7 +7,7 @@ reading (the configs, every module imported, anything a config reads), every mod
 loaded, not opened), every directory listed (the import system lists each directory on the path, so a new module
 that would shadow another is seen; its caches are emptied first), the site directories and their ``.pth`` files,
 every path that code looked at (``os.path.exists``, ``getsize``, ``access``, ``realpath``...), and every environment
-variable the setup's own code read. :meth:`InputRecorder.ledger` writes them down as :mod:`sispin.graph.ledger`
+variable the setup's own code read. :meth:`InputRecorder.ledger` writes them down as :mod:`sispin.graph.probe.ledger`
 identifies them.
 
 A build whose result no record can vouch for is marked volatile and never reused: the setup's code read the clock or
@@ -27,7 +27,8 @@ import sysconfig
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
 
-from sispin.graph.ledger import file_signature, listing, machine_state, path_state, source_of
+from sispin.graph.probe.ledger import file_signature, listing, machine_state, path_state, source_of
+from sispin.lock.files import RACY_NS
 
 #: module functions of random that draw from its shared generator
 _RANDOM = (
@@ -41,8 +42,6 @@ _CLOCK = (
 ).split()
 #: datetime's clock is read in C, where no wrapper sees it: the setup's own code is searched for the calls instead
 _DATETIME_CLOCK = re.compile(rb"\.\s*(?:now|today|utcnow)\b|[\"'](?:now|today|utcnow)[\"']")
-#: an input modified this close to the start of the build may have changed while it was read (coarse file times)
-_RACY_NS = 2_000_000_000
 #: os.open flags of a file made, not read
 _CREATED = os.O_CREAT | os.O_EXCL
 
@@ -336,7 +335,7 @@ class InputRecorder:
         """
 
         def changed(modified: Optional[int], metadata: Optional[int]) -> bool:
-            return (modified or 0) > self.started_ns - _RACY_NS or (metadata or 0) > self.started_ns
+            return (modified or 0) > self.started_ns - RACY_NS or (metadata or 0) > self.started_ns
 
         for path, signature in files.items():
             if signature is not None and changed(signature[1], signature[2]):

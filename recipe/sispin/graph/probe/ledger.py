@@ -1,6 +1,6 @@
 """
-The ledger of a build: each input it read with what identifies its state now (see :mod:`sispin.graph.inputs`, which
-records them), and :func:`changed_input`, which tells later whether they still hold.
+The ledger of a build: each input it read with what identifies its state now (see :mod:`sispin.graph.probe.inputs`,
+which records them), and :func:`changed_input`, which tells later whether they still hold.
 
 A file is identified by its size, modification and change times and inode (a ``touch -d`` back to the old time
 still changes the change time), and for the setup's own files also by a digest of their content, so that a ``git
@@ -123,7 +123,7 @@ def _entry_kind(entry: os.DirEntry) -> str:
 
 def changed_input(ledger: Mapping[str, Any], environment: Mapping[str, str], root: str) -> Optional[str]:
     """
-    :param ledger: what :meth:`sispin.graph.inputs.InputRecorder.ledger` recorded
+    :param ledger: what :meth:`sispin.graph.probe.inputs.InputRecorder.ledger` recorded
     :param environment: the environment a build would get now
     :param root: the setup root (paths below it are named relative to it)
     :return: the first input that no longer holds, as ``what: how`` (None: every input is as it was read)

@@ -14,6 +14,9 @@ import hashlib
 import inspect
 from typing import Any, Dict, Iterator, List, Set, Tuple
 
+from sispin.graph.probe.schema import Arg, JobRecord
+from sispin.graph.probe.sisyphus import is_path
+
 #: a job's argument record lists at most this many leaves; below the cut, containers are single digests (what
 #: pin.snapshot.toml keeps)
 MAX_LEAVES = 300
@@ -26,7 +29,7 @@ MAX_DEPTH = 12
 MAX_VALUE = 120
 
 
-def record(job: Any) -> Dict[str, Any]:
+def record(job: Any) -> JobRecord:
     """
     What the job's id is made of, leaf by leaf: every argument path Sisyphus hashes (``Job.hash``: the arguments but
     those at their ``__sis_hash_exclude__`` value, and ``__sis_version__``) with a digest of its content, its value
@@ -42,28 +45,25 @@ def record(job: Any) -> Dict[str, Any]:
         hashed["__sis_version__"] = type(job).__sis_version__
     records = []
     for budget in (MAX_LEAVES, MAX_DETAIL_LEAVES):
-        leaves: Dict[str, List[Any]] = {}
+        leaves: Dict[str, Arg] = {}
         for name, value in sorted(hashed.items()):
             _walk(value, name, 1, leaves, budget)
         records.append(leaves)
         if len(leaves) < MAX_LEAVES:
             break  # no container was cut for the budget (only for depth, the same in both): the detail is the same
     args, detail = records[0], records[-1]
-    return {
-        "args": args,
-        "detail": detail if detail != args else None,
-        "custom_hash": getattr(type(job).hash, "__func__", None) is not Job.hash.__func__,
-    }
+    custom_hash = getattr(type(job).hash, "__func__", None) is not Job.hash.__func__
+    return JobRecord(args, custom_hash, detail if detail != args else None)
 
 
-def _walk(value: Any, where: str, depth: int, leaves: Dict[str, List[Any]], budget: int) -> None:
+def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], budget: int) -> None:
     """Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper."""
     children = _children(value) if depth < MAX_DEPTH and len(leaves) < budget else None
     if children is None:
         text, job = _leaf(value)
         digest = hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:8]
         shown = text if len(text) <= MAX_VALUE and not text.startswith("<") else None
-        leaves[where] = [digest, shown, job]
+        leaves[where] = Arg(digest, shown, job)
         return
     for suffix, child in children:
         _walk(child, f"{where}{suffix}", depth + 1, leaves, budget)
@@ -73,7 +73,7 @@ def _children(value: Any) -> Any:
     """(path suffix, child) pairs of a container Sisyphus hashes element by element; None for a leaf."""
     from sisyphus.hash import get_object_state
 
-    if value is None or type(value) in (int, float, bool, str, complex, bytes) or _is_path(value):
+    if value is None or type(value) in (int, float, bool, str, complex, bytes) or is_path(value):
         return None
     if hasattr(value, "_sis_id") or isinstance(value, enum.Enum) or inspect.isfunction(value) or inspect.isclass(value):
         return None
@@ -108,17 +108,13 @@ def _stable_repr(value: Any) -> str:
     return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>"
 
 
-def _is_path(value: Any) -> bool:
-    return getattr(value, "_sis_path", False) is True and not isinstance(value, type)
-
-
 def _leaf(value: Any) -> Tuple[str, Any]:
     """(canonical text of a leaf, id of the job that creates it when it is a path)"""
     from sisyphus.hash import sis_hash_helper
 
     from sispin.sets import shown_overwrite
 
-    if _is_path(value):
+    if is_path(value):
         creator = value.creator
         overwrite = f" hash_overwrite={shown_overwrite(value.hash_overwrite)!r}" if value.hash_overwrite else ""
         if creator is None:
@@ -169,7 +165,7 @@ def hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:
         seen.add(id(value))
         if isinstance(value, (Block, enum.Enum)) or type(value) is type or hasattr(value, "_sis_id"):
             continue  # a job among the arguments is hashed as its id: its own arguments are its own
-        if getattr(value, "_sis_path", False) is True:
+        if is_path(value):
             yield where, value
         elif isinstance(value, (list, tuple)):
             stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))

@@ -6,7 +6,7 @@ object per id, so every set gets its own process), in one of three modes:
 
 - ``graph OUT REQUEST``: the outputs, jobs and clones a set's configs build, every clone output that reaches a job's
   hashed arguments with a ``hash_overwrite`` (directly, through ``.copy()``/``join_right``, in attributes, dicts,
-  lists, ``DelayedFormat``...), and the moved-commit check of :mod:`sispin.graph.moving`;
+  lists, ``DelayedFormat``...), and the moved-commit check of :mod:`sispin.graph.probe.moving`;
 - ``clone-ids OUT REQUEST``: job ids of hand-written CloneGitRepositoryJob calls and of their ``exp.repo()``
   replacements;
 - ``set-clones OUT SET ...``: the job id of each of the sets' clone jobs.
@@ -24,15 +24,25 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from sispin.graph.records import hashed_paths, record
+from sispin.graph.probe.records import hashed_paths, record
+from sispin.graph.probe.schema import Clone, Escape, Failure, Overwrite, RecordedOutput, Reply, SetGraph
+from sispin.graph.probe.sisyphus import (
+    SISPIN_DIR,
+    act_as_manager,
+    find_sisyphus,
+    finished,
+    held_arguments,
+    input_jobs,
+    registered_outputs,
+)
 
-#: exit code of a probe whose configs raised; OUT then holds {"error": {"where", "exception", "traceback"}}
+#: exit code of a probe whose configs raised; OUT then holds a Reply with the failure
 CONFIG_FAILED = 4
 
 
-def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None) -> Dict[str, Any]:
+def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None) -> SetGraph:
     """
     :param request: {"set": the set's name, "configs": its config files (relative to the setup root, the working
         directory), "states": whether to report every job's whole state, "moved": None for the set at its pins, or
@@ -41,25 +51,16 @@ def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None)
         "records": which jobs to record what their ids are made of: "all", or {output name: job id} recorded
         before (the jobs of the outputs whose id differs, and all they use), or None (none)}
     :param loaded: called once the configs are loaded (what is read after that is no input of the graph)
-    :return: {"outputs": {name: {"job", "path"}}, "jobs": {job id: finished}, "clones": [{"job", "url", "commit",
-        "branch", "hash_overwrite", "alias", "changed"}], "escapes": [{"job", "argument", "clone", "hash_overwrite",
-        "alias"}], "overwrites": [{"value", "path", "where", "job", "argument"}] (string overwrites on other paths),
-        "records": {job id: {"args": {argument path: [digest, value or None, input job id or None]},
-        "custom_hash": bool}}, "inputs": {job id: [ids of the jobs whose outputs it uses]}, "pinned": {id of a clone of
-        one of the set's pins: the pin}, "blind": {job id: [pins it keeps its id for]}, "changed_jobs": [jobs whose
-        arguments changed after they got their id], "value_uses": [{"what", "where", "repo", "set"}], "awaits":
-        {config: awaits passed}, "waiting": [configs waiting for unfinished jobs], "states": {job id: {attribute:
-        digest}} (when asked for, or when a value left the graph)}
+    :return: the graph the configs built (``states`` when asked for, or when a value left the graph)
     """
     from sisyphus import toolkit as tk
-    from sisyphus.loader import config_manager
 
-    from sispin.graph import moving
-    from sispin.graph.aliases import Assignments, Collisions, bound_aliases
-    from sispin.graph.state import References, held_jobs, job_states
-    from sispin.graph.values import ValueUses
+    from sispin.graph.probe import moving
+    from sispin.graph.probe.aliases import Assignments, Collisions, bound_aliases
+    from sispin.graph.probe.state import References, held_jobs, job_states
+    from sispin.graph.probe.values import ValueUses
 
-    tk._sis_running_in_manager = True  # as `sis manager` loads configs: some build only there
+    act_as_manager()
     moved = request.get("moved")
     uses, awaits = ValueUses(moving.set_pins(request["set"])), moving.Awaits(moved["awaits"] if moved else None)
     aliases = bound_aliases(request["set"])
@@ -67,114 +68,127 @@ def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None)
     if moved:
         moving.move_hand_written_clones(moved["remap"])
     watching = [awaits.counting(), assignments.recording(), collisions.watching()]
-    with contextlib.ExitStack() as recording:
-        for context in watching if moved else watching + [uses.recording(), creation.recording()]:
-            recording.enter_context(context)
-        config_manager.load_configs(request["configs"])
+    _load_configs(request["configs"], watching if moved else watching + [uses.recording(), creation.recording()])
     loaded()
-    report: Dict[str, Any] = {"outputs": _outputs(), "aliases": aliases, "waiting": moving.waiting_configs()}
-    report.update(jobs={}, clones=[], escapes=[], records={}, inputs={}, overwrites={})
     # update_graph=False: walk the graph as built, without the runnable checks that would touch work/; then every job
     # those jobs hold, also where Sisyphus does not look (an object's __sis_state__, a path set after creation)
     jobs = held_jobs(tk.sis_graph.jobs(update_graph=False), references := References())
+    found = _Found()
     for job in jobs:
-        _describe_job(job, report)
-    # what an id is made of is walked only where it is needed: for the snapshot, or below an id that differs
-    for job in _to_record(jobs, report, request.get("records")):
-        report["records"][job.job_id()] = record(job)
+        found.add(job)
+    outputs = _outputs()
     pinned = moving.pinned_clones(jobs, request["set"])
-    report["pinned"] = {clone.job_id(): repo for repo, clones in pinned.items() for clone in clones}
-    report["blind"], report["changed_jobs"] = (
-        moving.blind_jobs(jobs, pinned, creation, references) if not moved else ({}, [])
+    blind, changed_jobs = moving.blind_jobs(jobs, pinned, creation, references) if not moved else ({}, [])
+    return SetGraph(
+        set_name=request["set"],
+        outputs=outputs,
+        jobs=found.jobs,
+        clones=tuple(found.clones),
+        escapes=tuple(found.escapes),
+        # what an id is made of is walked only where it is needed: for the snapshot, or below an id that differs
+        records={job.job_id(): record(job) for job in _to_record(jobs, outputs, found.inputs, request.get("records"))},
+        inputs=found.inputs,
+        pinned={clone.job_id(): repo for repo, clones in pinned.items() for clone in clones},
+        blind={job: tuple(repos) for job, repos in blind.items()},
+        changed_jobs=tuple(changed_jobs),
+        value_uses=tuple(uses.found),
+        awaits=awaits.passed,
+        waiting=tuple(moving.waiting_configs()),
+        states=job_states(jobs) if request.get("states") or uses.found else None,
+        assignments=tuple(assignments.found),
+        collisions=tuple(collisions.found),
+        aliases={repo: (commit, value) for _, commit, value, repo in aliases},
+        overwrites=found.overwrites_given(assignments.elsewhere),
     )
-    report.update(value_uses=uses.found, assignments=assignments.found, collisions=collisions.found)
-    report.update(overwrites=_overwrites(report["overwrites"], assignments), awaits=awaits.passed)
-    if request.get("states") or uses.found:
-        report["states"] = job_states(jobs)
-    return report
 
 
-def _overwrites(found: Dict[Any, Dict[str, str]], assignments: Any) -> List[Dict[str, str]]:
-    """:return: the string overwrites on other paths than clones' that jobs hash, with where each was given"""
-    return [
-        {"value": value, "path": path, "where": assignments.elsewhere.get((value, path)), **first}
-        for (value, path), first in found.items()
-    ]
+def _load_configs(configs: List[str], watching: List[Any]) -> None:
+    """Load the configs as ``sis manager`` does, with what watches them while they load."""
+    from sisyphus.loader import config_manager
+
+    with contextlib.ExitStack() as recording:
+        for context in watching:
+            recording.enter_context(context)
+        config_manager.load_configs(configs)
 
 
-def _to_record(jobs: List[Any], report: Dict[str, Any], wanted: Any) -> List[Any]:
+def _to_record(jobs: List[Any], outputs: Dict[str, RecordedOutput], inputs: Dict[str, Any], wanted: Any) -> List[Any]:
     """:return: the jobs whose records were asked for (see :func:`describe`)"""
     if wanted == "all":
         return jobs
     if not wanted:
         return []
-    differing = [o["job"] for name, o in report["outputs"].items() if o["job"] and wanted.get(name) != o["job"]]
+    differing = [o.job for name, o in outputs.items() if o.job and wanted.get(name) != o.job]
     cone: Set[str] = set()
     while differing:
         job = differing.pop()
         if job not in cone:
             cone.add(job)
-            differing.extend(report["inputs"].get(job, ()))
+            differing.extend(inputs.get(job, ()))
     return [job for job in jobs if job.job_id() in cone]
 
 
-def _outputs() -> Dict[str, Dict[str, Any]]:
-    """The registered outputs: name -> {"job": id of the job that creates it (None: none does), "path"}."""
-    from sisyphus import graph
-    from sisyphus import toolkit as tk
-
-    outputs = {}
-    for target in tk.sis_graph.targets:
-        if isinstance(target, graph.OutputPath):
-            path = target._sis_path
-            outputs[target.name] = {"job": path.creator.job_id() if path.creator else None, "path": path.path}
-    return outputs
+def _outputs() -> Dict[str, RecordedOutput]:
+    """The registered outputs by name."""
+    return {
+        name: RecordedOutput(path.creator.job_id() if path.creator else "", path.path)
+        for name, path in registered_outputs()
+    }
 
 
-def _describe_job(job: Any, report: Dict[str, Any]) -> None:
-    """Add a job to the report: whether it finished, its inputs, and its clone or escapes."""
-    from sisyphus.job import job_finished
+class _Found:
+    """What the jobs of a graph are, job by job: whether each finished, its inputs, and its clone or escapes."""
 
-    from sispin.clonejob import is_clone
+    def __init__(self) -> None:
+        self.jobs: Dict[str, bool] = {}
+        self.inputs: Dict[str, Tuple[str, ...]] = {}
+        self.clones: List[Clone] = []
+        self.escapes: List[Escape] = []
+        #: (value, path) of each string overwrite on a path no clone created -> (job, argument) of its first use
+        self.overwrites: Dict[Tuple[str, str], Tuple[str, str]] = {}
+
+    def add(self, job: Any) -> None:
+        """:param job: a job of the graph"""
+        from sispin.clonejob import is_clone
+        from sispin.sets import shown_overwrite
+
+        job_id = job.job_id()
+        self.jobs[job_id] = finished(job)
+        self.inputs[job_id] = tuple(sorted({used.job_id() for used in input_jobs(job)}))
+        if is_clone(job):
+            self.clones.append(_clone(job))
+        for argument, path in hashed_paths(job):
+            creator = path.creator
+            if path.hash_overwrite is None:
+                continue
+            if is_clone(creator):
+                overwrite = shown_overwrite(path.hash_overwrite)
+                self.escapes.append(Escape(job_id, argument, creator.job_id(), overwrite, alias_form(path, creator)))
+            elif path.hash_overwrite[0] is None:
+                # hashes as (None, value) whatever the path is: with a value the lock binds, like that pin's clone
+                self.overwrites.setdefault((path.hash_overwrite[1], path.path), (job_id, argument))
+
+    def overwrites_given(self, given: Dict[Tuple[str, str], str]) -> Tuple[Overwrite, ...]:
+        """:param given: (value, path) of a string overwrite -> file:line where config code first gave it"""
+        return tuple(
+            Overwrite(value, path, job, argument, given.get((value, path), ""))
+            for (value, path), (job, argument) in self.overwrites.items()
+        )
+
+
+def _clone(job: Any) -> Clone:
+    """:param job: a CloneGitRepositoryJob of the graph"""
     from sispin.sets import shown_overwrite
 
-    job_id = job.job_id()
-    report["jobs"][job_id] = job_finished(job._sis_path())
-    report["inputs"][job_id] = sorted({path.creator.job_id() for path in job._sis_inputs if path.creator is not None})
-    if is_clone(job):
-        report["clones"].append(
-            {
-                "job": job_id,
-                "url": job.url,
-                "commit": job.commit,
-                "branch": job.branch,
-                "hash_overwrite": shown_overwrite(job.out_repository.hash_overwrite),
-                "alias": None if job.out_repository.hash_overwrite is None else alias_form(job.out_repository, job),
-                "changed": _changed_after_creation(job),
-                "folder": os.path.basename(job.out_repository.path),
-                "files_to_checkout": job.files_to_checkout,
-                "clone_submodules": job.clone_submodules,
-                "patches": job.patches,
-            }
-        )
-    for argument, path in hashed_paths(job):
-        creator = path.creator
-        if path.hash_overwrite is None:
-            continue
-        if is_clone(creator):
-            report["escapes"].append(
-                {
-                    "job": job_id,
-                    "argument": argument,
-                    "clone": creator.job_id(),
-                    "hash_overwrite": shown_overwrite(path.hash_overwrite),
-                    "alias": alias_form(path, creator),
-                }
-            )
-        elif path.hash_overwrite[0] is None:
-            # hashes as (None, value) whatever the path is: with a value the lock binds, like that pin's clone
-            key = (path.hash_overwrite[1], path.path)
-            report["overwrites"].setdefault(key, {"job": job_id, "argument": argument})
+    held = {name: tuple(value) if isinstance(value, list) else value for name, value in held_arguments(job).items()}
+    overwrite = job.out_repository.hash_overwrite
+    return Clone(
+        job=job.job_id(),
+        hash_overwrite=shown_overwrite(overwrite),
+        alias=None if overwrite is None else alias_form(job.out_repository, job),
+        changed=tuple(_changed_after_creation(job)),
+        **held,
+    )
 
 
 def alias_form(path: Any, clone: Any) -> Optional[str]:
@@ -196,18 +210,11 @@ def _changed_after_creation(clone: Any) -> List[str]:
     :return: the arguments of a CloneGitRepositoryJob that its object no longer holds as its id was made of them
         (``job.patches = [...]`` after creation: what it checks out differs, its id does not), as ``name: old -> new``
     """
-    from sispin.clonejob import DEFAULTS
+    from sispin.clonejob import PARAMETERS
 
-    state = vars(clone)
-    changed = [
-        f"{name}: {clone._sis_kwargs.get(name, DEFAULTS[name])!r} -> {state.get(name)!r}"
-        for name in ("url", "branch", "commit", "clone_submodules", "files_to_checkout", "patches")
-        if state.get(name) != clone._sis_kwargs.get(name, DEFAULTS[name])
-    ]
-    folder = clone._sis_kwargs.get("checkout_folder_name", DEFAULTS["checkout_folder_name"])
-    if os.path.basename(clone.out_repository.path) != folder:
-        changed.append(f"checkout_folder_name: {folder!r} -> {os.path.basename(clone.out_repository.path)!r}")
-    return changed
+    held = held_arguments(clone)
+    given = {name: clone._sis_kwargs.get(name, default) for name, default in PARAMETERS}
+    return [f"{name}: {given[name]!r} -> {held[name]!r}" for name, _ in PARAMETERS if held[name] != given[name]]
 
 
 def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
@@ -276,22 +283,6 @@ def _never_stale_bytecode(root: str) -> None:
     importlib.machinery.SourceFileLoader.path_stats = path_stats  # type: ignore[method-assign]
 
 
-def _find_sisyphus() -> None:
-    """
-    :raises SystemExit: with the one line :func:`sispin.graph.runner.run_probe` reports (the process's last line of
-        error output) when no rwth-i6 Sisyphus can be imported (PyPI's 'sisyphus' is another)
-    """
-    try:
-        import sisyphus.toolkit  # noqa: F401
-    except ImportError as exc:
-        found = sys.modules.get("sisyphus")
-        where = f" ({found.__file__} is another package of that name)" if found is not None else ""
-        raise SystemExit(
-            f"no Sisyphus to import{where}: {exc}; add it to pin.toml's [setup.*] and run `pin sync`, "
-            "pip install a Sisyphus checkout, or put one on PYTHONPATH"
-        ) from None
-
-
 def main(argv: List[str]) -> int:
     """:param argv: ``graph OUT REQUEST``, ``clone-ids OUT REQUEST`` or ``set-clones OUT SET ...``"""
     mode, out, rest = argv[0], argv[1], argv[2:]
@@ -304,25 +295,21 @@ def main(argv: List[str]) -> int:
     recorder = _input_recorder(rest[0]) if mode == "graph" and request.get("inputs") else None
     if recorder:
         recorder.start()
-    _find_sisyphus()
-    code = 0
+    find_sisyphus()
+    report: Any
     try:
-        if mode == "set-clones":
-            report: Any = set_clones(rest)
+        if mode == "graph":
+            report = describe(request, recorder.stop if recorder else lambda: None)
         else:
-            report = (
-                describe(request, recorder.stop if recorder else lambda: None)
-                if mode == "graph"
-                else clone_ids(request)
-            )
+            report = set_clones(rest) if mode == "set-clones" else clone_ids(request)
     except (Exception, SystemExit) as exc:  # the configs' own error (or exit): its place, for one line and --debug
-        report, code = {"error": _config_error(exc)}, CONFIG_FAILED
-    if recorder and code == 0:
-        recorder.stop()
-        report["read"] = _ledger(recorder, report)
+        reply = Reply(failure=_config_error(exc))
+    else:
+        graph = isinstance(report, SetGraph)
+        reply = Reply(report.to_json() if graph else report, _ledger(recorder, report) if recorder and graph else None)
     with open(out, "w", encoding="utf-8") as handle:
-        json.dump(report, handle)
-    return code
+        json.dump(reply.to_json(), handle)
+    return CONFIG_FAILED if reply.failure else 0
 
 
 def _input_recorder(request_path: str) -> Any:
@@ -330,7 +317,7 @@ def _input_recorder(request_path: str) -> Any:
     Sisyphus; pin.toml, the caches and the probe's scratch files are keyed on by the core (or are no input)."""
     import importlib.util
 
-    from sispin.graph.inputs import InputRecorder
+    from sispin.graph.probe.inputs import InputRecorder
     from sispin.lock.cache import CACHE_DIR
     from sispin.lock.files import SNAPSHOT_NAME
     from sispin.lock.lockfile import LOCK_ENV
@@ -338,7 +325,7 @@ def _input_recorder(request_path: str) -> Any:
     lock = os.environ[LOCK_ENV]
     found = importlib.util.find_spec("sisyphus")
     # sispin, and the Python installation with its packages (a virtual environment may live in the setup root)
-    foreign = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), sys.prefix, sys.base_prefix]
+    foreign = [SISPIN_DIR, sys.prefix, sys.base_prefix]
     if found is not None and found.origin:
         foreign.append(os.path.dirname(found.origin))
     root = os.path.dirname(lock)
@@ -348,7 +335,7 @@ def _input_recorder(request_path: str) -> Any:
     return InputRecorder(os.getcwd(), foreign, ignored, elsewhere)
 
 
-def _ledger(recorder: Any, report: Dict[str, Any]) -> Dict[str, Any]:
+def _ledger(recorder: Any, graph: SetGraph) -> Dict[str, Any]:
     from sisyphus import global_settings
 
     from sispin.lock.lockfile import PROBE_TEXT_ENV
@@ -357,20 +344,17 @@ def _ledger(recorder: Any, report: Dict[str, Any]) -> Dict[str, Any]:
     # Sisyphus takes a setting from every SIS_* variable
     ledger = recorder.ledger(asked_for(), [global_settings.ENVIRONMENT_SETTINGS_PREFIX])
     ledger["environment"].pop(PROBE_TEXT_ENV, None)  # the moved pins' text: keyed on by the core
-    if not ledger["volatile"] and (any(report.get("awaits", {}).values()) or report.get("waiting")):
+    if not ledger["volatile"] and (any(graph.awaits.values()) or graph.waiting):
         ledger["volatile"] = "an async config waits for jobs: its graph depends on work/"
     return ledger
 
 
-def _config_error(exc: BaseException) -> Dict[str, str]:
-    """
-    :return: {"where": file:line of the deepest frame in the setup's own code (configs, recipes; not Sisyphus or
-        sispin), "exception": "Type: message", "traceback": the whole traceback}
-    """
+def _config_error(exc: BaseException) -> Failure:
+    """:return: where the configs failed, and how"""
     import traceback
 
     root = os.getcwd() + os.sep
-    ours = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(_module_dir("sisyphus")) + os.sep)
+    ours = (SISPIN_DIR, os.path.dirname(_module_dir("sisyphus")) + os.sep)
     frames = traceback.extract_tb(exc.__traceback__)
     setup_frames = [
         f
@@ -379,11 +363,11 @@ def _config_error(exc: BaseException) -> Dict[str, str]:
     ]
     frame = (setup_frames or frames or [None])[-1]
     where = f"{os.path.relpath(frame.filename)}:{frame.lineno}" if frame else "?"
-    return {
-        "where": where,
-        "exception": f"{type(exc).__name__}: {exc}",
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-    }
+    return Failure(
+        where=where,
+        exception=f"{type(exc).__name__}: {exc}",
+        traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+    )
 
 
 def _module_dir(name: str) -> str:

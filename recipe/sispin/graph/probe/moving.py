@@ -8,7 +8,7 @@ pinned commit get another id when that commit moves, however the commit reached 
 - :func:`blind_jobs`: the ids of every job using those clones, recomputed with the clones' ids moved (the hash walk
   is Sisyphus's own: a job's ``hash()``, objects' ``_sis_hash``, paths through their creator's id and their
   hash_overwrite); a job that keeps its id is blind to the commit.
-- :mod:`sispin.graph.values` records where config code took a pinned value out of the graph as a plain value:
+- :mod:`sispin.graph.probe.values` records where config code took a pinned value out of the graph as a plain value:
   what is built from such a value can only be checked by building the set once more with the pins moved.
 - :class:`Awaits`: how far async configs got (``await tk.async_run(...)`` passes only when the jobs are finished), so
   that the moved build gets as far.
@@ -31,16 +31,12 @@ import contextlib
 import hashlib
 import inspect
 import io
-import os
 import pickle
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from sispin.clonejob import PARAMETERS, is_clone, job_class
-from sispin.graph.state import References
+from sispin.graph.probe.state import References
 from sispin.lock.urls import same_repository
-
-#: sispin's own code: its reads of a pinned value are its own business
-_SISPIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def set_pins(set_name: str) -> List[Tuple[str, str]]:

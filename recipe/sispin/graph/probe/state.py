@@ -16,6 +16,8 @@ import hashlib
 import inspect
 from typing import Any, Dict, Iterator, List, Sequence, Set, Tuple
 
+from sispin.graph.probe.sisyphus import is_job, is_path, own_environment
+
 
 def _attributes(job: Any) -> Dict[str, Any]:
     """
@@ -25,27 +27,10 @@ def _attributes(job: Any) -> Dict[str, Any]:
     """
     attributes = {"(arguments)": job._sis_kwargs}
     attributes.update((name, value) for name, value in vars(job).items() if not name.startswith("_sis_"))
-    environment = vars(job).get("_sis_environment")
+    environment = own_environment(job)
     if environment is not None:
-        attributes["(environment)"] = _own_environment(environment)
+        attributes["(environment)"] = environment
     return attributes
-
-
-def _own_environment(environment: Any) -> Dict[str, Any]:
-    from sisyphus import global_settings as gs
-
-    defaults = gs.DEFAULT_ENVIRONMENT_SET
-    own = {key: value for key, value in environment.set_vars.items() if key not in defaults or defaults[key] != value}
-    own.update(environment.set_vars_verbatim)
-    return {"set": own, "keep": sorted(set(environment.keep_vars) - set(gs.DEFAULT_ENVIRONMENT_KEEP))}
-
-
-def _is_path(value: Any) -> bool:
-    return getattr(value, "_sis_path", False) is True and not isinstance(value, type)
-
-
-def _is_job(value: Any) -> bool:
-    return hasattr(value, "_sis_id_cache") and not isinstance(value, type)
 
 
 @functools.cache
@@ -136,12 +121,12 @@ def referenced_jobs(job: Any) -> List[Any]:
         if _leaf(value) or id(value) in seen:
             continue
         seen.add(id(value))
-        if _is_path(value):
+        if is_path(value):
             creator = value.__dict__.get("creator")
             if creator is not None and creator is not job:
                 found[id(creator)] = creator
             continue
-        if _is_job(value):
+        if is_job(value):
             if value is not job:
                 found[id(value)] = value
             continue
@@ -196,11 +181,11 @@ def _state_bytes(value: Any, active: Set[int]) -> bytes:
     kind = type(value).__qualname__.encode()
     if value is None or type(value) in (int, float, bool, str, complex, bytes):
         return kind + b":" + repr(value).encode()
-    if _is_path(value):
+    if is_path(value):
         creator = value.__dict__.get("creator")
-        who = creator._sis_id_cache if _is_job(creator) else repr(creator)
+        who = creator._sis_id_cache if is_job(creator) else repr(creator)
         return f"Path({who}, {value.path!r}, {value.hash_overwrite!r})".encode()
-    if _is_job(value):
+    if is_job(value):
         return f"Job({value._sis_id_cache})".encode()
     if _leaf(value):
         name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or repr(value)

@@ -1,0 +1,19 @@
+"""
+What runs inside the Sisyphus process: the probe that :mod:`sispin.graph.build` starts in the setup root, which
+loads a set's configs with real Sisyphus and reports the graph they build, without running a job.
+
+- :mod:`~sispin.graph.probe.main`: the probe's modes, and the graph it reports;
+- :mod:`~sispin.graph.probe.schema`: that report, defined once for both sides of the process seam;
+- :mod:`~sispin.graph.probe.sisyphus`: what the probe knows of Sisyphus and i6_core beyond their public API;
+- :mod:`~sispin.graph.probe.records`: what each job's id is made of, and the paths among its hashed arguments;
+- :mod:`~sispin.graph.probe.state`: every job a job holds, and the whole state of each;
+- :mod:`~sispin.graph.probe.moving`: the moved-commit check (Sisyphus's hashes recomputed with the pins moved);
+- :mod:`~sispin.graph.probe.values`: where config code takes a pinned value out of the graph;
+- :mod:`~sispin.graph.probe.aliases`: the legacy ``hash_overwrite`` values a pin binds, and where configs assign them;
+- :mod:`~sispin.graph.probe.inputs`: what a build reads, recorded while the configs load, as
+  :mod:`~sispin.graph.probe.ledger` writes it down.
+
+Its modules may import :mod:`sispin.lock` and the config path, and Sisyphus and i6_core (only inside the probe's
+process, and lazily). The parent imports only :mod:`~sispin.graph.probe.schema` and
+:mod:`~sispin.graph.probe.ledger` of them, which import no Sisyphus.
+"""

@@ -1,0 +1,396 @@
+"""
+What the probe reports, defined once for both sides of the process seam: the probe builds these objects and writes
+them with ``to_json()``; the parent (:mod:`sispin.graph.build` and what it hands the graph to) reads them back with
+``from_json()``. A field has one name on both sides and in the JSON between them, and ``from_json`` refuses a field
+too many or too few, so a renamed or missing field fails at once instead of reading as a default.
+
+This module imports no Sisyphus: the parent imports it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Arg",
+    "JobRecord",
+    "RecordedOutput",
+    "Clone",
+    "Assignment",
+    "ValueUse",
+    "Escape",
+    "Overwrite",
+    "SetGraph",
+    "Failure",
+    "Reply",
+]
+
+import collections.abc
+import dataclasses
+import functools
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
+
+from sispin.clonejob import PARAMETERS
+
+_T = TypeVar("_T", bound="_Json")
+
+
+class _Json:
+    """The JSON form of a report dataclass: an object of its fields by name, nested values alike."""
+
+    def to_json(self) -> Dict[str, Any]:
+        """:return: the object as JSON data (dicts, lists, strings, numbers, booleans, None)"""
+        return _encoded(self)
+
+    @classmethod
+    def from_json(cls: Type[_T], data: Mapping[str, Any]) -> _T:
+        """
+        :param data: what :meth:`to_json` made
+        :raises ValueError: when a field is missing or unknown (the two sides disagree), or a value has another shape
+        """
+        try:
+            return _decoder(cls)(data)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a {cls.__name__} of the probe's report: {exc}") from None
+
+
+def _encoded(value: Any) -> Any:
+    if isinstance(value, _Json):
+        return {field.name: _encoded(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_encoded(item) for item in value]
+    if isinstance(value, collections.abc.Mapping):
+        return {key: _encoded(item) for key, item in value.items()}
+    return value
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@functools.lru_cache(maxsize=None)  # noqa: UP033 - functools.cache is Python 3.9+, lru_cache reads on all
+def _decoder(kind: Any) -> Callable[[Any], Any]:
+    """:return: what turns JSON data into a value of the type ``kind`` (made once per type: reports are large)"""
+    origin, args = get_origin(kind), get_args(kind)
+    if isinstance(kind, type) and issubclass(kind, _Json):
+        return _dataclass_decoder(kind)
+    if origin is Union:
+        (inner,) = [arg for arg in args if arg is not type(None)]
+        decode = _decoder(inner)
+        return lambda data: None if data is None else decode(data)
+    if origin is tuple and args[-1:] == (Ellipsis,):
+        item = _decoder(args[0])
+        return lambda data: tuple(item(value) for value in data)
+    if origin is tuple:
+        items = [_decoder(arg) for arg in args]
+        return lambda data: tuple(decode(value) for decode, value in zip(_fixed(items, data), data))
+    if origin in (dict, collections.abc.Mapping):
+        value_of = _decoder(args[1])
+        return lambda data: {key: value_of(value) for key, value in data.items()}
+    return _same
+
+
+def _fixed(items: List[Callable[[Any], Any]], data: Any) -> List[Callable[[Any], Any]]:
+    """:raises TypeError: unless a fixed-length tuple's data has its length (zip would cut it short)"""
+    if len(data) != len(items):
+        raise TypeError(f"{len(data)} values for a tuple of {len(items)}")
+    return items
+
+
+def _dataclass_decoder(kind: Type[_Json]) -> Callable[[Any], Any]:
+    hints = get_type_hints(kind)
+    parts = {field.name: _decoder(hints[field.name]) for field in dataclasses.fields(kind)}
+
+    def decode(data: Mapping[str, Any]) -> Any:
+        if len(data) != len(parts):
+            unknown, missing = sorted(set(data) - set(parts)), sorted(set(parts) - set(data))
+            raise KeyError(f"{kind.__name__}: unknown fields {unknown}, missing fields {missing}")
+        return kind(**{name: part(data[name]) for name, part in parts.items()})
+
+    return decode
+
+
+@dataclasses.dataclass(frozen=True)
+class Arg(_Json):
+    """
+    One hashed argument leaf of a job.
+
+    :param digest: digest of its content (for a path: the creator's class, the file, the overwrite)
+    :param value: its value as Python shows it, when short enough to keep
+    :param job: for a path, the id of the job that creates it
+    """
+
+    digest: str
+    value: Optional[str] = None
+    job: Optional[str] = None
+
+    def encode(self) -> str:
+        """:return: the one-line form pin.snapshot.toml keeps: ``digest[ @job][ =value]``"""
+        return (
+            self.digest + (f" @{self.job}" if self.job else "") + (f" ={self.value}" if self.value is not None else "")
+        )
+
+    @classmethod
+    def decode(cls, text: str) -> Arg:
+        """:param text: what :meth:`encode` wrote"""
+        digest, _, rest = text.partition(" ")
+        job = None
+        if rest.startswith("@"):
+            job, _, rest = rest[1:].partition(" ")
+        return cls(digest, rest[1:] if rest.startswith("=") else None, job or None)
+
+
+@dataclasses.dataclass(frozen=True)
+class JobRecord(_Json):
+    """
+    :param args: argument path -> its leaf, cut at the size pin.snapshot.toml keeps
+    :param custom_hash: the job's class defines its own ``hash()``, so its arguments may not be what it hashes
+    :param detail: of a live graph, the leaves below that cut too, when there are more (None: args is complete)
+    """
+
+    args: Mapping[str, Arg]
+    custom_hash: bool = False
+    detail: Optional[Mapping[str, Arg]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordedOutput(_Json):
+    """
+    A registered output of a set, as a build finds it and pin.snapshot.toml records it.
+
+    :param job: id of the job that creates the registered output ("" when no job creates it)
+    :param path: the output's path inside the job directory
+    """
+
+    job: str
+    path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Clone(_Json):
+    """
+    A CloneGitRepositoryJob of the graph: its arguments by their parameter names (:data:`sispin.clonejob.PARAMETERS`),
+    as its object holds them.
+
+    :param job: the job's id
+    :param url: its url argument
+    :param commit: its commit argument (None: it follows a branch)
+    :param hash_overwrite: the hash_overwrite set on its out_repository, if any
+    :param changed: its arguments that its object no longer holds (set after the job got its id), ``name: old -> new``
+    :param checkout_folder_name: the folder of its output
+    :param files_to_checkout: None: the whole commit
+    :param patches: None: none
+    :param branch: None: the default branch
+    :param clone_submodules: whether it clones the submodules too
+    :param alias: the value it carries as an alias (a string overwrite), if any
+    """
+
+    job: str
+    url: str
+    commit: Optional[str]
+    hash_overwrite: Optional[str]
+    changed: Tuple[str, ...] = ()
+    checkout_folder_name: str = "repository"
+    files_to_checkout: Optional[Tuple[str, ...]] = None
+    patches: Optional[Tuple[str, ...]] = None
+    branch: Optional[str] = None
+    clone_submodules: bool = False
+    alias: Optional[str] = None
+
+    def arguments(self) -> Dict[str, Any]:
+        """:return: the job's arguments by parameter name, as a call that builds it would pass them"""
+        held = {name: getattr(self, name) for name, _ in PARAMETERS}
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in held.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Assignment(_Json):
+    """
+    A ``hash_overwrite`` that config code assigned on a path of a clone job.
+
+    :param clone: the clone job's id
+    :param value: the overwrite, as written
+    :param where: ``file:line`` of the assignment (``pin.toml`` when sispin applied a pin's bound hash_overwrite)
+    :param own: set on the clone's own output before any job used it, as ``exp.repo()`` sets a pin's alias (so
+        moving the call to ``exp.repo()`` keeps every id)
+    """
+
+    clone: str
+    value: str
+    where: str
+    own: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ValueUse(_Json):
+    """
+    A place where config code took a pinned value out of the graph as a plain value.
+
+    :param what: the value, e.g. ``exp.commit('rc') of set 'demo'`` or ``get_path() of a path of <clone id>``
+    :param where: ``file:line`` of the code that took it
+    :param repo: the repository whose checkout or imported code it is (``exp.checkout``/``exp.imported``), if so
+    :param set_name: the set whose lock values it is (the experiment set's API), if so
+    """
+
+    what: str
+    where: str
+    repo: Optional[str] = None
+    set_name: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Escape(_Json):
+    """
+    A path created by a CloneGitRepositoryJob (its output, a copy, a ``join_right``...) with a ``hash_overwrite``,
+    among the hashed arguments of a job: that job's id no longer depends on the commit.
+
+    :param job: the id of the job that hashes the path
+    :param argument: where in the job's arguments, e.g. ``returnn_config.config['rc_root']``
+    :param clone: the id of the CloneGitRepositoryJob that created the path
+    :param hash_overwrite: the overwrite, as the user wrote it
+    :param alias: the value it carries as an alias of the clone (see :func:`sispin.graph.probe.main.alias_form`), if any
+    """
+
+    job: str
+    argument: str
+    clone: str
+    hash_overwrite: str
+    alias: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Overwrite(_Json):
+    """
+    A string ``hash_overwrite`` on a path no clone created, hashed by a job: it hashes like a clone's path carrying
+    the same value as an alias.
+
+    :param value: the overwrite
+    :param path: the path's own text
+    :param job: the first job found hashing it
+    :param argument: where in that job's arguments
+    :param where: ``file:line`` where config code gave the value ("" when unknown)
+    """
+
+    value: str
+    path: str
+    job: str
+    argument: str
+    where: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SetGraph(_Json):
+    """
+    The job graph a set's configs build, as the probe reports it (``graph`` mode).
+
+    :param set_name: the experiment set
+    :param outputs: registered output name -> what creates it
+    :param jobs: id of every job the outputs need -> whether it is finished in work/
+    :param clones: the CloneGitRepositoryJobs among them
+    :param escapes: every clone path with a hash_overwrite that a job hashes
+    :param records: job id -> what its id is made of (for explaining a change)
+    :param inputs: job id -> the ids of the jobs whose outputs it uses
+    :param pinned: id of each clone of one of the set's pins (however built) -> that pin (its repository entry)
+    :param blind: job id -> the pins it uses but keeps its id for when that pin's commit moves
+    :param changed_jobs: jobs that use a pin and whose arguments changed after they got their id (the id cannot
+        follow the commit; not checked for blindness)
+    :param value_uses: where config code took a pinned value out of the graph (then only a build with the pins moved
+        can tell what depends on it)
+    :param awaits: per async config, how many ``await tk.async_run(...)`` it got past
+    :param waiting: the configs still waiting for unfinished jobs (what they build after the wait is not known yet)
+    :param states: job id -> attribute -> digest of its whole value, when the build was asked for them
+    :param assignments: every hash_overwrite assigned on a clone's path while the configs loaded
+    :param collisions: (job id, file:line) of constructions that a hash_overwrite bound to several commits merged
+        into a job built before with other arguments
+    :param aliases: repository -> (commit, hash_overwrite) of each pin that binds a legacy overwrite to its commit
+    :param overwrites: every string hash_overwrite on a path no clone created that a job hashes
+    """
+
+    set_name: str
+    outputs: Dict[str, RecordedOutput]
+    jobs: Dict[str, bool]
+    clones: Tuple[Clone, ...]
+    escapes: Tuple[Escape, ...] = ()
+    records: Dict[str, JobRecord] = dataclasses.field(default_factory=dict)
+    inputs: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    pinned: Dict[str, str] = dataclasses.field(default_factory=dict)
+    blind: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    changed_jobs: Tuple[str, ...] = ()
+    value_uses: Tuple[ValueUse, ...] = ()
+    awaits: Dict[str, int] = dataclasses.field(default_factory=dict)
+    waiting: Tuple[str, ...] = ()
+    states: Optional[Dict[str, Dict[str, str]]] = None
+    assignments: Tuple[Assignment, ...] = ()
+    collisions: Tuple[Tuple[str, str], ...] = ()
+    aliases: Dict[str, Tuple[str, str]] = dataclasses.field(default_factory=dict)
+    overwrites: Tuple[Overwrite, ...] = ()
+
+    def outputs_above(self) -> Callable[[str], Tuple[str, ...]]:
+        """
+        :return: job id -> the outputs whose job is that job or uses it, directly or through others, sorted (each
+            asked walks only the jobs above the job: a graph with hundreds of overwrites asks hundreds of times)
+        """
+        users: Dict[str, List[str]] = {}
+        for job, used in self.inputs.items():
+            for dependency in used:
+                users.setdefault(dependency, []).append(job)
+        created: Dict[str, List[str]] = {}
+        for name, output in self.outputs.items():
+            if output.job:
+                created.setdefault(output.job, []).append(name)
+
+        def above(job: str) -> Tuple[str, ...]:
+            seen, stack, names = {job}, [job], []
+            while stack:
+                current = stack.pop()
+                names += created.get(current, ())
+                for user in users.get(current, ()):
+                    if user not in seen:
+                        seen.add(user)
+                        stack.append(user)
+            return tuple(sorted(names))
+
+        return above
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure(_Json):
+    """
+    The configs' own error (or exit) in the probe.
+
+    :param where: ``file:line`` of the deepest frame in the setup's own code (configs, recipes; not Sisyphus or sispin)
+    :param exception: ``Type: message``
+    :param traceback: the whole traceback
+    """
+
+    where: str
+    exception: str
+    traceback: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply(_Json):
+    """
+    What the probe writes to its OUT file, in every mode.
+
+    :param report: the mode's report as JSON: a :class:`SetGraph` (``graph``), per call {"original", "replacement"}
+        job ids (``clone-ids``), set -> repository -> clone job id (``set-clones``); None when it failed
+    :param read: what the build read (a ledger of :mod:`sispin.graph.probe.ledger`), when it was asked to record
+    :param failure: the configs' error, when they raised
+    """
+
+    report: Any = None
+    read: Optional[Dict[str, Any]] = None
+    failure: Optional[Failure] = None
