@@ -137,7 +137,7 @@ def test_unpinned_clones_are_listed_with_the_entry_that_accepts_them_and_nothing
     for name in ("lm", "sctk"):
         url = existing.urls[name]
         accept = f"{url} is cloned without a full commit: accept it with allow_unpinned = [{url!r}]"
-        assert any(problem.startswith(accept) for problem in result.problems)
+        assert any(str(problem).startswith(accept) for problem in result.problems)
     assert result.written is None and not (existing.root / "pin.toml").exists()
 
 
@@ -199,7 +199,7 @@ def test_an_adoption_that_would_change_an_id_writes_nothing(existing):
     config.write_text(config.read_text().replace("uses = [", second))
     result = adopted()
     assert f"{existing.commits['tool'][0][:7]} carries 2 hash_overwrite values (set at config/exp.py:" in "\n".join(
-        result.problems
+        map(str, result.problems)
     )
     assert result.written is None and not (existing.root / "pin.toml").exists()
 
@@ -211,7 +211,7 @@ def test_one_value_at_two_commits_that_merges_two_jobs_is_not_adopted(existing):
     config.write_text(config.read_text().replace('"TOOL_NEW")', merged))
     result = adopted()
     assert (result.whole.kept, result.whole.outputs) == (9, 9)
-    (problem,) = result.problems
+    (problem,) = map(str, result.problems)
     assert problem.startswith("sets.exp: config/exp.py:") and "hides: one job would stand for both" in problem
     assert result.written is None and not (existing.root / "pin.toml").exists()
 
@@ -246,7 +246,7 @@ def test_an_output_whose_id_the_adopted_lock_would_change_is_named_and_nothing_w
     monkeypatch.setattr(setup, "load_graph", load_graph)
     result = adopted()
     assert (result.whole.kept, result.whole.outputs) == (7, 8)
-    assert result.problems == ["1 of 8 outputs would get another job id: exp/2"]
+    assert [str(problem) for problem in result.problems] == ["1 of 8 outputs would get another job id: exp/2"]
     assert main(["import", "config", "--set", "exp", "--config", "config/exp.py", "--accept-unpinned", "-v"]) == 1
     assert f"    output exp/2: {builds[2].outputs['exp/2'].job} -> i6_core/other/Job.x" in capsys.readouterr().out
     assert not (existing.root / "pin.toml").exists()
@@ -342,7 +342,7 @@ def test_a_clone_that_cannot_be_adopted_is_said_and_not_accepted_unpinned(existi
     more = call.format(rc=existing.urls["rc"], upper=existing.commits["rc"][0].upper())
     config.write_text(config.read_text().replace("uses = [", f"other = {more}.out_repository\n    uses = [other, "))
     result = adopted()
-    assert expected in "\n".join(result.problems)
+    assert expected in "\n".join(map(str, result.problems))
     assert result.written is None and not (existing.root / "pin.toml").exists()
 
 

@@ -264,7 +264,7 @@ def test_proposal_groups_by_repository_and_lists_what_cannot_be_adopted(tree, wr
     kinds = {place: [reason.kind for reason in call.reasons] for place, call in calls.items()}
     assert kinds[("risks.py", 5)] == ["no_commit"] and kinds[("risks.py", 9)] == ["short_sha"]
     assert kinds[("risks.py", 13)] == ["hash_overwrite"] and kinds[("forms.py", 14)] == []
-    problems = "\n".join(result.problems)
+    problems = "\n".join(map(str, result.problems))
     assert "risks.py:5: not adopted: it pins no commit: follows the default branch (unpinned)" in problems
     assert "risks.py:9: not adopted: it pins no full commit (commit 'd1fc1c7' is not a full 40-hex SHA)" in problems
     assert "risks.py:32: not adopted: its arguments are not all literals" in problems
@@ -544,7 +544,7 @@ def test_pins_passed_through_a_helper_are_reported_at_the_call(tmp_path, monkeyp
     assert result.proposal.repos["subword-nmt"] == {"url": SUBWORD, "checkout": "subword-nmt"}
     assert result.proposal.pins == {"subword-nmt": SHA, "returnn": SHA2, "returnn_f7ad63a": SHA}
     assert "tree/users.py:13: not adopted: it pins no full commit (commit '1ce99b3' is not" in "\n".join(
-        result.problems
+        map(str, result.problems)
     )
     main(["import", "tree", "--set", "exp"])
     out = capsys.readouterr().out

@@ -65,7 +65,7 @@ class SetupAdoption:
     movable: List[str] = field(default_factory=list)
     unpinned: List[str] = field(default_factory=list)
     overwritten: List[str] = field(default_factory=list)
-    problems: List[str] = field(default_factory=list)
+    problems: List[Problem] = field(default_factory=list)
     outputs: int = 0
     kept: int = 0
     jobs: int = 0
@@ -154,9 +154,11 @@ def adopt_setup(
             _adopt_pinned(adoption, entries.entry_for(_site_of(clone)), clone, assigned, existing)
         elif clone.commit and is_full_sha(clone.commit.lower()):
             adoption.problems.append(
-                f"{clone.url} is cloned at {clone.commit!r}, a full SHA in uppercase: pin.toml holds commits in "
-                "lowercase, and the lowercase commit gives the clone another id; nor can the URL be accepted "
-                "unpinned, for its commit would then move unseen (lower it in the config: its jobs rerun)"
+                Problem(
+                    f"{clone.url} is cloned at {clone.commit!r}, a full SHA in uppercase: pin.toml holds commits in "
+                    "lowercase, and the lowercase commit gives the clone another id; nor can the URL be accepted "
+                    "unpinned, for its commit would then move unseen (lower it in the config: its jobs rerun)"
+                )
             )
         else:
             adoption.unpinned += [clone.url] if clone.url not in adoption.unpinned else []
@@ -179,15 +181,19 @@ def _adopt_pinned(
     places = ", ".join(sorted({a.where for a in assigned}))
     if len(values) > 1:
         adoption.problems.append(
-            f"{clone.url} {clone.commit[:7] if clone.commit else ''} carries {len(values)} hash_overwrite values (set "
-            f"at {places}): a pin binds one"
+            Problem(
+                f"{clone.url} {clone.commit[:7] if clone.commit else ''} carries {len(values)} hash_overwrite values "
+                f"(set at {places}): a pin binds one"
+            )
         )
     elif values and repo in existing and existing[repo].hash_overwrite != values[0]:
         # an existing pin is never rewritten: the user adds the alias (or the code stops setting the value)
         adoption.problems.append(
-            f"pin.toml pins {repo} at {clone.commit[:7] if clone.commit else ''} already, without binding "
-            f'hash_overwrite {values[0]!r} (set at {places}): write it as {repo} = {{ commit = "{clone.commit}", '
-            f'hash_overwrite = "{values[0]}" }}'
+            Problem(
+                f"pin.toml pins {repo} at {clone.commit[:7] if clone.commit else ''} already, without binding "
+                f'hash_overwrite {values[0]!r} (set at {places}): write it as {repo} = {{ commit = "{clone.commit}", '
+                f'hash_overwrite = "{values[0]}" }}'
+            )
         )
     elif values:
         adoption.aliases[repo] = values[0]
@@ -203,17 +209,20 @@ def _check_unpinned(adoption: SetupAdoption, lockfile: Optional[Lockfile], set_n
     locked = [url for url in adoption.unpinned if any(same_repository(url, other) for other in urls)]
     for url in locked:
         adoption.problems.append(
-            f"{url} is cloned both at a pinned commit and without one: a pinned repository's clones must all be its "
-            "pin, so the other cannot be accepted unpinned (pin it in the config: its jobs rerun; or leave the "
-            "setup as it is)"
+            Problem(
+                f"{url} is cloned both at a pinned commit and without one: a pinned repository's clones must all be "
+                "its pin, so the other cannot be accepted unpinned (pin it in the config: its jobs rerun; or leave the "
+                "setup as it is)"
+            )
         )
     adoption.unpinned = [url for url in adoption.unpinned if url not in locked]
     adoption.overwritten = [url for url in adoption.overwritten if url not in locked]
     if adoption.unpinned and not adoption.accepted:
         adoption.problems += [
-            f"{url} is cloned without a full commit: accept it with allow_unpinned = [{url!r}] in "
-            f"[sets.{shown_key(set_name)}] "
-            "(--accept-unpinned writes it), or pin a commit in the config"
+            Problem(
+                f"{url} is cloned without a full commit: accept it with allow_unpinned = [{url!r}] in "
+                f"[sets.{shown_key(set_name)}] (--accept-unpinned writes it), or pin a commit in the config"
+            )
             for url in adoption.unpinned
         ]
 
@@ -250,10 +259,10 @@ def _confirm(
         adopted = parse_lockfile(adoption.text, path)
         after = load_graph(adopted, set_name, adoption.text, records="all")
     except LockfileError as exc:
-        adoption.problems.append(f"the adopted pins would not make a valid pin.toml: {exc}")
+        adoption.problems.append(Problem(f"the adopted pins would not make a valid pin.toml: {exc}"))
         return
     except SisyphusError as exc:
-        adoption.problems.append(f"the set does not build against the adopted pins: {exc}")
+        adoption.problems.append(Problem(f"the set does not build against the adopted pins: {exc}"))
         return
     adoption.graph = after
     adoption.kept = sum(after.outputs.get(name) == output for name, output in before.outputs.items())

@@ -87,7 +87,7 @@ def render(result: ImportResult, out: Output, *, as_json: bool) -> int:
             out.result(redact_text(line))
         for problem in result.problems:
             out.result(redact_text(f"problem: {problem}"))
-            for detail in getattr(problem, "details", ()):
+            for detail in problem.details:
                 out.detail(redact_text(f"    {detail}"))
         if result.written:
             out.info(result.written)

@@ -35,7 +35,7 @@ def setup_json(whole: SetupAdoption) -> Dict[str, Any]:
         "accepted": whole.accepted,
         "waiting": whole.waiting,
         "problems": [
-            {"problem": str(problem), "details": list(getattr(problem, "details", ()))} for problem in whole.problems
+            {"problem": str(problem), "details": list(problem.details)} for problem in whole.problems
         ],
     }
 
