@@ -10,6 +10,7 @@ from sispin.errors import NameConflictError
 from sispin.git.store import Store
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.lockfile import load_lockfile
+from sispin.ops.configs import configs_of, edit_configs
 from sispin.ops.new import new_set
 
 CONFIG = """\
@@ -108,7 +109,7 @@ def test_pin_configs_adds_the_key_to_a_set_without_it(setup):
     (setup / "pin.toml").write_text(
         (setup / "pin.toml").read_text().replace("[sets.empty]\nconfigs = []\n", "[sets.empty]\n")
     )
-    assert main(["configs", "empty", "--add", "config/exp.py"]) == 0
+    assert edit_configs(setup / "pin.toml", "empty", add=["config/exp.py"], remove=[]).configs == ("config/exp.py",)
     assert load_lockfile(setup / "pin.toml").get_set("empty").configs == ("config/exp.py",)
 
 
@@ -120,7 +121,12 @@ def test_pin_configs_removes_from_a_multi_line_array(setup):
             'configs = [\n  "config/exp.py",  # old\n  "config/b.py",\n]',
         )
     )
-    assert main(["configs", "exp", "--remove", "config/exp.py"]) == 0
+    edited = edit_configs(path, "exp", add=[], remove=["config/exp.py"])
+    assert (edited.removed, edited.configs, configs_of(path, "exp")) == (
+        ("config/exp.py",),
+        ("config/b.py",),
+        ("config/b.py",),
+    )
     assert 'configs = [\n  "config/b.py",\n]\n' in path.read_text()
 
 
