@@ -6,10 +6,15 @@ snapshot entry by accident; ``pin check`` still checks it.
 from __future__ import annotations
 
 import json
+import re
+
+import pytest
 
 from conftest import git_commit, make_setup, sisyphus_entry
 from sispin.cli.main import main
+from sispin.errors import LockfileError
 from sispin.graph.snapshot import read_snapshot, snapshot_path
+from sispin.ops.freeze import Freezing, freeze, thaw
 
 FROZEN = "sets.other is frozen (freeze = true in pin.toml): {} would change it; run `pin thaw other` first"
 
@@ -74,10 +79,11 @@ def test_a_set_is_frozen_with_its_ids_and_stays_checked(
     root = make_setup(tmp_path / "setup", lock, real_sisyphus, configs)
     monkeypatch.chdir(root)
     monkeypatch.delenv("PIN_LOCK", raising=False)
-    assert main(["freeze", "other"]) == 3
     expected = "sets.other: not recorded; a frozen set keeps the ids it has: run `pin snapshot other` first"
-    assert expected in capsys.readouterr().err
-    assert main(["snapshot"]) == 0 and main(["freeze", "other"]) == 0
+    with pytest.raises(LockfileError, match=re.escape(expected)):
+        freeze(root / "pin.toml", ["other"])
+    assert main(["snapshot"]) == 0
+    assert freeze(root / "pin.toml", ["other"]) == Freezing(root / "pin.toml", True, ("other",), ("other",))
     recorded = read_snapshot(snapshot_path(root / "pin.toml"))
     capsys.readouterr()
     for name in ("a", "other"):
@@ -101,15 +107,14 @@ def test_sets_written_as_inline_tables_freeze_and_thaw(history, capsys):
         .replace("clone_submodules = true }\n", "clone_submodules = true } }\n")
     )
     history.lock.write_text(inline)
-    assert main(["freeze", "other"]) == 0 and "freeze = true" in history.text()
+    assert freeze(history.lock, ["other"]).changed == ("other",) and "freeze = true" in history.text()
     assert main(["upgrade", "other"]) == 12
-    assert main(["thaw", "other"]) == 0
+    assert thaw(history.lock, ["other", "other"]) == Freezing(history.lock, False, ("other",), ("other",))
     assert history.text().replace(" ", "") == inline.replace(" ", ""), "thawed as it was (spacing aside)"
     capsys.readouterr()
 
 
-def test_a_hand_written_freeze_false_is_turned_where_it_stands(history, capsys):
+def test_a_hand_written_freeze_false_is_turned_where_it_stands(history):
     history.lock.write_text(history.text().replace("[sets.other]\n", "[sets.other]\nfreeze = false  # not yet\n"))
-    assert main(["freeze", "other"]) == 0
+    assert freeze(history.lock, ["other"]).changed == ("other",)
     assert "[sets.other]\nfreeze = true  # not yet\n" in history.text()
-    capsys.readouterr()

@@ -10,7 +10,8 @@ an operation takes, never through printing.
 Modules: :mod:`~sispin.ops.verify` (``pin verify``); :mod:`~sispin.ops.upgrade` (``pin upgrade``: the sets chosen, the
 moves planned), :mod:`~sispin.ops.upgrade_judge` (what a set's moves change, and the moves refused on it),
 :mod:`~sispin.ops.upgrade_write` (the rewrite of pin.toml and the snapshot); :mod:`~sispin.ops.new` (``pin new``);
-:mod:`~sispin.ops.configs` (``pin configs``).
+:mod:`~sispin.ops.configs` (``pin configs``); :mod:`~sispin.ops.freeze` (``pin freeze`` and ``pin thaw``, and the
+edit of the freeze flags).
 
 It may import the rooms below it (adopt, graph, git, lock, the config path, text, errors); only the CLI imports it.
 """
