@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 
-from conftest import commit_setup, git, git_commit
+from test_upgrade import upgraded
+
+from conftest import git, git_commit
 from sispin.cli.main import main
+from sispin.git.history import Change
 
 IMPORTS = """\
 from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
@@ -84,42 +87,33 @@ def test_the_commits_that_change_what_each_set_uses(real_setup, make_repo, tmp_p
         f"    + {date} {c[1]} change a  (pkg/a.py)",
     ]
     # a job takes the checkout: it may run any of its packages, not its docs or setup.py
-    assert main(["upgrade", "takes", "--dry-run"]) == 0
-    out = capsys.readouterr().out
-    assert (
-        "    2 of the 3 new commits change what set 'takes' uses of rc (the package pkg: a job takes the checkout):"
-        in out
-    )
-    assert f"{c[2]} change b  (pkg/b.py)" in out and f"{c[1]} change a  (pkg/a.py)" in out and "docs" not in out
-    assert main(["upgrade", "lists", "--dry-run"]) == 0
-    out = capsys.readouterr().out
-    assert "    1 of the 3 new commits change what set 'lists' uses of rc (1 files_to_checkout):" in out
-    assert f"{c[3]} change the docs  (docs/x.md)" in out
+    used = upgraded(root / "pin.toml", ["takes"], dry_run=True).sets[0].moves[0].used
+    assert (used.number, used.commits, used.code.described) == (2, 3, "the package pkg: a job takes the checkout")
+    assert [(change.commit, change.files) for change in used.listed] == [(c[2], ("pkg/b.py",)), (c[1], ("pkg/a.py",))]
+    used = upgraded(root / "pin.toml", ["lists"], dry_run=True).sets[0].moves[0].used
+    assert (used.number, used.code.described, used.code.paths) == (1, "1 files_to_checkout", ["docs/x.md"])
+    assert used.listed == (Change(c[3], used.listed[0].date, "change the docs", ("docs/x.md",)),)
     # the count goes into the commit of the move
-    assert main(["snapshot"]) == 0
-    commit_setup(root, "pin.toml", "pin.snapshot.toml")
-    assert main(["upgrade", "imports", "--commit"]) == 0
-    body = git(root, "log", "-1", "--format=%b").splitlines()
+    result = upgraded(root / "pin.toml", ["imports"])
+    assert result.sets[0].touching == {"rc": 1} and result.written.snapshot_sets == ("imports",)
+    body = result.commit_message()[1]
     assert body[0] == f"rc {c[0]} -> {c[3]} (+3 commits, 1 change what imports uses)", body
 
 
-def test_without_a_graph_the_whole_log_is_shown(history, capsys):
-    assert main(["upgrade", "demo", "--dry-run"]) == 0
-    out = capsys.readouterr().out
-    assert f"    + {history.c[4][:7]} change 4" in out and "change what set" not in out
+def test_without_a_graph_the_whole_log_is_shown(history):
+    report = upgraded(history.lock, ["demo"], dry_run=True).sets[0]
+    assert report.unbuilt is not None and report.moves[0].used is None, "not measured: the move's whole log is shown"
 
 
-def test_a_checkout_that_is_a_package_itself_is_used_whole(real_setup, make_repo, capsys):
+def test_a_checkout_that_is_a_package_itself_is_used_whole(real_setup, make_repo):
     # returnn_common's layout: the top of the repository is the package
     remote = make_repo("rc")
     old = git_commit(remote, {"__init__.py": "", "nn/__init__.py": "", "README.md": "0\n"})
     git_commit(remote, {"README.md": "1\n"}, "readme")
     sets = f'[sets.takes]\nconfigs = ["config/takes.py"]\nrc = "{old}"\n\n'
-    real_setup(f'[repos.rc]\nurl = "file://{remote}"\n\n{sets}', {"takes.py": TAKES})
-    assert main(["upgrade", "takes", "--dry-run"]) == 0
-    assert "    1 of the 1 new commit change what set 'takes' uses of rc (all of it: a job takes the checkout):" in (
-        capsys.readouterr().out
-    )
+    root = real_setup(f'[repos.rc]\nurl = "file://{remote}"\n\n{sets}', {"takes.py": TAKES})
+    used = upgraded(root / "pin.toml", ["takes"], dry_run=True).sets[0].moves[0].used
+    assert (used.number, used.commits, used.code.described) == (1, 1, "all of it: a job takes the checkout")
 
 
 def test_status_counts_the_commits_behind_that_change_what_each_set_uses(real_setup, make_repo, tmp_path, capsys):

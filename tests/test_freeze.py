@@ -6,11 +6,16 @@ snapshot entry by accident; ``pin check`` still checks it.
 from __future__ import annotations
 
 import json
+import re
+
+import pytest
 
 from conftest import git_commit
 from sispin.cli.main import main
+from sispin.errors import LockfileError
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.files import snapshot_path
+from sispin.ops.freeze import Freezing, freeze, thaw
 
 FROZEN = "sets.other is frozen (freeze = true in pin.toml): {} would change it; run `pin thaw other` first"
 
@@ -70,10 +75,11 @@ def test_a_set_is_frozen_with_its_ids_and_stays_checked(real_setup, make_repo, c
     sets = "".join(f'[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{commit}"\n\n' for name in ("a", "other"))
     configs = {f"{name}.py": CONFIG.format(name=name) for name in ("a", "other")}
     root = real_setup(f'[repos.rc]\nurl = "file://{remote}"\n\n{sets}', configs)
-    assert main(["freeze", "other"]) == 3
     expected = "sets.other: not recorded; a frozen set keeps the ids it has: run `pin snapshot other` first"
-    assert expected in capsys.readouterr().err
-    assert main(["snapshot"]) == 0 and main(["freeze", "other"]) == 0
+    with pytest.raises(LockfileError, match=re.escape(expected)):
+        freeze(root / "pin.toml", ["other"])
+    assert main(["snapshot"]) == 0
+    assert freeze(root / "pin.toml", ["other"]) == Freezing(root / "pin.toml", True, ("other",), ("other",))
     recorded = read_snapshot(snapshot_path(root / "pin.toml"))
     capsys.readouterr()
     for name in ("a", "other"):
@@ -97,15 +103,14 @@ def test_sets_written_as_inline_tables_freeze_and_thaw(history, capsys):
         .replace("clone_submodules = true }\n", "clone_submodules = true } }\n")
     )
     history.lock.write_text(inline)
-    assert main(["freeze", "other"]) == 0 and "freeze = true" in history.text()
+    assert freeze(history.lock, ["other"]).changed == ("other",) and "freeze = true" in history.text()
     assert main(["upgrade", "other"]) == 12
-    assert main(["thaw", "other"]) == 0
+    assert thaw(history.lock, ["other", "other"]) == Freezing(history.lock, False, ("other",), ("other",))
     assert history.text().replace(" ", "") == inline.replace(" ", ""), "thawed as it was (spacing aside)"
     capsys.readouterr()
 
 
-def test_a_hand_written_freeze_false_is_turned_where_it_stands(history, capsys):
+def test_a_hand_written_freeze_false_is_turned_where_it_stands(history):
     history.lock.write_text(history.text().replace("[sets.other]\n", "[sets.other]\nfreeze = false  # not yet\n"))
-    assert main(["freeze", "other"]) == 0
+    assert freeze(history.lock, ["other"]).changed == ("other",)
     assert "[sets.other]\nfreeze = true  # not yet\n" in history.text()
-    capsys.readouterr()

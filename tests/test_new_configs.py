@@ -6,8 +6,12 @@ import pytest
 
 from conftest import git_commit
 from sispin.cli.main import main
+from sispin.errors import NameConflictError
+from sispin.git.store import Store
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.lockfile import load_lockfile
+from sispin.ops.configs import configs_of, edit_configs
+from sispin.ops.new import new_set
 
 CONFIG = """\
 from sisyphus import tk
@@ -48,13 +52,13 @@ def test_a_set_without_configs_is_skipped_by_snapshot_and_check(setup, capsys):
     assert '"skipped": [\n    "empty"\n  ]' in capsys.readouterr().out
 
 
-def test_new_with_a_starter_config_builds_and_records_its_graph(setup, capsys):
-    assert main(["new", "exp3", "--config", "config/exp3.py"]) == 0
-    out = capsys.readouterr().out
-    assert (
-        "config/exp3.py: starter config written (it uses experiment_set('exp3'); build the set's graph in py())" in out
+def test_new_with_a_starter_config_builds_and_records_its_graph(setup):
+    result = new_set(setup / "pin.toml", "exp3", from_set=None, configs=[], store=Store(), starter="config/exp3.py")
+    assert (result.starter, result.configs, list(result.graph.outputs)) == (
+        "config/exp3.py",
+        ("config/exp3.py",),
+        ["exp3/rc"],
     )
-    assert "pin.snapshot.toml: recorded sets.exp3 (1 output)" in out
     starter = (setup / "config" / "exp3.py").read_text()
     assert 'exp = experiment_set("exp3")' in starter
     assert load_lockfile(setup / "pin.toml").get_set("exp3").configs == ("config/exp3.py",)
@@ -75,7 +79,8 @@ def test_new_refuses_to_overwrite_a_config_and_to_list_a_missing_one(setup, caps
 
 
 def test_a_starter_is_removed_when_the_set_is_not_added(setup, capsys):
-    assert main(["new", "exp", "--config", "config/again.py"]) == 4  # the set exists
+    with pytest.raises(NameConflictError):  # the set exists
+        new_set(setup / "pin.toml", "exp", from_set=None, configs=[], store=Store(), starter="config/again.py")
     assert not (setup / "config" / "again.py").exists()
     assert main(["new", "y", "--config", "/abs/y.py"]) == 2
     assert "--config /abs/y.py: not inside the setup" in capsys.readouterr().err
@@ -100,7 +105,7 @@ def test_pin_configs_adds_the_key_to_a_set_without_it(setup):
     (setup / "pin.toml").write_text(
         (setup / "pin.toml").read_text().replace("[sets.empty]\nconfigs = []\n", "[sets.empty]\n")
     )
-    assert main(["configs", "empty", "--add", "config/exp.py"]) == 0
+    assert edit_configs(setup / "pin.toml", "empty", add=["config/exp.py"], remove=[]).configs == ("config/exp.py",)
     assert load_lockfile(setup / "pin.toml").get_set("empty").configs == ("config/exp.py",)
 
 
@@ -112,7 +117,12 @@ def test_pin_configs_removes_from_a_multi_line_array(setup):
             'configs = [\n  "config/exp.py",  # old\n  "config/b.py",\n]',
         )
     )
-    assert main(["configs", "exp", "--remove", "config/exp.py"]) == 0
+    edited = edit_configs(path, "exp", add=[], remove=["config/exp.py"])
+    assert (edited.removed, edited.configs, configs_of(path, "exp")) == (
+        ("config/exp.py",),
+        ("config/b.py",),
+        ("config/b.py",),
+    )
     assert 'configs = [\n  "config/b.py",\n]\n' in path.read_text()
 
 

@@ -16,6 +16,12 @@ from results import standing
 from sispin.cli.main import main
 from sispin.git.store import Store, default_store_dir
 from sispin.lock.lockfile import load_lockfile, parse_lockfile
+from sispin.ops.new import NewPin, new_set
+
+
+def added(lock, name, from_set=None, configs=(), **options):
+    """``pin new NAME [--from FROM_SET] [--configs CONFIGS]``, as an operation."""
+    return new_set(lock, name, from_set=from_set, configs=configs, store=Store(), **options)
 
 
 def test_new_set_pins_every_repo_at_its_head(history, capsys):
@@ -46,7 +52,8 @@ def test_new_set_from_another_keeps_its_repos_and_arguments(history, make_repo):
     history.lock.write_text(
         history.text().replace("[sets.demo]", f'[repos.unused]\nurl = "file://{second}"\n\n[sets.demo]')
     )
-    assert main(["new", "exp3", "--from", "other"]) == 0
+    result = added(history.lock, "exp3", "other")
+    assert result.pins == (NewPin("rc", history.c[4], "main"),) and result.graph is None and not result.configs_fail
     pins = load_lockfile(history.lock).get_set("exp3").pins
     assert list(pins) == ["rc"], "only the repositories OTHER pins"
     assert pins["rc"].commit == history.c[4]
@@ -60,7 +67,7 @@ def test_new_set_goes_between_the_sets_and_what_follows(history):
         + "a" * 40
         + '"\npath = "t"\n'
     )
-    assert main(["new", "exp2"]) == 0
+    added(history.lock, "exp2")
     text = history.text()
     assert text.index("[sets.exp2]") > text.index("[sets.other]")
     assert text.index("[sets.exp2]") < text.index("[setup.tool]")
@@ -72,7 +79,7 @@ def test_new_set_in_a_lock_without_sets(write_lock, make_repo, store_dir):
     remote = make_repo("rc")
     head = git_commit(remote, {"a.py": "a = 1\n"})
     lock = write_lock(f'version = 1\n\n[repos.rc]\nurl = "file://{remote}"\n')
-    assert main(["new", "first"]) == 0
+    assert added(lock, "first").pins == (NewPin("rc", head, None),)
     assert load_lockfile(lock).get_set("first").pin("rc").commit == head
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from test_upgrade import upgraded
+
 from conftest import git, git_commit
 from sispin.cli.main import main
 
@@ -30,25 +32,23 @@ def test_a_move_to_a_tag_keeps_its_name_until_the_pin_moves_elsewhere(make_repo,
     assert main(["upgrade", "a", "rc", "--to", "v1"]) == 0
     assert f"rc  {c[0][:7]} -> {c[1][:7]}  (+1 commit, tag v1)" in capsys.readouterr().out
     assert f'rc = "{c[1]}"  # tag v1\n' in lock.read_text()
-    assert main(["upgrade", "a", "rc", "--to", c[2][:7]]) == 0  # a SHA: the tag's name goes
+    assert upgraded(lock, ["a"], ["rc"], to=c[2][:7]).sets[0].moves[0].move.tag is None  # a SHA: the tag's name goes
     assert lock.read_text().endswith(f'rc = "{c[2]}"\n')
     lock.write_text(lock.read_text().replace(f'"{c[2]}"', f'"{c[2]}"  # checked by hand'))
-    assert main(["upgrade", "a", "rc", "--to", "v1.10"]) == 0  # the user's comment stays
+    assert upgraded(lock, ["a"], ["rc"], to="v1.10").sets[0].moves[0].move.tag == "v1.10"  # the user's comment stays
     assert lock.read_text().endswith(f'rc = "{c[3]}"  # checked by hand\n')
 
 
 def test_release_moves_to_the_newest_release_tag_on_the_branch(make_repo, write_lock, store_dir, capsys):
     lock, c = _setup(make_repo, write_lock, releases="v*")
     # v2 is newer but on another branch; nightly is no release; v1.10 is newer than v1.9
-    assert main(["upgrade", "a", "--release"]) == 0
-    assert f"rc  {c[0][:7]} -> {c[3][:7]}  (+3 commits, tag v1.10)" in capsys.readouterr().out
+    move = upgraded(lock, ["a"], release=True).sets[0].moves[0].move
+    assert (move.new, move.tag, move.added) == (c[3], "v1.10", 3)
     assert lock.read_text().endswith(f'rc = "{c[3]}"  # tag v1.10\n')
-    git(lock.parent, "init", "-q", "-b", "main")
-    git(lock.parent, "add", "pin.toml")
-    git(lock.parent, "commit", "-q", "-m", "setup")
-    assert main(["upgrade", "a", "rc", "--to", "v1", "--allow-downgrade", "--commit"]) == 0
-    assert git(lock.parent, "log", "-1", "--format=%b").splitlines()[0] == (
-        f"rc {c[3][:7]} -> {c[1][:7]} (downgrade: 2 commits back, tag v1)"
+    summary, body = upgraded(lock, ["a"], ["rc"], to="v1", downgrade=True).commit_message()
+    assert (summary, body) == (
+        f"pin upgrade a: rc {c[3][:7]} -> {c[1][:7]}",
+        [f"rc {c[3][:7]} -> {c[1][:7]} (downgrade: 2 commits back, tag v1)", "--to v1"],
     )
 
 
@@ -56,8 +56,7 @@ def test_status_counts_the_releases_a_pin_is_behind(make_repo, write_lock, store
     lock, c = _setup(make_repo, write_lock, releases="v*")
     assert main(["status", "--fetch"]) == 0
     assert capsys.readouterr().out.splitlines()[1].split()[4:7] == ["4", "(3", "releases)"]
-    assert main(["upgrade", "a", "--release"]) == 0
-    capsys.readouterr()
+    upgraded(lock, ["a"], release=True)
     assert main(["status", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["pins"][0]["releases_behind"] == 0
     # a repository without release tags shows none
@@ -79,8 +78,8 @@ def test_a_pre_release_is_older_than_its_release(make_repo, write_lock, store_di
     remote = lock.parent.parent / "remotes" / "rc"
     for tag, commit in (("v2.0-rc1", c[3]), ("v2.0", c[4])):
         git(remote, "tag", tag, commit)
-    assert main(["upgrade", "a", "--release"]) == 0
-    assert "(+4 commits, tag v2.0)" in capsys.readouterr().out
+    move = upgraded(lock, ["a"], release=True).sets[0].moves[0].move
+    assert (move.new, move.tag, move.added) == (c[4], "v2.0", 4)
 
 
 def test_no_tag_comment_where_none_can_stand(make_repo, write_lock, store_dir, capsys):
@@ -88,7 +87,7 @@ def test_no_tag_comment_where_none_can_stand(make_repo, write_lock, store_dir, c
     lock, c = _setup(make_repo, write_lock)
     inline = f'version = 1\nsets = {{ a = {{ rc = "{c[0]}" }} }}\n\n[repos.rc]\nurl = "{_url(lock)}"\n'
     lock.write_text(inline)
-    assert main(["upgrade", "a", "rc", "--to", "v1"]) == 0
+    upgraded(lock, ["a"], ["rc"], to="v1")
     assert lock.read_text() == inline.replace(c[0], c[1])
 
 

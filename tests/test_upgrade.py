@@ -12,6 +12,15 @@ import pytest
 
 from conftest import _real_required, git, git_commit
 from sispin.cli.main import main
+from sispin.errors import RefusedMoveError
+from sispin.git.moves import Allowed, Target
+from sispin.ops.upgrade import UpgradeResult, upgrade
+
+
+def upgraded(lock, sets, repos=(), *, to=None, release=False, dry_run=False, **allowed) -> UpgradeResult:
+    """``pin upgrade SETS REPOS [--to TO] [--release] [--dry-run] [--allow-...]``, as an operation."""
+    target = Target(revision=to, release=release)
+    return upgrade(lock, sets, repos, target=target, dry_run=dry_run, allowed=Allowed(**allowed))
 
 
 def pinned_text(history, old: str, new: str) -> str:
@@ -41,19 +50,23 @@ def test_upgrade_to_branch_head_shows_the_log_and_rewrites_only_the_value(histor
 
 def test_upgrade_to_a_tag(history):
     expected = pinned_text(history, history.c[0], history.c[1])
-    assert main(["upgrade", "demo", "rc", "--to", "v1"]) == 0
+    result = upgraded(history.lock, ["demo"], ["rc"], to="v1")
+    (move,) = [report.move for report in result.sets[0].moves]
+    assert (move.kind, move.new, move.tag, move.added) == ("forward", history.c[1], "v1", 1)
+    assert result.written.sets == ("demo",) and result.written.changed
     assert history.text() == expected
 
 
 def test_upgrade_to_a_short_sha_writes_the_full_sha(history):
     expected = pinned_text(history, history.c[0], history.c[3])
-    assert main(["upgrade", "demo", "rc", "--to", history.c[3][:7]]) == 0
+    result = upgraded(history.lock, ["demo"], ["rc"], to=history.c[3][:7])
+    assert result.sets[0].moves[0].move.new == history.c[3]
     assert history.text() == expected
 
 
 def test_upgrade_of_a_pin_table_changes_only_its_commit(history):
     expected = pinned_text(history, history.c[2], history.c[4])
-    assert main(["upgrade", "other"]) == 0
+    assert upgraded(history.lock, ["other"]).written.sets == ("other",)
     assert history.text() == expected
     assert "clone_submodules = true" in history.text()
 
@@ -95,9 +108,18 @@ def test_unknown_or_malformed_revisions_are_refused(history, capsys, revision):
 
 
 def test_downgrade_needs_a_flag_and_is_named(history, capsys):
-    assert main(["upgrade", "other"]) == 0
-    capsys.readouterr()
+    upgraded(history.lock, ["other"])
     before = history.text()
+    result = upgraded(history.lock, ["other"], ["rc"], to="v1")
+    move = result.sets[0].moves[0].move
+    assert (move.kind, move.dropped, [line[:7] for line in move.log]) == (
+        "downgrade",
+        3,
+        [c[:7] for c in history.c[4:1:-1]],
+    )
+    assert isinstance(result.refusal, RefusedMoveError) and "--allow-downgrade" in str(result.refusal)
+    assert result.written is None and history.text() == before
+    # the wording, and the exit code
     assert main(["upgrade", "other", "rc", "--to", "v1"]) == 8
     captured = capsys.readouterr()
     assert f"rc  {history.c[4][:7]} -> {history.c[1][:7]}  (downgrade: 3 commits back, tag v1)" in captured.out
@@ -105,7 +127,7 @@ def test_downgrade_needs_a_flag_and_is_named(history, capsys):
     assert "is a downgrade: pass --allow-downgrade to move anyway (nothing written)" in captured.err
     assert history.text() == before
 
-    assert main(["upgrade", "other", "rc", "--to", "v1", "--allow-downgrade"]) == 0
+    assert upgraded(history.lock, ["other"], ["rc"], to="v1", downgrade=True).refusal is None
     assert f'commit = "{history.c[1]}"' in history.text()
 
 
@@ -125,7 +147,9 @@ def test_force_pushed_branch_is_unrelated_history_and_needs_a_flag(history, caps
     captured = capsys.readouterr()
     assert f"rc  {history.c[2][:7]} -> {rewritten[:7]}  (unrelated history: +1, -1 commits)" in captured.out
     assert "is a move to unrelated history: pass --allow-unrelated" in captured.err
-    assert main(["upgrade", "other", "--allow-unrelated"]) == 0
+    result = upgraded(history.lock, ["other"], unrelated=True)
+    move = result.sets[0].moves[0].move
+    assert (move.kind, move.added, move.dropped, result.refusal) == ("unrelated", 1, 1, None)
     assert rewritten in history.text()
 
 
@@ -139,11 +163,12 @@ def test_pinned_commit_unknown_to_the_remote_is_named(history, capsys):
     )
 
 
-def test_dry_run_writes_nothing(history, capsys):
+def test_dry_run_writes_nothing(history):
     before = history.lock.stat().st_mtime_ns, history.text()
-    assert main(["upgrade", "demo", "--dry-run"]) == 0
-    out = capsys.readouterr().out
-    assert "(+4 commits)" in out and "will get a new id" in out and "dry run: pin.toml not changed" in out
+    result = upgraded(history.lock, ["demo"], dry_run=True)
+    assert result.plan.moving["demo"][0].added == 4
+    assert result.sets[0].unbuilt == "sets.demo.configs: config/demo.py does not exist", "no blast radius, said why"
+    assert result.written is None and result.refusal is None
     assert (history.lock.stat().st_mtime_ns, history.text()) == before
 
 
@@ -156,13 +181,11 @@ def test_already_up_to_date_writes_nothing(history, capsys):
     assert history.lock.stat().st_mtime_ns == before
 
 
-def test_long_logs_are_capped_with_a_count(history, capsys):
+def test_long_logs_are_capped_with_a_count(history):
     for i in range(12):
         git_commit(history.remote, {"more.py": f"x = {i}\n"}, f"more {i}")
-    assert main(["upgrade", "demo", "--dry-run"]) == 0
-    out = capsys.readouterr().out
-    assert "(+16 commits)" in out and "    ... and 6 more" in out
-    assert out.count("    + ") == 10
+    move = upgraded(history.lock, ["demo"], dry_run=True).sets[0].moves[0].move
+    assert (move.added, len(move.log)) == (16, 10)
 
 
 @pytest.mark.parametrize(
@@ -243,8 +266,8 @@ def test_the_default_branch_is_followed_after_the_remote_renames_it(make_repo, w
     assert main(["status", "--fetch"]) == 0, "the store's mirror now knows master as the default branch"
     git(remote, "branch", "-q", "-m", "master", "main")  # the remote's HEAD follows the rename
     newer = git_commit(remote, {"a.py": "a = 2\n"}, "on main")
-    assert main(["upgrade", "demo"]) == 0
-    assert f"rc  {first[:7]} -> {newer[:7]}  (+1 commit)" in capsys.readouterr().out
+    move = upgraded(lock, ["demo"]).sets[0].moves[0].move
+    assert (move.old, move.new, move.added) == (first, newer, 1)
     assert newer in lock.read_text()
     assert main(["new", "fresh"]) == 0
     assert f"rc  {newer[:7]}  (default branch head)" in capsys.readouterr().out
@@ -260,7 +283,8 @@ def test_a_commit_only_the_store_still_has_needs_a_flag(history, capsys):
     captured = capsys.readouterr()
     assert f"    ! {history.c[3][:7]} is on no branch or tag of {history.url}" in captured.out
     assert "pass --allow-unreachable to move anyway (nothing written)" in captured.err
-    assert main(["upgrade", "demo", "rc", "--to", history.c[3], "--allow-unreachable"]) == 0
+    result = upgraded(history.lock, ["demo"], ["rc"], to=history.c[3], unreachable=True)
+    assert not result.sets[0].moves[0].planned.on_remote and result.refusal is None
     assert history.c[3] in history.text()
 
 
@@ -274,7 +298,7 @@ def test_a_rewrite_changes_only_the_shas_characters(history, quoted, newline):
     text = history.text().replace(f'"{history.c[0]}"', quoted.format(history.c[0]))
     history.lock.write_bytes(text.replace("\n", newline).encode())
     before = history.lock.read_bytes()
-    assert main(["upgrade", "demo"]) == 0
+    upgraded(history.lock, ["demo"])
     assert history.lock.read_bytes() == before.replace(history.c[0].encode(), history.c[4].encode())
 
 

@@ -8,13 +8,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from slow_remote import SlowRemote
 from test_progress import CHUNK, PAUSE, remotes  # noqa: F401  (a fixture)
+from test_upgrade import upgraded
 
-from conftest import commit_setup, git, git_commit
+from conftest import git, git_commit
 from sispin.cli.main import main
+from sispin.errors import RefusedMoveError, UnknownNameError, UsageError
 from sispin.git.store import Store
 from sispin.lock.lockfile import parse_lockfile
+from sispin.ops.upgrade import Selection, select_sets
 
 
 def _pins(history):
@@ -36,38 +40,39 @@ def test_two_sets_move_in_one_write(history, capsys):
 def test_all_moves_every_set_that_pins_the_repository_and_leaves_frozen_ones(history, capsys):
     c = history.c
     assert main(["freeze", "other"]) == 0
+    assert select_sets(history.lock, ["rc"], True) == Selection(("demo",), ("rc",), ("other",))
     assert main(["upgrade", "--all", "rc", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "sets.other: frozen, left out" in out and "sets.demo:" not in out, out
     assert f"rc  {c[0][:7]} -> {c[4][:7]}  (+4 commits)" in out and "dry run: pin.toml not changed" in out
-    assert main(["upgrade", "--all"]) == 0
+    assert upgraded(history.lock, select_sets(history.lock, [], True).sets).written.sets == ("demo",)
     assert _pins(history) == {"demo": c[4], "other": c[2]}
 
 
-def test_names_are_checked_before_anything_moves(history, capsys):
+def test_names_are_checked_before_anything_moves(history):
     before = history.text()
-    assert main(["upgrade", "demo", "other", "nope"]) == 4
-    assert "none of the sets demo, other pins a repository 'nope'" in capsys.readouterr().err
-    assert main(["upgrade", "--all", "nope"]) == 4
-    assert "no repository 'nope'" in capsys.readouterr().err
-    assert main(["upgrade"]) == 2
-    assert "upgrade needs SET (or --all)" in capsys.readouterr().err
+    selection = select_sets(history.lock, ["demo", "other", "nope"], False)
+    assert selection == Selection(("demo", "other"), ("nope",), ())
+    with pytest.raises(UnknownNameError, match="none of the sets demo, other pins a repository 'nope'"):
+        upgraded(history.lock, selection.sets, selection.repos)
+    with pytest.raises(UnknownNameError, match="no repository 'nope'"):
+        select_sets(history.lock, ["nope"], True)
+    with pytest.raises(UsageError, match=r"upgrade needs SET \(or --all\)"):
+        select_sets(history.lock, [], False)
     history.lock.write_text(before.replace("[sets.other]", "[repos.other]\nurl = 'file:///x'\n\n[sets.other]"))
-    assert main(["upgrade", "demo", "other"]) == 2
-    assert "'other' names a set and a repository" in capsys.readouterr().err
+    with pytest.raises(UsageError, match="'other' names a set and a repository"):
+        select_sets(history.lock, ["demo", "other"], False)
     history.lock.write_text(before)
-    assert main(["upgrade", "demo", "other", "--to", "v1"]) == 8  # to an ancestor of other's pin: refused for both
+    result = upgraded(history.lock, ["demo", "other"], to="v1")  # to an ancestor of other's pin: refused for both
+    assert isinstance(result.refusal, RefusedMoveError) and [report.name for report in result.sets] == ["demo", "other"]
     assert history.text() == before
 
 
-def test_one_commit_lists_every_set(history, capsys):
-    root = history.lock.parent
-    commit_setup(root, "pin.toml")
+def test_one_commit_lists_every_set(history):
     c = history.c
-    assert main(["upgrade", "demo", "other", "--commit"]) == 0
-    message = git(root, "log", "-1", "--format=%B").splitlines()
-    assert message[0] == f"pin upgrade demo other: demo rc {c[0][:7]} -> {c[4][:7]}; other rc {c[2][:7]} -> {c[4][:7]}"
-    assert message[2:] == [
+    summary, body = upgraded(history.lock, ["demo", "other"]).commit_message()
+    assert summary == f"pin upgrade demo other: demo rc {c[0][:7]} -> {c[4][:7]}; other rc {c[2][:7]} -> {c[4][:7]}"
+    assert body == [
         f"demo: rc {c[0][:7]} -> {c[4][:7]} (+4 commits)",
         f"other: rc {c[2][:7]} -> {c[4][:7]} (+2 commits)",
     ]
@@ -101,10 +106,12 @@ def test_to_names_one_repository_across_the_sets(history, make_repo, capsys):
         + f'\n[sets.third]\nsecond = "{git(second, "rev-parse", "HEAD")}"\n'
     )
     before = history.text()
-    assert main(["upgrade", "demo", "third", "--to", "v1"]) == 2
-    assert "--to needs exactly one REPO (the sets pin: rc, second)" in capsys.readouterr().err
+    with pytest.raises(UsageError, match=r"--to needs exactly one REPO \(the sets pin: rc, second\)"):
+        upgraded(history.lock, ["demo", "third"], to="v1")
+    result = upgraded(history.lock, ["demo", "third"], ["rc"], dry_run=True)
+    assert result.plan.left_out == ("third",) and [report.name for report in result.sets] == ["demo"]
     assert main(["upgrade", "demo", "third", "rc", "--dry-run"]) == 0
     assert "sets.third: pins none of rc, left out" in capsys.readouterr().out
-    assert main(["upgrade", "--all", "demo"]) == 2
-    assert "'demo' is a set: with --all, name repositories" in capsys.readouterr().err
+    with pytest.raises(UsageError, match="'demo' is a set: with --all, name repositories"):
+        select_sets(history.lock, ["demo"], True)
     assert history.text() == before

@@ -1,5 +1,5 @@
 """
-``pin freeze SET ...``: mark sets whose results are published, so that nothing moves them by accident.
+``pin freeze SET ...``: the command line of :mod:`sispin.ops.freeze`: mark sets whose results are published.
 
 A frozen set (``freeze = true`` in its table) keeps its pins, configs and snapshot entry: ``pin upgrade``, ``pin
 configs --add/--remove``, ``pin snapshot SET`` and ``pin import --set SET`` refuse with one line (exit 12), and ``pin
@@ -8,18 +8,15 @@ snapshot`` of all sets leaves it as recorded; ``pin check`` checks it as before.
 
 from __future__ import annotations
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "render"]
 
 import argparse
 
 from sispin.cli.options import add_command, commit_option, commit_written
 from sispin.cli.output import Output
-from sispin.errors import LockfileError
-from sispin.graph.snapshot import read_snapshot
-from sispin.lock.files import snapshot_path
-from sispin.lock.freezing import edit_freeze
-from sispin.lock.lockfile import find_lockfile, load_lockfile
-from sispin.text import display_path, shown_key
+from sispin.lock.lockfile import find_lockfile
+from sispin.ops.freeze import Freezing, freeze
+from sispin.text import shown_key
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -39,17 +36,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
     path = find_lockfile()
-    lockfile = load_lockfile(path)
-    recorded = read_snapshot(snapshot_path(lockfile.path))
-    for spec in lockfile.select_sets(args.sets):
-        if spec.configs and spec.name not in recorded:
-            raise LockfileError(
-                f"{display_path(snapshot_path(lockfile.path))}: sets.{shown_key(spec.name)}: not recorded; a frozen "
-                f"set keeps the ids it has: run `pin snapshot {spec.name}` first"
-            )
-    changed = edit_freeze(path, args.sets, True)
-    for name in dict.fromkeys(args.sets):
-        out.info(f"sets.{shown_key(name)}: {'frozen' if name in changed else 'frozen already'}")
+    result = freeze(path, args.sets)
+    code = render(result, out)
     if args.commit:
-        commit_written(lockfile.path, f"pin freeze {' '.join(changed)}", [], out)
+        commit_written(path, *result.commit_message(), out)
+    return code
+
+
+def render(result: Freezing, out: Output) -> int:
+    """
+    :param result: what ``pin freeze`` changed
+    :param out: a line per set named
+    :return: 0
+    """
+    for name in result.names:
+        out.info(f"sets.{shown_key(name)}: {'frozen' if name in result.changed else 'frozen already'}")
     return 0

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "render"]
 
 import argparse
 
 from sispin.cli.options import add_command, commit_option, commit_written
 from sispin.cli.output import Output
-from sispin.lock.freezing import edit_freeze
 from sispin.lock.lockfile import find_lockfile
+from sispin.ops.freeze import Freezing, thaw
 from sispin.text import shown_key
 
 
@@ -29,9 +29,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
     path = find_lockfile()
-    changed = edit_freeze(path, args.sets, False)
-    for name in dict.fromkeys(args.sets):
-        out.info(f"sets.{shown_key(name)}: {'thawed' if name in changed else 'not frozen'}")
+    result = thaw(path, args.sets)
+    code = render(result, out)
     if args.commit:
-        commit_written(path, f"pin thaw {' '.join(changed)}", [], out)
+        commit_written(path, *result.commit_message(), out)
+    return code
+
+
+def render(result: Freezing, out: Output) -> int:
+    """
+    :param result: what ``pin thaw`` changed
+    :param out: a line per set named
+    :return: 0
+    """
+    for name in result.names:
+        out.info(f"sets.{shown_key(name)}: {'thawed' if name in result.changed else 'not frozen'}")
     return 0

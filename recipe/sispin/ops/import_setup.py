@@ -34,9 +34,7 @@ def setup_json(whole: SetupAdoption) -> Dict[str, Any]:
         "unpinned": whole.unpinned,
         "accepted": whole.accepted,
         "waiting": whole.waiting,
-        "problems": [
-            {"problem": str(problem), "details": list(problem.details)} for problem in whole.problems
-        ],
+        "problems": [{"problem": str(problem), "details": list(problem.details)} for problem in whole.problems],
     }
 
 
