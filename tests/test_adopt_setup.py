@@ -223,7 +223,7 @@ def test_a_value_another_set_binds_to_another_commit_is_not_adopted(existing):
         f'[sets.other]\nt = {{ commit = "{other}", hash_overwrite = "TOOL_OLD" }}\n'
     )
     text = (existing.root / "pin.toml").read_text()
-    (problem,) = adopted().problems
+    (problem,) = map(str, adopted().problems)
     assert problem.startswith("the adopted pins would not make a valid pin.toml: ") and "'TOOL_OLD'" in problem
     assert (existing.root / "pin.toml").read_text() == text
 
@@ -350,7 +350,7 @@ def test_an_existing_pin_without_the_alias_is_named_with_the_edit_it_needs(exist
     # the calls adopted first without --config: their pins bind no overwrite
     calls_alone = import_pins([Path("config"), Path("recipe")], set_name="exp", write=True)
     assert calls_alone.problems and calls_alone.written, "the unpinned calls are blocked, the others written"
-    problems = "\n".join(adopted().problems)
+    problems = "\n".join(map(str, adopted().problems))
     tool0 = existing.commits["tool"][0]
     assert "without binding hash_overwrite 'TOOL_OLD' (set at recipe/helpers/tools.py:10): write it as " in problems
     assert f'= {{ commit = "{tool0}", hash_overwrite = "TOOL_OLD" }}' in problems

@@ -434,7 +434,7 @@ def test_only_notes_exit_0_and_the_reason_is_the_blocking_one(tmp_path, monkeypa
     short = IMPORT + f"j = CloneGitRepositoryJob('{RC}', commit='d1fc1c7')\nj.out_repository.hash_overwrite = 'X'\n"
     result, calls = adopt_report(tmp_path, monkeypatch, sisyphus_on_pythonpath, short)
     assert calls[2].status == "blocked"
-    assert result.problems == [
+    assert [str(problem) for problem in result.problems] == [
         "c.py:2: not adopted: it pins no full commit (commit 'd1fc1c7' is not a full 40-hex SHA)"
     ]
     assert main(["import", "c.py", "--set", "exp"]) == 1, "a blocked call exits 1"

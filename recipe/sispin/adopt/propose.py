@@ -34,6 +34,7 @@ from sispin.adopt.scan import CallSite
 from sispin.clonejob import CLASS_NAME, checkout_of, pin_kwargs_of
 from sispin.errors import SisyphusError
 from sispin.graph.build import run_probe
+from sispin.graph.guard import Problem
 from sispin.lock.editing import add_value, append_table, toml_pin
 from sispin.lock.lockfile import (
     LOCKFILE_NAME,
@@ -341,7 +342,7 @@ class Adoption:
     proposal: Proposal
     ids: Dict[int, Tuple[str, str]]
     ids_note: Optional[str]
-    problems: List[str]
+    problems: List[Problem]
     notes: List[str]
 
 
@@ -361,11 +362,12 @@ def adopt(sites: List[CallSite], lockfile: Optional[Lockfile], set_name: str) ->
     needed = {repo for index, repo in proposal.repo_of_site.items() if status_of(proposal, index) != BLOCKED}
     proposal.pins = {repo: pin for repo, pin in proposal.pins.items() if repo in needed}
     proposal.repos = {repo: table for repo, table in proposal.repos.items() if repo in needed}
-    problems, notes = [], []
+    problems: List[Problem] = []
+    notes: List[str] = []
     for index, site in enumerate(sites):
         reasons = proposal.reasons.get(index, [])
         if status_of(proposal, index) == BLOCKED:
-            problems.append(f"{site.where}: not adopted: {reasons[0].message}")
+            problems.append(Problem(f"{site.where}: not adopted: {reasons[0].message}"))
         else:
             notes += [f"{site.where}: {reason.message}" for reason in reasons]
     return Adoption(proposal, ids, ids_note, problems, notes)

@@ -26,6 +26,7 @@ from sispin.adopt.setup import SetupAdoption, adopt_setup, adopted_pins
 from sispin.adopt.sites import CallSite
 from sispin.clonejob import PIN_KWARGS
 from sispin.errors import LockfileError, SisyphusError, UsageError
+from sispin.graph.guard import Problem
 from sispin.lock.editing import edit_lockfile
 from sispin.lock.files import check_writable, snapshot_path, write_atomically
 from sispin.lock.lockfile import LOCK_ENV, LOCKFILE_NAME, Lockfile, find_lockfile, load_lockfile, valid_name
@@ -75,7 +76,7 @@ class ImportResult:
     warnings: List[str]
     proposal: Proposal
     whole: Optional[SetupAdoption]
-    problems: List[str]
+    problems: List[Problem]
     notes: List[str]
     write: bool
     written: Optional[str]
