@@ -36,6 +36,7 @@ from sispin.git.history import (
 )
 from sispin.git.repo import has_commit
 from sispin.lock.lockfile import RepoSpec
+from sispin.text import count
 
 #: commits listed per moved repository before the rest are only counted
 LOG_LIMIT = 10
@@ -71,9 +72,9 @@ class Move:
     @property
     def _distance(self) -> str:
         if self.kind == "forward":
-            return f"+{self.added} commit{'s' if self.added != 1 else ''}"
+            return f"+{count(self.added, 'commit')}"
         if self.kind == "downgrade":
-            return f"downgrade: {self.dropped} commit{'s' if self.dropped != 1 else ''} back"
+            return f"downgrade: {count(self.dropped, 'commit')} back"
         if self.added is None:
             return "unrelated history: the pinned commit is no longer in the remote"
         return f"unrelated history: +{self.added}, -{self.dropped} commits"

@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 from sispin.clonejob import CLASS_NAME
 from sispin.graph.probe.schema import Arg, JobRecord, RecordedOutput, SetGraph
 from sispin.lock.lockfile import Lockfile, is_full_sha
-from sispin.text import shown_key
+from sispin.text import count, shown_key
 
 
 @dataclass(frozen=True)
@@ -317,7 +317,7 @@ def _cause_phrase(cause: Cause, job: str) -> str:
     if cause.reason or not cause.differences:
         return f"because {cause.reason or 'of its own hash()'} in {job}"
     first, more = cause.differences[0], len(cause.differences) - 1
-    rest = f" (+{more} more {'argument' if more == 1 else 'arguments'}: pin explain)" if more else ""
+    rest = f" (+{count(more, 'more argument')}: pin explain)" if more else ""
     return f"because {first.path}: {shown(first.old)} -> {shown(first.new)}{rest} in {job}"
 
 

@@ -32,7 +32,7 @@ from sispin.graph.moved import moved_builds
 from sispin.graph.probe.schema import Clone, Escape, SetGraph
 from sispin.lock.lockfile import Lockfile, SetSpec, is_full_sha
 from sispin.lock.urls import same_repository
-from sispin.text import shown_key
+from sispin.text import count, shown_key
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def _overwrite_line(
     ]
     return Problem(
         capped(
-            f"{text} hides the commit from {len(jobs)} job{'s' if len(jobs) != 1 else ''} (first: "
+            f"{text} hides the commit from {count(len(jobs), 'job')} (first: "
             f"{short_id(first.job)} hashes {first.argument}; outputs: {listed(outputs)})"
         ),
         details,

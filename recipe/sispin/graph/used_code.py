@@ -27,6 +27,7 @@ from sispin.git.history import tracked_files
 from sispin.git.store import Store
 from sispin.graph.probe.schema import SetGraph
 from sispin.lock.lockfile import Lockfile
+from sispin.text import count
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class UsedCode:
     @property
     def described(self) -> str:
         """What was measured, e.g. ``12 files the manager read; the package returnn: a job takes the checkout``."""
-        parts = [f"{len(self.read)} file{'s' if len(self.read) != 1 else ''} the manager read"] if self.read else []
+        parts = [f"{count(len(self.read), 'file')} the manager read"] if self.read else []
         parts += [f"{len(self.listed)} files_to_checkout"] if self.listed else []
         if self.packages == (".",):
             parts.append("all of it: a job takes the checkout")
