@@ -20,7 +20,7 @@ else:
 def bench_lockfile_load(work: Path, sets: int = 200, repos: int = 5, runs: int = 20) -> List[Result]:
     """Parse + validate, and the cached load, of a lockfile of sets x repos, against tomllib on the same text."""
     from sispin.lock.cache import load_cached
-    from sispin.lock.lockfile import parse_lockfile
+    from sispin.lock.loading import parse_lockfile
 
     text = lock_text(sets, repos, lambda s, r: f"{(s * 7919 + r) % 16**40:040x}", lambda r: f"https://h/r{r}")
     path = work / "pin.toml"

@@ -9,7 +9,7 @@ from typing import List, Optional
 
 from sispin.git.store import Store
 from sispin.graph.explain import shown
-from sispin.lock.lockfile import find_lockfile, load_lockfile
+from sispin.lock.loading import find_lockfile, load_lockfile
 from sispin.ops.check import CheckResult, check
 from sispin.ops.explain import ExplainResult, explain
 from sispin.ops.snapshot import SnapshotResult, snapshot

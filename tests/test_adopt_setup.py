@@ -20,7 +20,7 @@ from conftest import PROJECT_ROOT, RECIPE_DIR, USE_JOB, git_commit, run
 from sispin.cli.main import main
 from sispin.graph.probe.schema import RecordedOutput
 from sispin.graph.snapshot import read_snapshot
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 from sispin.ops.import_pins import ImportResult, import_pins
 
 #: shared code that hands out a cached clone and names its commit in place, as i6_experiments' vocab helpers do

@@ -15,7 +15,7 @@ from results import checked, problems, snapshot_taken
 from sispin.cli.main import main
 from sispin.errors import LockfileError
 from sispin.graph.snapshot import read_snapshot
-from sispin.lock.lockfile import parse_lockfile
+from sispin.lock.loading import parse_lockfile
 
 #: what existing setups do: a clone at a literal commit, its output's commit hidden behind a name
 HAND_WRITTEN = (

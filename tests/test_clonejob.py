@@ -7,7 +7,7 @@ import inspect
 from pathlib import Path
 
 from sispin.clonejob import PARAMETERS, PIN_KWARGS, REQUIRED, checkout_folder, checkout_of, job_kwargs, pin_kwargs_of
-from sispin.lock.lockfile import parse_lockfile
+from sispin.lock.loading import parse_lockfile
 from sispin.sets import ExperimentSet
 
 SHA = "f7ad63a588359543e7882db517a5eb7fd99ec670"

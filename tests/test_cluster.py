@@ -21,7 +21,7 @@ import pytest
 from conftest import PROJECT_ROOT, _real_required, git, git_commit, make_setup, run_manager
 from sispin.cli.main import main
 from sispin.git.store import Store
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 from sispin.sets import ExperimentSet
 from sispin.settings_hook import use_store_mirrors
 

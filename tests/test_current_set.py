@@ -8,7 +8,7 @@ from conftest import git_commit
 from sispin.cli.main import main
 from sispin.errors import SisyphusError, UnknownNameError
 from sispin.graph.build import load_graph, run_probe
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 from sispin.sets import current_set
 
 SHARED = """\

@@ -30,7 +30,7 @@ def test_sis_manager_runs_the_demo_at_the_pinned_commit(real_setup, make_repo, t
     assert git(checkout, "rev-parse", "HEAD") == pinned
 
     # the job that made it is the one the in-process API computes, and its id holds the pinned commit
-    from sispin.lock.lockfile import load_lockfile
+    from sispin.lock.loading import load_lockfile
     from sispin.sets import ExperimentSet
 
     job = ExperimentSet(load_lockfile(setup / "pin.toml"), "demo").clone_job("returnn_common")

@@ -16,7 +16,7 @@ from sispin.adopt.scan import scan_source
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
 from sispin.graph.snapshot import read_snapshot
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 
 # one config per set: every form a real setup uses to hide a clone's commit, each in its own output
 CONFIG = """\

@@ -17,7 +17,7 @@ from sispin.cli.main import main
 from sispin.graph.build import load_graph
 from sispin.graph.explain import argument_order, compare_set, explain_output
 from sispin.graph.probe.schema import Arg, JobRecord, RecordedOutput, SetGraph
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 
 CONFIG = """\
 from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob

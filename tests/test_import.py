@@ -14,7 +14,7 @@ from conftest import RECIPE_DIR
 from sispin.adopt.follow import scan_paths
 from sispin.adopt.scan import Overwrite, scan_source
 from sispin.cli.main import main
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 from sispin.ops.import_pins import ImportResult, import_pins
 
 RC = "https://github.com/rwth-i6/returnn_common"

@@ -22,7 +22,7 @@ from sispin.cli.main import main
 from sispin.graph.build import load_graph, recording_inputs
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.files import snapshot_path
-from sispin.lock.lockfile import find_lockfile, load_lockfile
+from sispin.lock.loading import find_lockfile, load_lockfile
 
 CONFIG = (
     """\

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Dict, Set
+from typing import Dict, List, Set
 
 import pytest
 
@@ -97,10 +97,67 @@ def test_what_the_parent_imports_of_the_probe_imports_no_sisyphus(module):
         assert not [name for name in names if room(name) == "probe" and name not in PROBE_SEAM], module
 
 
-def test_every_subpackage_says_what_it_owns_and_may_import():
+def test_every_subpackage_describes_each_of_its_modules_and_says_what_it_may_import():
     for init in PACKAGE.rglob("*/__init__.py"):
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
-        assert "import" in doc, f"{init.relative_to(RECIPE_DIR)} must say what it may import"
+        package = module_name(init)
+        undescribed = sorted(
+            f"{package}.{path.stem}"
+            for path in init.parent.iterdir()
+            if (path.suffix == ".py" and path.stem != "__init__" or (path / "__init__.py").is_file())
+            and f":mod:`~{package}.{path.stem}`" not in doc
+        )
+        assert not undescribed, f"{package}'s docstring does not describe {undescribed}"
+        assert "may import" in doc, f"{package}'s docstring must say what it may import"
+
+
+def _import_graph() -> Dict[str, Set[str]]:
+    """module -> the package's modules it imports (at its top or inside functions: both run)"""
+    return {module: {i for i in imports_of(path) if i in MODULES and i != module} for module, path in MODULES.items()}
+
+
+def test_no_import_circle():
+    graph = _import_graph()
+    # Tarjan's strongly connected components: a component of more than one module is a circle
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    circles: List[List[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while not component or component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    assert not circles, f"import circles: {circles}"
+
+
+def test_no_import_circle_finds_one(monkeypatch):
+    # the check above, on a circle made on purpose: it must see it
+    monkeypatch.setitem(globals(), "_import_graph", lambda: {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()})
+    with pytest.raises(AssertionError, match=r"import circles: \[\['a', 'b', 'c'\]\]"):
+        test_no_import_circle()
+
+
+def test_the_cli_only_parses_and_renders():
+    for module, path in MODULES.items():
+        if room(module) == "cli":
+            lines = len(path.read_text().splitlines())
+            assert lines <= 200, f"{module}: {lines} lines; a use case belongs in sispin.ops"
 
 
 def test_no_module_over_450_lines_and_no_function_over_60():

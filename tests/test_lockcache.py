@@ -18,7 +18,7 @@ import pytest
 from conftest import RECIPE_DIR, git
 from sispin.errors import LockfileError
 from sispin.lock import cache as lockcache
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 
 SHA = "f7ad63a588359543e7882db517a5eb7fd99ec670"
 #: every part of the format: repos with and without branch and checkout, plain and table pins with every argument

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sispin.errors import LockfileError, UnknownNameError
-from sispin.lock.lockfile import find_lockfile, load_lockfile, parse_lockfile
+from sispin.lock.loading import find_lockfile, load_lockfile, parse_lockfile
 from sispin.lock.urls import check_url
 
 SHA_A = "f7ad63a588359543e7882db517a5eb7fd99ec670"

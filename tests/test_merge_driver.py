@@ -14,7 +14,7 @@ from test_freeze import CONFIG
 
 from conftest import git, git_commit
 from sispin.cli.main import main
-from sispin.lock.lockfile import parse_lockfile
+from sispin.lock.loading import parse_lockfile
 from sispin.ops.merge_driver import Merge, merge_files
 
 SHA = {digit: digit * 40 for digit in "0123456789"}

@@ -18,7 +18,7 @@ import pytest
 from conftest import git, git_commit, make_setup, run, run_manager
 from sispin.cli.main import main
 from sispin.git.store import Store
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 from sispin.sets import ExperimentSet
 from sispin.settings_hook import redirect_entries, store_redirects
 
@@ -256,11 +256,11 @@ def test_a_manager_asks_git_about_a_mirror_only_when_its_object_store_changed(hi
 
 
 def test_the_settings_hook_takes_the_validated_lock_from_its_cache(history, store_dir, monkeypatch):
-    from sispin.lock import cache, lockfile
+    from sispin.lock import cache, loading
     from sispin.settings_hook import use_store_mirrors
 
     cache.load_cached(history.lock)  # as after an earlier manager start
-    for module in (cache, lockfile):
+    for module in (cache, loading):
         monkeypatch.setattr(module, "parse_lockfile", lambda text, path: pytest.fail("validated again"))
     monkeypatch.delenv("SISPIN_STORE_REDIRECTS", raising=False)
     assert use_store_mirrors()["SISPIN_STORE_REDIRECTS"] == str(history.lock)

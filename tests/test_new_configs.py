@@ -9,7 +9,7 @@ from sispin.cli.main import main
 from sispin.errors import NameConflictError
 from sispin.git.store import Store
 from sispin.graph.snapshot import read_snapshot
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 from sispin.ops.configs import configs_of, edit_configs
 from sispin.ops.new import new_set
 

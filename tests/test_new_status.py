@@ -15,7 +15,7 @@ from conftest import git, git_commit
 from results import standing
 from sispin.cli.main import main
 from sispin.git.store import Store, default_store_dir
-from sispin.lock.lockfile import load_lockfile, parse_lockfile
+from sispin.lock.loading import load_lockfile, parse_lockfile
 from sispin.ops.new import NewPin, new_set
 
 

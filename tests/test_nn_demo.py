@@ -25,7 +25,7 @@ import pytest
 
 from conftest import PROJECT_ROOT, _real_required, git, make_setup
 from sispin.graph.snapshot import read_snapshot
-from sispin.lock.lockfile import parse_lockfile
+from sispin.lock.loading import parse_lockfile
 
 SHIPPED = "ce19c45bc67d98cfd34ab5753c75089c50cfab62"  # the shipped pin of [sets.nn_demo]
 DOC_FIX = "fc6b41cd7a27e9ab33b514e4470ef820442c0ed8"  # "fix doc": nothing in the net changes

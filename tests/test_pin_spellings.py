@@ -12,7 +12,7 @@ import pytest
 
 from conftest import RECIPE_DIR
 from sispin.cli.main import main
-from sispin.lock.lockfile import load_lockfile, parse_lockfile
+from sispin.lock.loading import load_lockfile, parse_lockfile
 
 REPOS = "\n# the repositories\n[repos.rc]  # model code\nurl = '{url}'\nbranch = 'main'\n"
 #: set x pins c0 (with clone_submodules where the spelling is a table), set other pins c2 where the spelling has room

@@ -31,7 +31,7 @@ from sispin.graph.probe.schema import (
     SetGraph,
     ValueUse,
 )
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 
 #: a graph with every field of every kind given, none at its default
 WHOLE = SetGraph(

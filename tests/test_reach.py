@@ -16,7 +16,7 @@ from results import checked, problems, snapshot_taken
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
 from sispin.graph.snapshot import read_bound
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 
 #: recipe/usejob.py: a job that hashes whatever it is given
 USE = "from sisyphus import Job, Task\n\n\n" + USE_JOB

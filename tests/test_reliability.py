@@ -24,7 +24,7 @@ from conftest import PROJECT_ROOT, git, git_commit
 from sispin.cli.main import main
 from sispin.git import process as sispin_git
 from sispin.git.store import Store
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 
 SHA = "f7ad63a588359543e7882db517a5eb7fd99ec670"
 REPO = '[repos.rc]\nurl = "https://github.com/rwth-i6/returnn_common"\n'

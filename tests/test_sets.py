@@ -12,7 +12,7 @@ import pytest
 from sispin import sets
 from sispin.errors import HashOverwriteError, UnknownNameError
 from sispin.lock import cache as lockcache
-from sispin.lock.lockfile import load_lockfile, parse_lockfile
+from sispin.lock.loading import load_lockfile, parse_lockfile
 from sispin.sets import ExperimentSet, experiment_set
 
 SHA_A = "f7ad63a588359543e7882db517a5eb7fd99ec670"

@@ -17,7 +17,7 @@ from conftest import git_commit
 from sispin.cli.main import main
 from sispin.graph.probe.schema import RecordedOutput, SetGraph
 from sispin.graph.snapshot import read_snapshot, record_graphs
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 
 OTHER = """\
 from sisyphus import tk

@@ -13,7 +13,7 @@ from conftest import git, git_commit
 from sispin.cli.main import main
 from sispin.errors import GitError
 from sispin.git.store import Store
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 from sispin.ops.sync import SetupSyncResult, sync_sets, sync_setup
 
 

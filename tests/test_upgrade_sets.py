@@ -17,7 +17,7 @@ from conftest import git, git_commit
 from sispin.cli.main import main
 from sispin.errors import RefusedMoveError, UnknownNameError, UsageError
 from sispin.git.store import Store
-from sispin.lock.lockfile import parse_lockfile
+from sispin.lock.loading import parse_lockfile
 from sispin.ops.upgrade import Selection, select_sets
 
 

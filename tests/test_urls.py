@@ -14,7 +14,7 @@ from sispin.adopt.propose import propose
 from sispin.adopt.scan import scan_source
 from sispin.cli.main import main
 from sispin.errors import LockfileError
-from sispin.lock.lockfile import parse_lockfile
+from sispin.lock.loading import parse_lockfile
 from sispin.lock.urls import check_url, same_repository
 
 RC = "https://github.com/rwth-i6/returnn_common"

@@ -16,7 +16,7 @@ import pytest
 from conftest import git, git_commit
 from sispin.cli.main import main
 from sispin.git.store import Store
-from sispin.lock.lockfile import find_lockfile
+from sispin.lock.loading import find_lockfile
 from sispin.ops.verify import VerifyResult, verify
 
 SOURCE = "VALUE = 'pinned'\n"

@@ -22,7 +22,7 @@ from sispin.cli.main import main
 from sispin.git.gc import sweep
 from sispin.git.registry import register_lockfile, registered_lockfiles
 from sispin.git.store import Store
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 from sispin.ops.gc import gc
 from sispin.ops.why import why
 from sispin.sets import ExperimentSet

@@ -199,7 +199,7 @@ def _find() -> Tuple[Lockfile, Dict[str, ExperimentSet]]:
     if _found is None:
         # not imported with sispin: Sisyphus workers import it (settings.py) and never read the lockfile
         from sispin.lock.cache import load_cached
-        from sispin.lock.lockfile import LOCK_ENV, PROBE_TEXT_ENV, find_lockfile, parse_lockfile
+        from sispin.lock.loading import LOCK_ENV, PROBE_TEXT_ENV, find_lockfile, parse_lockfile
 
         override = os.environ.get(PROBE_TEXT_ENV)
         if override:

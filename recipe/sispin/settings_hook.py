@@ -25,7 +25,8 @@ from sispin.errors import PinError
 from sispin.git.presence import missing_in_mirror
 from sispin.git.store import Store
 from sispin.lock.cache import load_cached
-from sispin.lock.lockfile import Lockfile, find_lockfile
+from sispin.lock.loading import find_lockfile
+from sispin.lock.lockfile import Lockfile
 
 #: set by the process that decided the redirects (to the lockfile it read), inherited by the processes below it
 REDIRECT_MARKER = "SISPIN_STORE_REDIRECTS"

@@ -36,15 +36,8 @@ from sispin.errors import SisyphusError
 from sispin.graph.build import run_probe
 from sispin.graph.guard import Problem
 from sispin.lock.editing import add_value, append_table, toml_pin
-from sispin.lock.lockfile import (
-    LOCKFILE_NAME,
-    SUPPORTED_VERSION,
-    Lockfile,
-    Pin,
-    is_full_sha,
-    parse_lockfile,
-    valid_name,
-)
+from sispin.lock.loading import LOCKFILE_NAME, parse_lockfile
+from sispin.lock.lockfile import SUPPORTED_VERSION, Lockfile, Pin, is_full_sha, valid_name
 from sispin.lock.urls import check_url, name_from_url, same_repository
 
 #: the status of a call site: adopted as found, adopted with something to know (notes), or not adopted

@@ -30,7 +30,8 @@ from sispin.graph.probe.schema import Assignment, Clone, SetGraph
 from sispin.graph.snapshot import read_bound, read_snapshot
 from sispin.lock.editing import add_value
 from sispin.lock.files import snapshot_path
-from sispin.lock.lockfile import Lockfile, Pin, is_full_sha, parse_lockfile
+from sispin.lock.loading import parse_lockfile
+from sispin.lock.lockfile import Lockfile, Pin, is_full_sha
 from sispin.lock.urls import same_repository
 from sispin.text import display_path, shown_key
 

@@ -14,7 +14,7 @@ from sispin.cli.output import Output
 from sispin.cli.snapshot import skipped_line
 from sispin.errors import LockfileError
 from sispin.git.store import Store
-from sispin.lock.lockfile import find_lockfile, load_lockfile
+from sispin.lock.loading import find_lockfile, load_lockfile
 from sispin.ops.check import CheckResult, check, check_lock_only
 from sispin.text import count, shown_key
 

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from sispin.cli.options import add_command, commit_option, commit_written, one_set, setup_relative
 from sispin.cli.output import Output
-from sispin.lock.lockfile import find_lockfile
+from sispin.lock.loading import find_lockfile
 from sispin.ops.configs import ConfigsEdit, configs_of, edit_configs
 from sispin.text import display_path, shown_key
 

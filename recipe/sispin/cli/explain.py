@@ -14,7 +14,7 @@ from sispin.cli.options import add_command, json_output, set_names
 from sispin.cli.output import VERBOSE, Output
 from sispin.graph.explain import Explanation, short_id, shown
 from sispin.graph.guard import capped, listed
-from sispin.lock.lockfile import find_lockfile
+from sispin.lock.loading import find_lockfile
 from sispin.ops.explain import ExplainedOutput, ExplainResult, explain
 from sispin.text import count
 

@@ -14,7 +14,7 @@ import argparse
 
 from sispin.cli.options import add_command, commit_option, commit_written
 from sispin.cli.output import Output
-from sispin.lock.lockfile import find_lockfile
+from sispin.lock.loading import find_lockfile
 from sispin.ops.freeze import Freezing, freeze
 from sispin.text import shown_key
 

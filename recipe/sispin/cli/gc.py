@@ -10,7 +10,7 @@ from sispin.cli.options import add_command, dry_run
 from sispin.cli.output import Output
 from sispin.errors import StoreError
 from sispin.git.store import Store
-from sispin.lock.lockfile import find_lockfile
+from sispin.lock.loading import find_lockfile
 from sispin.ops.gc import GcResult, gc
 from sispin.text import count
 

@@ -15,7 +15,8 @@ import sys
 from typing import List, Optional, Sequence
 
 from sispin import __version__
-from sispin.cli.options import COMMANDS, PASSES_ON, check_commit, output_of
+from sispin.cli.commands import COMMANDS, PASSES_ON
+from sispin.cli.options import check_commit, output_of
 from sispin.cli.output import Output
 from sispin.cli.progress import TerminalProgress
 from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError
@@ -147,7 +148,7 @@ def _parse_words(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argpar
 def _repair_after_a_kill(out: Output) -> None:
     """Before any command: finish what a killed command left half done beside the lockfile (when there is one)."""
     from sispin.lock.files import interrupted
-    from sispin.lock.lockfile import find_lockfile
+    from sispin.lock.loading import find_lockfile
 
     try:
         path = find_lockfile()

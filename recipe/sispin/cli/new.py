@@ -13,7 +13,7 @@ from sispin.cli.options import add_command, as_of, commit_option, commit_written
 from sispin.cli.output import Output
 from sispin.errors import SisyphusError
 from sispin.git.store import Store
-from sispin.lock.lockfile import find_lockfile
+from sispin.lock.loading import find_lockfile
 from sispin.ops.new import NewSet, new_set
 from sispin.text import count, display_path, shown_key
 

@@ -7,8 +7,6 @@ name, spelling and help everywhere.
 from __future__ import annotations
 
 __all__ = [
-    "COMMANDS",
-    "PASSES_ON",
     "add_command",
     "set_names",
     "one_set",
@@ -27,37 +25,11 @@ import datetime
 import os
 import re
 from pathlib import Path, PurePath
-from typing import Any, Callable, List, Sequence
+from typing import Any, Callable, Sequence
 
+from sispin.cli.commands import COMMANDS
 from sispin.cli.output import NORMAL, QUIET, VERBOSE, Output
 from sispin.errors import UsageError
-
-#: every command, as it is typed: its module in sispin.cli and its line in ``pin --help`` (listed from here, so that
-#: ``pin --help`` imports no command module; a run imports only its command's, which brings its own dependencies)
-COMMANDS = {
-    "sync": (
-        "sync",
-        "clone the setup's own checkouts ([setup.*]), or a set's store checkouts, at their pinned commits",
-    ),
-    "upgrade": ("upgrade", "move an experiment set's pins to newer commits"),
-    "new": ("new", "start a new experiment set at the newest commits"),
-    "configs": ("configs", "list, add or remove the Sisyphus configs of a set"),
-    "freeze": ("freeze", "freeze sets whose results are published: nothing moves them until `pin thaw`"),
-    "thaw": ("thaw", "thaw frozen sets: they may change again"),
-    "status": ("status", "show each set's pins and how far they are behind their branches"),
-    "snapshot": ("snapshot", "record the job id behind every output of each set (pin.snapshot.toml)"),
-    "check": ("check", "verify the lock, the pinned commits, the job graphs and the snapshot (for CI)"),
-    "explain": ("explain", "say why job ids differ from the snapshot: the argument that changed, old -> new"),
-    "import": ("import_pins", "find hand-written CloneGitRepositoryJob pins and move them into pin.toml"),
-    "verify": ("verify", "check that setup checkouts, store checkouts and finished clone jobs are untouched"),
-    "why": ("why", "show which sets, finished jobs and outputs use a commit or a repository"),
-    "gc": ("gc", "remove the store checkouts that no lockfile using the store pins"),
-    "run": ("run", "run sis manager on the configs of sets (a config that fails to load: one line, exit 9)"),
-    "merge-driver": ("merge_driver", "merge pin.toml and pin.snapshot.toml for git (--install sets it up)"),
-}
-
-#: commands whose words after ``--`` go to the program they run (``pin run demo -- -r``), as ``args.passed_on``
-PASSES_ON = frozenset({"run"})
 
 #: what every command takes: how much it prints
 _LEVELS = argparse.ArgumentParser(add_help=False)
@@ -154,13 +126,6 @@ def commit_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _lock_files(lock: Path) -> List[Path]:
-    """:return: the files ``--commit`` commits: pin.toml and pin.snapshot.toml"""
-    from sispin.lock.files import snapshot_path
-
-    return [lock, snapshot_path(lock)]
-
-
 def check_commit(args: argparse.Namespace) -> None:
     """
     Before a command with ``--commit`` writes anything: that it writes, and that the commit can be made.
@@ -168,19 +133,17 @@ def check_commit(args: argparse.Namespace) -> None:
     :raises UsageError: for a dry run
     :raises GitError: when there is no repository, or pin.toml or the snapshot hold changes not committed
     """
-    from sispin.errors import UsageError
-    from sispin.git.setup_history import check_committable
-    from sispin.lock.lockfile import find_lockfile
+    from sispin.lock.loading import find_lockfile
+    from sispin.ops.commit import check_committable_lock  # only --commit needs git here
 
     if getattr(args, "dry_run", False):
         raise UsageError("--commit: a dry run writes nothing to commit")
-    lock = find_lockfile()
-    check_committable(lock.parent, _lock_files(lock))
+    check_committable_lock(find_lockfile())
 
 
 def commit_written(lock: Path, summary: str, body: Sequence[str], out: Output, also: Sequence[Path] = ()) -> None:
     """
-    Commit the setup's pin.toml and pin.snapshot.toml (those that exist), and say so.
+    Commit what the command wrote (:func:`sispin.ops.commit.commit_lock`), and say so.
 
     :param lock: the pin.toml
     :param summary: the message's first line
@@ -188,10 +151,9 @@ def commit_written(lock: Path, summary: str, body: Sequence[str], out: Output, a
     :param also: other files the command wrote (a starter config), committed with them
     :raises GitError: when there is no repository, or git refuses
     """
-    from sispin.git.setup_history import commit_files  # only --commit needs git here
+    from sispin.ops.commit import commit_lock
 
-    files = [path for path in (*_lock_files(lock), *also) if path.exists()]
-    sha = commit_files(lock.parent, files, summary, body)
+    sha = commit_lock(lock, summary, body, also)
     out.info(f"committed {sha[:7]}: {summary}" if sha else "--commit: nothing to commit (as committed already)")
 
 

@@ -11,7 +11,7 @@ import argparse
 
 from sispin.cli.options import add_command
 from sispin.cli.output import Output
-from sispin.lock.lockfile import find_lockfile
+from sispin.lock.loading import find_lockfile
 from sispin.ops.run import run_sets
 from sispin.text import shown_key
 

@@ -15,7 +15,7 @@ from sispin.cli.options import add_command, commit_option, commit_written, set_n
 from sispin.cli.output import Output
 from sispin.errors import ConcurrentChangeError, HashOverwriteError
 from sispin.graph.probe.schema import SetGraph
-from sispin.lock.lockfile import find_lockfile
+from sispin.lock.loading import find_lockfile
 from sispin.ops.snapshot import SnapshotResult, snapshot
 from sispin.text import count, display_path, shown_key
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 from sispin.cli.options import add_command, json_output, set_names
 from sispin.cli.output import Output
 from sispin.git.store import Store
-from sispin.lock.lockfile import find_lockfile
+from sispin.lock.loading import find_lockfile
 from sispin.ops.status import StatusResult, status
 from sispin.text import count, display_path, shown_key
 

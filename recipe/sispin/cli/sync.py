@@ -13,7 +13,8 @@ from typing import Callable, Sequence
 from sispin.cli.options import add_command
 from sispin.cli.output import Output
 from sispin.git.store import Store
-from sispin.lock.lockfile import Lockfile, find_lockfile, load_lockfile
+from sispin.lock.loading import find_lockfile, load_lockfile
+from sispin.lock.lockfile import Lockfile
 from sispin.ops.sync import SetupSync, SetupSyncResult, StoreSync, sync_sets, sync_setup
 from sispin.text import display_path
 

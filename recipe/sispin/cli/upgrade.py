@@ -14,7 +14,7 @@ from sispin.cli.options import add_command, as_of, commit_option, commit_written
 from sispin.cli.output import Output
 from sispin.cli.upgrade_report import UpgradeReport
 from sispin.git.moves import Allowed, Target
-from sispin.lock.lockfile import find_lockfile
+from sispin.lock.loading import find_lockfile
 from sispin.ops.upgrade import UpgradeResult, select_sets, upgrade
 from sispin.text import display_path, shown_key
 

@@ -9,7 +9,7 @@ import argparse
 from sispin.cli.options import add_command, set_names
 from sispin.cli.output import Output
 from sispin.git.store import Store
-from sispin.lock.lockfile import find_lockfile
+from sispin.lock.loading import find_lockfile
 from sispin.ops.verify import VerifyResult, verify
 from sispin.text import count, display_path
 

@@ -36,7 +36,8 @@ from sispin.git.registry import (
     registered_lockfiles,
 )
 from sispin.git.store import Store
-from sispin.lock.lockfile import Lockfile, is_full_sha, load_lockfile
+from sispin.lock.loading import load_lockfile
+from sispin.lock.lockfile import Lockfile, is_full_sha
 from sispin.text import display_path
 
 #: the name a checkout gets while gc deletes it: hidden, so nothing takes it for a checkout

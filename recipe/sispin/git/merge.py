@@ -13,7 +13,7 @@ from typing import List, Sequence, Tuple
 from sispin.errors import GitError
 from sispin.git.process import read_git, read_git_raw, write_git
 from sispin.lock.files import write_atomically
-from sispin.lock.lockfile import read_lockfile_text
+from sispin.lock.loading import read_lockfile_text
 
 #: how conflict markers name the three versions
 LABELS = ("this branch", "common ancestor", "other branch")

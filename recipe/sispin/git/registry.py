@@ -30,7 +30,8 @@ from typing import List, Optional, Set, Tuple
 from sispin.clonejob import checkout_folder
 from sispin.errors import LockfileError, StoreError
 from sispin.lock.files import replace_file
-from sispin.lock.lockfile import Lockfile, load_lockfile
+from sispin.lock.loading import load_lockfile
+from sispin.lock.lockfile import Lockfile
 from sispin.text import shown_key
 
 _REGISTRY = "lockfiles"

@@ -1,6 +1,6 @@
 """
 The job-graph room, on the parent's side of the process seam: a set's graph as real Sisyphus builds it, in a
-subprocess that runs :mod:`sispin.graph.probe` (what runs inside the Sisyphus process, and the report it writes).
+subprocess that runs :mod:`~sispin.graph.probe` (what runs inside the Sisyphus process, and the report it writes).
 
 - :mod:`~sispin.graph.build`: running the probe (with the setup's Sisyphus, recording what each build read) and a
   set's graph as it reports it;

@@ -20,7 +20,8 @@ from sispin.git.setup_history import export_setup
 from sispin.git.store import Store
 from sispin.graph.build import load_graph
 from sispin.graph.probe.schema import SetGraph
-from sispin.lock.lockfile import Lockfile, load_lockfile
+from sispin.lock.loading import load_lockfile
+from sispin.lock.lockfile import Lockfile
 
 #: what the old build must not share with the setup now: git's own data and sispin's caches of the current graph
 _NOT_LINKED = frozenset({".git", ".sispin-cache", "output", "alias"})

@@ -30,7 +30,8 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 from sispin.errors import SisyphusError
 from sispin.git.store import SCRATCH_CHECKOUTS_ENV
 from sispin.graph.probe.schema import Reply, SetGraph
-from sispin.lock.lockfile import LOCK_ENV, PROBE_TEXT_ENV, Lockfile, inside_setup
+from sispin.lock.loading import LOCK_ENV, PROBE_TEXT_ENV
+from sispin.lock.lockfile import Lockfile, inside_setup
 from sispin.lock.urls import name_from_url
 from sispin.text import shown_key
 

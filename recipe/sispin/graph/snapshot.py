@@ -45,7 +45,8 @@ from sispin.lock.files import (
     snapshot_path,
     write_atomically,
 )
-from sispin.lock.lockfile import Lockfile, parse_lockfile, parse_toml, read_lockfile_text
+from sispin.lock.loading import parse_lockfile, parse_toml, read_lockfile_text
+from sispin.lock.lockfile import Lockfile
 from sispin.text import display_path, is_bare_key, shown_key
 
 if sys.version_info >= (3, 11):

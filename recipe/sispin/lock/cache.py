@@ -37,7 +37,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from sispin.lock.lockfile import Lockfile, Pin, RepoSpec, SetSpec, SetupCheckout, load_lockfile, parse_lockfile
+from sispin.lock.loading import load_lockfile, parse_lockfile
+from sispin.lock.lockfile import Lockfile, Pin, RepoSpec, SetSpec, SetupCheckout
 
 #: the cache directory, beside the lockfile (like .pytest_cache: it holds a .gitignore of its own)
 CACHE_DIR = ".sispin-cache"
@@ -119,7 +120,7 @@ def load_cached(path: Path) -> Lockfile:
     Read and validate a lockfile, or take its validated content from the cache when the bytes are unchanged.
 
     :param path: the pin.toml to read
-    :return: what :func:`sispin.lock.lockfile.load_lockfile` returns for it
+    :return: what :func:`sispin.lock.loading.load_lockfile` returns for it
     :raises LockfileError: naming the file and the offending key
     """
     path = Path(path).absolute()

@@ -35,7 +35,8 @@ from tomlkit.items import Comment, InlineTable, String, StringType, Table, Trivi
 from sispin.errors import LockfileError
 from sispin.lock.files import check_writable, file_lock, write_atomically
 from sispin.lock.kept_text import TAG_COMMENT, check_only_additions_and_shas
-from sispin.lock.lockfile import Lockfile, parse_lockfile, read_lockfile_text
+from sispin.lock.loading import parse_lockfile, read_lockfile_text
+from sispin.lock.lockfile import Lockfile
 from sispin.text import display_path, shown_key
 
 #: what a lockfile starts as when a command creates it

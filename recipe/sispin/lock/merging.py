@@ -19,7 +19,8 @@ from tomlkit.items import Table
 
 from sispin.errors import LockfileError
 from sispin.lock.editing import add_value, append_table, pop_ending_trivia, rendered, toml_pin
-from sispin.lock.lockfile import is_full_sha, parse_toml
+from sispin.lock.loading import parse_toml
+from sispin.lock.lockfile import is_full_sha
 from sispin.text import shown_key, shown_value
 
 #: a key one side does not have

@@ -8,6 +8,7 @@ Progress that must be seen while an operation runs (a build of n, a fetch) reach
 an operation takes, never through printing.
 
 Modules, each the use case of the command of its name: :mod:`~sispin.ops.check`, :mod:`~sispin.ops.configs`,
+:mod:`~sispin.ops.commit` (``--commit`` of the commands that write pin.toml),
 :mod:`~sispin.ops.explain`, :mod:`~sispin.ops.freeze` (``pin freeze`` and ``pin thaw``, and the edit of the freeze
 flags), :mod:`~sispin.ops.gc`, :mod:`~sispin.ops.import_pins` (with :mod:`~sispin.ops.import_setup`, its
 ``--config`` part), :mod:`~sispin.ops.merge_driver`, :mod:`~sispin.ops.new`, :mod:`~sispin.ops.run`,

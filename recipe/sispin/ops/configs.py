@@ -19,7 +19,8 @@ import tomlkit
 from sispin.errors import ConcurrentChangeError, UsageError
 from sispin.lock.editing import add_value, edit_lockfile
 from sispin.lock.files import write_atomically
-from sispin.lock.lockfile import Lockfile, load_lockfile
+from sispin.lock.loading import load_lockfile
+from sispin.lock.lockfile import Lockfile
 from sispin.text import display_path, shown_key
 
 

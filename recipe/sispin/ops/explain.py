@@ -23,7 +23,8 @@ from sispin.graph.probe.schema import JobRecord, RecordedOutput
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.files import snapshot_path
-from sispin.lock.lockfile import Lockfile, load_lockfile
+from sispin.lock.loading import load_lockfile
+from sispin.lock.lockfile import Lockfile
 from sispin.text import display_path
 
 

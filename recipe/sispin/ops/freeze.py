@@ -21,7 +21,8 @@ from sispin.errors import LockfileError
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.editing import add_value, edit_lockfile, keyed_items
 from sispin.lock.files import snapshot_path, write_atomically
-from sispin.lock.lockfile import Lockfile, load_lockfile, parse_lockfile, read_lockfile_text
+from sispin.lock.loading import load_lockfile, parse_lockfile, read_lockfile_text
+from sispin.lock.lockfile import Lockfile
 from sispin.text import display_path, shown_key
 
 

@@ -13,7 +13,7 @@ from typing import List
 
 from sispin.git.gc import Removal, Sweep, sweep
 from sispin.git.store import Store
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 
 
 @dataclass(frozen=True)

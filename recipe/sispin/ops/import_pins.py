@@ -29,7 +29,8 @@ from sispin.errors import LockfileError, SisyphusError, UsageError
 from sispin.graph.guard import Problem
 from sispin.lock.editing import edit_lockfile
 from sispin.lock.files import check_writable, snapshot_path, write_atomically
-from sispin.lock.lockfile import LOCK_ENV, LOCKFILE_NAME, Lockfile, find_lockfile, load_lockfile, valid_name
+from sispin.lock.loading import LOCK_ENV, LOCKFILE_NAME, find_lockfile, load_lockfile
+from sispin.lock.lockfile import Lockfile, valid_name
 from sispin.lock.urls import redact_text
 from sispin.ops.import_setup import call_notes, moving_advice, setup_json, write_setup
 from sispin.text import count, display_path, shown_key

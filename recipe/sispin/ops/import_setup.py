@@ -17,7 +17,8 @@ from sispin.adopt.sites import CallSite
 from sispin.errors import ConcurrentChangeError
 from sispin.graph.snapshot import edit_lock_and_snapshot, read_snapshot, record_graphs, set_inputs
 from sispin.lock.files import snapshot_path
-from sispin.lock.lockfile import Lockfile, parse_lockfile, read_lockfile_text
+from sispin.lock.loading import parse_lockfile, read_lockfile_text
+from sispin.lock.lockfile import Lockfile
 from sispin.text import count, display_path, shown_key
 
 

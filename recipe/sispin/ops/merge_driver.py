@@ -16,7 +16,7 @@ from sispin.errors import LockfileError, PinError
 from sispin.git.merge import install_driver, merge_lines
 from sispin.graph.snapshot_merge import merge_snapshots
 from sispin.lock.files import SNAPSHOT_NAME, snapshot_path
-from sispin.lock.lockfile import find_lockfile, parse_lockfile, parse_toml, read_lockfile_text
+from sispin.lock.loading import find_lockfile, parse_lockfile, parse_toml, read_lockfile_text
 from sispin.lock.merging import apply_changes, holds, lost_lines, merge_values
 
 

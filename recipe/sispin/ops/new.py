@@ -28,7 +28,8 @@ from sispin.graph.probe.schema import SetGraph
 from sispin.graph.snapshot import edit_lock_and_snapshot
 from sispin.lock.editing import append_table, edit_lockfile, toml_pin
 from sispin.lock.files import check_writable, snapshot_path
-from sispin.lock.lockfile import Lockfile, Pin, parse_lockfile, read_lockfile_text, valid_name
+from sispin.lock.loading import parse_lockfile, read_lockfile_text
+from sispin.lock.lockfile import Lockfile, Pin, valid_name
 from sispin.text import display_path, shown_key
 
 #: a starter config is never written over a file

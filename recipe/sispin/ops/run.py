@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 from sispin.errors import SisyphusError
 from sispin.graph.build import load_graph, probe_environment
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 from sispin.text import shown_key
 
 

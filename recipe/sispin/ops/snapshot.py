@@ -18,7 +18,7 @@ from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.probe.schema import SetGraph
 from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs
 from sispin.lock.files import snapshot_path
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 
 
 @dataclass

@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from sispin.errors import GitError, SisyphusError
 from sispin.git.history import PinFacts, pin_facts, releases_behind
 from sispin.git.store import Store
-from sispin.lock.lockfile import Lockfile, load_lockfile
+from sispin.lock.loading import load_lockfile
+from sispin.lock.lockfile import Lockfile
 
 #: what a pin is measured against: the repository's URL, branch and release tags
 Follow = Tuple[str, Optional[str], Optional[str]]

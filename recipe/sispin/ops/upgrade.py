@@ -19,7 +19,8 @@ from sispin.errors import PinError, RefusedMoveError, RevisionError, UnknownName
 from sispin.git.moves import Allowed, Move, PlannedMove, Target, plan_repo_move, refusal
 from sispin.git.store import Store
 from sispin.lock.files import check_writable
-from sispin.lock.lockfile import Lockfile, parse_lockfile, read_lockfile_text
+from sispin.lock.loading import parse_lockfile, read_lockfile_text
+from sispin.lock.lockfile import Lockfile
 from sispin.ops.upgrade_judge import SetUpgrade, judge_set, move_reports
 from sispin.ops.upgrade_write import Written, moved_text, write_moves
 

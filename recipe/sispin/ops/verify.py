@@ -19,7 +19,8 @@ from sispin.errors import PinError, SisyphusError
 from sispin.git.store import Store
 from sispin.git.verify import verify_checkout
 from sispin.graph.build import load_graph, run_probe
-from sispin.lock.lockfile import Lockfile, load_lockfile
+from sispin.lock.loading import load_lockfile
+from sispin.lock.lockfile import Lockfile
 from sispin.text import display_path, shown_key
 
 

@@ -19,7 +19,7 @@ from sispin.git.store import Store
 from sispin.graph.snapshot import read_snapshot
 from sispin.graph.usage import Usage, WorkDir, find_usages, target_matcher
 from sispin.lock.files import snapshot_path
-from sispin.lock.lockfile import load_lockfile
+from sispin.lock.loading import load_lockfile
 
 
 @dataclass(frozen=True)

@@ -320,7 +320,7 @@ def _input_recorder(request_path: str) -> Any:
     from sispin.graph.probe.inputs import InputRecorder
     from sispin.lock.cache import CACHE_DIR
     from sispin.lock.files import SNAPSHOT_NAME
-    from sispin.lock.lockfile import LOCK_ENV
+    from sispin.lock.loading import LOCK_ENV
 
     lock = os.environ[LOCK_ENV]
     found = importlib.util.find_spec("sisyphus")
@@ -338,7 +338,7 @@ def _input_recorder(request_path: str) -> Any:
 def _ledger(recorder: Any, graph: SetGraph) -> Dict[str, Any]:
     from sisyphus import global_settings
 
-    from sispin.lock.lockfile import PROBE_TEXT_ENV
+    from sispin.lock.loading import PROBE_TEXT_ENV
     from sispin.sets import asked_for
 
     # Sisyphus takes a setting from every SIS_* variable
