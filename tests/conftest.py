@@ -192,8 +192,9 @@ def real_sisyphus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 #: marker -> the fixtures that give a test what it names: the real Sisyphus + i6_core, a real SLURM
-#: (tests/test_cluster.py), the GitHub repositories. A test is marked when one of them is in its fixture closure, so a
-#: fixture built on them (real_setup, a venv, a module's own setup) marks every test that uses it without being named.
+#: (tests/e2e/test_cluster.py), the GitHub repositories. A test is marked when one of them is in its fixture closure,
+#: so a fixture built on them (real_setup, a venv, a module's own setup) marks every test that uses it without being
+#: named.
 MARKING_FIXTURES = {"real": {"real_sisyphus"}, "cluster": {"slurm"}, "network": {"github"}}
 #: the tests that need neither Sisyphus, SLURM nor the network but took 5 s or more each in ``--durations`` of the
 #: fast selection (2 cores, -n 2, shared with three other suites: load 12), by function name (unique in the suite,
@@ -381,3 +382,17 @@ def run_manager(setup: Path, config: str, env: Optional[Dict[str, str]] = None) 
     env = env or {k: v for k, v in os.environ.items() if k != "PIN_LOCK"}
     result = run([sys.executable, setup / "tools" / "sisyphus" / "sis", "manager", "-r", config], setup, env)
     return result.stdout + result.stderr
+
+
+@pytest.fixture
+def remotes(tmp_path: Path) -> Path:
+    """Two repositories of 400 kB of incompressible data each, "a" and "b", under one directory."""
+    base = tmp_path / "served"
+    for name in ("a", "b"):
+        repo = base / name
+        repo.mkdir(parents=True)
+        git(repo, "init", "-q", "-b", "main")
+        for index in range(4):
+            (repo / f"blob{index}.bin").write_bytes(os.urandom(100_000))
+        git_commit(repo, {"README": name})
+    return base

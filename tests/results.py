@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from sispin.git.moves import Allowed, Target
 from sispin.git.store import Store
 from sispin.graph.explain import shown
 from sispin.lock.loading import find_lockfile, load_lockfile
@@ -14,6 +15,7 @@ from sispin.ops.check import CheckResult, check
 from sispin.ops.explain import ExplainResult, explain
 from sispin.ops.snapshot import SnapshotResult, snapshot
 from sispin.ops.status import StatusResult, status
+from sispin.ops.upgrade import UpgradeResult, upgrade
 
 
 def checked(*sets: str, full: bool = False, offline: bool = True, verbose: bool = False) -> CheckResult:
@@ -49,3 +51,9 @@ def differences(result: ExplainResult) -> List[str]:
         for cause in explained_output.explanation.causes
         for difference in cause.differences
     ]
+
+
+def upgraded(lock, sets, repos=(), *, to=None, release=False, dry_run=False, **allowed) -> UpgradeResult:
+    """``pin upgrade SETS REPOS [--to TO] [--release] [--dry-run] [--allow-...]``, as an operation."""
+    target = Target(revision=to, release=release)
+    return upgrade(lock, sets, repos, target=target, dry_run=dry_run, allowed=Allowed(**allowed))

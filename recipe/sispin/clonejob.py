@@ -4,7 +4,7 @@ their defaults, which of them a pin may carry, and how a pin becomes the job's k
 
 Every other module asks here (the lockfile validator, the static scanner, ``pin import``, the Sisyphus probe, the
 config API, ``pin sync``/``pin verify``), so an i6_core change that adds, renames or reorders an argument is one
-edit in one place; ``tests/test_clonejob.py`` compares this module with the real class's signature.
+edit in one place; ``tests/config/test_clonejob.py`` compares this module with the real class's signature.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """
 Every git process sispin starts, and the environment it runs in. This is the one module that starts git
-(tests/test_git_runner.py scans the package to hold it so), and it never writes ``os.environ``: each process gets an
+(tests/git/test_git_runner.py scans the package to hold it so), and it never writes ``os.environ``: each process gets an
 environment of its own, built from a copy.
 
 That environment (:func:`environment`) has no terminal prompts (a missing credential fails instead of hanging), git's

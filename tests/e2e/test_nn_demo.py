@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from conftest import PROJECT_ROOT, _real_required, git, make_setup
+from scenarios import mirrors_redirect
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.loading import parse_lockfile
 
@@ -128,21 +129,6 @@ def test_differing_leaves_names_every_changed_added_and_removed_leaf():
     assert differing_leaves({"a": 1}, 1) == [(("a",), 1, MISSING), ((), MISSING, 1)]
 
 
-def _mirrors_redirect() -> Dict[str, str]:
-    """git config entries that clone the rwth-i6 URLs from ../shared/mirrors when it is there (as .ci/run does)."""
-    mirrors = PROJECT_ROOT.parent / "shared" / "mirrors"
-    count = int(os.environ.get("GIT_CONFIG_COUNT", "0"))
-    env = {}
-    for name in ("returnn", "returnn_common"):
-        if (mirrors / f"{name}.bundle").is_file():
-            env[f"GIT_CONFIG_KEY_{count}"] = f"url.{mirrors}/{name}.bundle.insteadOf"
-            env[f"GIT_CONFIG_VALUE_{count}"] = f"https://github.com/rwth-i6/{name}"
-            count += 1
-    if env:
-        env["GIT_CONFIG_COUNT"] = str(count)
-    return env
-
-
 @pytest.fixture(scope="module")
 def nn_setup(real_sisyphus, tmp_path_factory) -> Tuple[Path, Dict[str, str]]:
     """
@@ -159,7 +145,7 @@ def nn_setup(real_sisyphus, tmp_path_factory) -> Tuple[Path, Dict[str, str]]:
     config = (PROJECT_ROOT / "config" / "nn_demo.py").read_text()
     make_setup(root, (PROJECT_ROOT / "pin.toml").read_text(), real_sisyphus, {"nn_demo.py": config})
     env = {k: v for k, v in os.environ.items() if k != "PIN_LOCK"}
-    env.update(_mirrors_redirect())
+    env.update(mirrors_redirect())
     env["PIN_HOME"] = str(root.parent / "store")
     env["PYTHONPATH"] = os.pathsep.join([str(real_sisyphus), str(root / "recipe")])
     return root, env

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import PROJECT_ROOT
 from sispin import sets
 from sispin.errors import HashOverwriteError, UnknownNameError
 from sispin.lock import cache as lockcache
@@ -17,7 +18,7 @@ from sispin.sets import ExperimentSet, experiment_set
 
 SHA_A = "f7ad63a588359543e7882db517a5eb7fd99ec670"
 SHA_B = "d1fc1c7c2a8ca1d8d6ae9b43e1b7fde2e1a4a0b2"
-PROJECT_LOCK = Path(__file__).resolve().parent.parent / "pin.toml"
+PROJECT_LOCK = PROJECT_ROOT / "pin.toml"
 
 
 def one_set(repo_table: str, pin: str, url: str = "https://github.com/rwth-i6/returnn_common") -> ExperimentSet:

@@ -11,16 +11,9 @@ import time
 import pytest
 
 from conftest import _real_required, git, git_commit
+from results import upgraded
 from sispin.cli.main import main
 from sispin.errors import RefusedMoveError
-from sispin.git.moves import Allowed, Target
-from sispin.ops.upgrade import UpgradeResult, upgrade
-
-
-def upgraded(lock, sets, repos=(), *, to=None, release=False, dry_run=False, **allowed) -> UpgradeResult:
-    """``pin upgrade SETS REPOS [--to TO] [--release] [--dry-run] [--allow-...]``, as an operation."""
-    target = Target(revision=to, release=release)
-    return upgrade(lock, sets, repos, target=target, dry_run=dry_run, allowed=Allowed(**allowed))
 
 
 def pinned_text(history, old: str, new: str) -> str:

@@ -8,27 +8,11 @@ from __future__ import annotations
 
 import json
 
-from test_upgrade import upgraded
-
 from conftest import git, git_commit
+from results import upgraded
+from scenarios import IMPORTS
 from sispin.cli.main import main
 from sispin.git.history import Change
-
-IMPORTS = """\
-from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
-from sisyphus import tk
-
-from sispin import experiment_set
-
-
-def py():
-    exp = experiment_set("imports")
-    with exp.imported("rc"):
-        import pkg.a
-
-        value = pkg.a.VALUE
-    tk.register_output("imports/config", WriteReturnnConfigJob(ReturnnConfig({"value": value})).out_returnn_config_file)
-"""
 
 TAKES = """\
 from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob

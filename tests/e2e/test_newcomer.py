@@ -9,10 +9,8 @@ import os
 import subprocess
 import sys
 
-from test_changes import IMPORTS
-from test_freeze import CONFIG
-
 from conftest import commit_setup, git, git_commit
+from scenarios import FREEZE_CONFIG, IMPORTS
 from sispin.cli.main import main
 
 
@@ -30,9 +28,9 @@ def test_pin_without_a_command_says_so_once(capsys):
 
 
 def test_explain_takes_an_output_as_printed_and_names_the_outputs_there_are(real_setup, make_repo, capsys):
-    root, _ = _setup(real_setup, make_repo, {"a": CONFIG.format(name="a")})
+    root, _ = _setup(real_setup, make_repo, {"a": FREEZE_CONFIG.format(name="a")})
     assert main(["snapshot"]) == 0
-    (root / "config" / "a.py").write_text(CONFIG.format(name="a").replace("0.001", "0.01"))
+    (root / "config" / "a.py").write_text(FREEZE_CONFIG.format(name="a").replace("0.001", "0.01"))
     capsys.readouterr()
     assert main(["explain"]) == 1
     printed = capsys.readouterr().out.splitlines()[0].split()[0]
@@ -47,13 +45,13 @@ def test_explain_takes_an_output_as_printed_and_names_the_outputs_there_are(real
 
 
 def test_config_paths_are_relative_to_where_the_user_stands(real_setup, make_repo, monkeypatch, capsys):
-    root, _ = _setup(real_setup, make_repo, {"a": CONFIG.format(name="a")})
+    root, _ = _setup(real_setup, make_repo, {"a": FREEZE_CONFIG.format(name="a")})
     monkeypatch.chdir(root / "config")  # paths below are relative to config/
     assert main(["new", "exp2", "--config", "exp2.py"]) == 0
     assert (root / "config" / "exp2.py").is_file() and not (root / "exp2.py").exists()
     assert main(["configs", "exp2"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "config/exp2.py"
-    (root / "config" / "more.py").write_text(CONFIG.format(name="exp2"))
+    (root / "config" / "more.py").write_text(FREEZE_CONFIG.format(name="exp2"))
     assert main(["configs", "exp2", "--add", "more.py", "--remove", "./exp2.py"]) == 0
     assert capsys.readouterr().out.endswith("pin.toml: sets.exp2.configs = ['config/more.py']\n")
     assert main(["configs", "exp2", "--add", "../../elsewhere.py"]) == 2
@@ -61,7 +59,7 @@ def test_config_paths_are_relative_to_where_the_user_stands(real_setup, make_rep
 
 
 def test_a_new_set_whose_config_does_not_load_is_an_error(real_setup, make_repo, capsys):
-    root, _ = _setup(real_setup, make_repo, {"a": CONFIG.format(name="a")})
+    root, _ = _setup(real_setup, make_repo, {"a": FREEZE_CONFIG.format(name="a")})
     (root / "config" / "broken.py").write_text("def py():\n    raise RuntimeError('not yet')\n")
     assert main(["new", "broken", "--configs", "config/broken.py"]) == 9
     err = capsys.readouterr().err

@@ -16,30 +16,14 @@ from pathlib import Path
 from typing import Iterator, List, Tuple
 
 import pytest
-from slow_remote import SlowRemote
 
-from conftest import RECIPE_DIR, git, git_commit
+from conftest import RECIPE_DIR, git
+from scenarios import CHUNK, PAUSE
 from sispin.cli.main import main
 from sispin.errors import GitError
 from sispin.git import process as sispin_git
 from sispin.git.repo import clone_at_commit
-
-#: the remote sends 25 kB every 0.25 s: a 400 kB repository below takes ~4 s, and git reports progress every second
-CHUNK, PAUSE = 25_000, 0.25
-
-
-@pytest.fixture
-def remotes(tmp_path: Path) -> Path:
-    """Two repositories of 400 kB of incompressible data each, "a" and "b", under one directory."""
-    base = tmp_path / "served"
-    for name in ("a", "b"):
-        repo = base / name
-        repo.mkdir(parents=True)
-        git(repo, "init", "-q", "-b", "main")
-        for index in range(4):
-            (repo / f"blob{index}.bin").write_bytes(os.urandom(100_000))
-        git_commit(repo, {"README": name})
-    return base
+from slow_remote import SlowRemote
 
 
 @pytest.fixture

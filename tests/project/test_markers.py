@@ -94,7 +94,7 @@ def collected(suite: Path, *args: str) -> List[List[str]]:
 def test_every_test_needing_sisyphus_slurm_or_github_is_marked_and_left_out_of_the_fast_loop(tmp_path):
     suite = tmp_path / "suite"
     suite.mkdir()
-    (suite / "conftest.py").write_text(Path(__file__).with_name("conftest.py").read_text() + REPORT)
+    (suite / "conftest.py").write_text((Path(__file__).parent.parent / "conftest.py").read_text() + REPORT)
     slow = sorted(SLOW_TESTS)[0]
     (suite / "test_kinds.py").write_text(TESTS.format(slow=slow))
     assert collected(suite) == sorted(

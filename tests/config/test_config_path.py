@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import List
 
-from conftest import SISYPHUS_DIR, make_setup
+from conftest import RECIPE_DIR, SISYPHUS_DIR, make_setup
 
 #: what the config path must leave alone: GitPython, tomlkit, filelock, and sispin's clone, history, imports, writing
 #: and scanning modules
@@ -68,7 +68,7 @@ def loaded(setup: Path, code: str, *arguments: str) -> List[str]:
 
 def test_import_sispin_loads_nothing_heavy(tmp_path):
     code = (
-        f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent.parent / 'recipe')!r}); import sispin\n"
+        f"import json, sys; sys.path.insert(0, {str(RECIPE_DIR)!r}); import sispin\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('git', 'tomlkit', 'filelock', "
         "'sisyphus', 'i6_core', 'tomllib', 'tomli') or m in HEAVY or m == 'sispin.lock.lockfile')))"
     )

@@ -84,7 +84,7 @@ def docs_store(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("document", DOCUMENTED, ids=[path.name for path in DOCUMENTED])
 def test_documented_output_is_what_the_commands_print(document, real_sisyphus, docs_store, tmp_path):
-    from test_nn_demo import _mirrors_redirect
+    from scenarios import mirrors_redirect
 
     root = tmp_path / "setup"
     configs = {path.name: path.read_text() for path in (PROJECT_ROOT / "config").glob("*.py")}
@@ -94,7 +94,7 @@ def test_documented_output_is_what_the_commands_print(document, real_sisyphus, d
     (root / ".gitignore").write_text((PROJECT_ROOT / ".gitignore").read_text())
     commit_setup(root)
     env = {key: value for key, value in os.environ.items() if key not in ("PIN_LOCK", "PYTHONPATH")}
-    env.update(_mirrors_redirect())
+    env.update(mirrors_redirect())
     env.update(PIN_HOME=str(docs_store), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", COLUMNS="120")
     for command, expected in checked_steps(document.read_text()):
         result = subprocess.run(

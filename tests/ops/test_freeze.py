@@ -11,6 +11,7 @@ import re
 import pytest
 
 from conftest import git_commit
+from scenarios import FREEZE_CONFIG
 from sispin.cli.main import main
 from sispin.errors import LockfileError
 from sispin.graph.snapshot import read_snapshot
@@ -56,24 +57,11 @@ def test_freeze_is_a_boolean_and_a_reserved_name(history, capsys):
     assert "'freeze' is reserved" in capsys.readouterr().err
 
 
-CONFIG = """\
-from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
-from sisyphus import tk
-
-from sispin import experiment_set
-
-
-def py():
-    config = ReturnnConfig({{"rc": experiment_set("{name}").repo("rc"), "learning_rate": 0.001}})
-    tk.register_output("{name}/config", WriteReturnnConfigJob(config).out_returnn_config_file)
-"""
-
-
 def test_a_set_is_frozen_with_its_ids_and_stays_checked(real_setup, make_repo, capsys):
     remote = make_repo("rc")
     commit = git_commit(remote, {"__init__.py": "X = 1\n"})
     sets = "".join(f'[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{commit}"\n\n' for name in ("a", "other"))
-    configs = {f"{name}.py": CONFIG.format(name=name) for name in ("a", "other")}
+    configs = {f"{name}.py": FREEZE_CONFIG.format(name=name) for name in ("a", "other")}
     root = real_setup(f'[repos.rc]\nurl = "file://{remote}"\n\n{sets}', configs)
     expected = "sets.other: not recorded; a frozen set keeps the ids it has: run `pin snapshot other` first"
     with pytest.raises(LockfileError, match=re.escape(expected)):

@@ -9,16 +9,16 @@ import time
 from pathlib import Path
 
 import pytest
-from slow_remote import SlowRemote
-from test_progress import CHUNK, PAUSE, remotes  # noqa: F401  (a fixture)
-from test_upgrade import upgraded
 
 from conftest import git, git_commit
+from results import upgraded
+from scenarios import CHUNK, PAUSE
 from sispin.cli.main import main
 from sispin.errors import RefusedMoveError, UnknownNameError, UsageError
 from sispin.git.store import Store
 from sispin.lock.loading import parse_lockfile
 from sispin.ops.upgrade import Selection, select_sets
+from slow_remote import SlowRemote
 
 
 def _pins(history):

@@ -76,12 +76,12 @@ def test_a_refused_commit_says_why_and_nothing_is_committed(history, capsys):
 
 
 def test_an_upgrade_commit_names_its_blast_radius(real_setup, make_repo):
-    from test_freeze import CONFIG
+    from scenarios import FREEZE_CONFIG
 
     remote = make_repo("rc")
     commits = [git_commit(remote, {"__init__.py": f"X = {i}\n"}) for i in range(2)]
     tables = f'[repos.rc]\nurl = "file://{remote}"\n\n[sets.a]\nconfigs = ["config/a.py"]\nrc = "{commits[0]}"\n'
-    root = real_setup(tables, {"a.py": CONFIG.format(name="a")})
+    root = real_setup(tables, {"a.py": FREEZE_CONFIG.format(name="a")})
     assert main(["snapshot"]) == 0
     commit_setup(root, "pin.toml", "pin.snapshot.toml")
     assert main(["upgrade", "a", "--commit"]) == 0

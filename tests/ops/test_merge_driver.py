@@ -10,9 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_freeze import CONFIG
-
 from conftest import git, git_commit
+from scenarios import FREEZE_CONFIG
 from sispin.cli.main import main
 from sispin.lock.loading import parse_lockfile
 from sispin.ops.merge_driver import Merge, merge_files
@@ -198,7 +197,7 @@ def test_git_merges_branches_that_upgraded_different_sets(real_setup, make_repo,
     commits = [git_commit(remote, {"__init__.py": f"X = {i}\n"}) for i in range(3)]
     sets = "".join(f'[sets.{name}]\nconfigs = ["config/{name}.py"]\nrc = "{commits[0]}"\n\n' for name in "ab")
     root = real_setup(
-        f'[repos.rc]\nurl = "file://{remote}"\n\n{sets}', {f"{n}.py": CONFIG.format(name=n) for n in "ab"}
+        f'[repos.rc]\nurl = "file://{remote}"\n\n{sets}', {f"{n}.py": FREEZE_CONFIG.format(name=n) for n in "ab"}
     )
     assert main(["snapshot"]) == 0
     git(root, "init", "-q", "-b", "main")

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 
-from test_upgrade import upgraded
-
 from conftest import git, git_commit
+from results import upgraded
 from sispin.cli.main import main
 
 
