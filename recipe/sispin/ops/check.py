@@ -28,7 +28,7 @@ from sispin.graph.probe.schema import RecordedOutput
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_bound, read_snapshot
 from sispin.lock.files import snapshot_path
-from sispin.lock.lockfile import Lockfile
+from sispin.lock.lockfile import Lockfile, SetSpec
 from sispin.text import count, display_path, shown_key
 
 
@@ -98,7 +98,7 @@ def check(
     specs = lockfile.select_sets(set_names)
     result = CheckResult(skipped=[spec.name for spec in specs if not spec.configs])
     if not offline:
-        result.problems += _missing_commits(lockfile, [spec.name for spec in specs], store)
+        result.problems += _missing_commits(lockfile, specs, store)
     target = snapshot_path(lockfile.path)
     recorded, bound = read_snapshot(target), read_bound(target)
     result.problems += [
@@ -228,12 +228,13 @@ def _change_lines(changes: SetChanges, verbose: bool) -> List[Problem]:
     return lines
 
 
-def _missing_commits(lockfile: Lockfile, names: Sequence[str], store: Store) -> List[str]:
+def _missing_commits(lockfile: Lockfile, specs: Sequence[SetSpec], store: Store) -> List[Problem]:
+    """:return: a problem per pinned commit (of the sets and the setup) that its remote has not, or no ref reaches"""
     wanted: Dict[str, List[Tuple[str, str]]] = {}
-    for name in names:
-        for repo, pin in lockfile.get_set(name).pins.items():
+    for spec in specs:
+        for repo, pin in spec.pins.items():
             wanted.setdefault(lockfile.get_repo(repo).url, []).append(
-                (f"sets.{shown_key(name)}.{shown_key(repo)}", pin.commit)
+                (f"sets.{shown_key(spec.name)}.{shown_key(repo)}", pin.commit)
             )
     for entry in lockfile.setup.values():
         wanted.setdefault(entry.url, []).append((f"setup.{entry.name}", entry.commit))
