@@ -1,5 +1,5 @@
 """
-The operations of the ``pin`` commands called as the CLI calls them (the lockfile found from the working directory
+The operations of the ``pin`` commands called with the CLI's defaults (the lockfile found from the working directory
 or PIN_LOCK, the default store), for tests that check a use case by its result rather than by its printed text.
 """
 

@@ -3,8 +3,8 @@ sispin: version pinning for Sisyphus experiment setups.
 
 Config code uses :func:`experiment_set` (or :func:`current_set` in shared recipe code); the ``pin`` command manages
 pin.toml. Importing this package does not import Sisyphus (only the adapter methods that build jobs do), nor
-GitPython, tomlkit or filelock: every Sisyphus manager and worker imports it through settings.py, so it loads only
-what the config path needs.
+tomlkit or filelock: every Sisyphus manager and worker imports it through settings.py, so it loads only what the
+config path needs.
 """
 
 from __future__ import annotations

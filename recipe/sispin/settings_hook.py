@@ -10,7 +10,7 @@ Sisyphus runs settings.py in every process, the manager and each worker. The fir
 pin.toml and decides; it marks its environment (``SISPIN_STORE_REDIRECTS``) so that the processes below it take the
 decision as they inherit it and never read pin.toml again: a lockfile edited, broken or removed while jobs run does
 not reach them. Nothing here may stop Sisyphus from starting: without a usable lockfile the hook says in one line
-that no redirect is active. This module loads neither GitPython, tomlkit nor filelock.
+that no redirect is active. This module loads neither tomlkit nor filelock.
 """
 
 from __future__ import annotations

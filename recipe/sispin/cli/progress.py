@@ -17,7 +17,7 @@ from sispin.lock.urls import name_from_url
 
 class TerminalProgress:
     """
-    A :data:`sispin.git.ProgressListener` that draws on a terminal.
+    A :data:`sispin.git.process.ProgressListener` that draws on a terminal.
 
     :param stream: the terminal (stderr, where git itself shows progress)
     """

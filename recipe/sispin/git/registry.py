@@ -6,7 +6,7 @@ A setup records its pin.toml before it makes or uses a checkout in the store (``
 ``exp.imported()``, ``pin sync SET``) and when it runs ``pin gc``: one small file ``<store>/lockfiles/<hash of the
 path>`` that holds the lockfile's absolute path. The first time it is written beside and renamed in (a reader never
 sees half a path); afterwards recording costs one read, once per process. No lock is needed: two processes that
-record the same lockfile write the same bytes. This is the config path: no GitPython, tomlkit or filelock.
+record the same lockfile write the same bytes. This is the config path: no tomlkit or filelock.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """
-What the probe knows of Sisyphus and i6_core beyond their public API, in one place: where their code lies, how a
-path and a job are told apart from other objects, the class a path's hash and overwrite live in, what a
-CloneGitRepositoryJob's object holds of its arguments, a job's own environment, the outputs, inputs and state of
-jobs in the graph, and how a missing Sisyphus is reported.
+What the probe knows of Sisyphus and i6_core beyond their public API, gathered here as the adapter of every version
+a setup may pin (the patches of moving and aliases and the hash helpers records uses are still to move in): where
+their code lies, how a path and a job are told apart from other objects, the class a path's hash and overwrite live
+in, what a CloneGitRepositoryJob's object holds of its arguments, a job's own environment, the outputs, inputs and
+state of jobs in the graph, and how a missing Sisyphus is reported.
 
 Only the probe's own process imports this module (it imports Sisyphus, lazily).
 """
