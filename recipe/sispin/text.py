@@ -5,13 +5,13 @@ renders with these; errors below it are worded with them).
 
 from __future__ import annotations
 
-__all__ = ["count", "display_path", "is_bare_key", "shown_key", "shown_value"]
+__all__ = ["capped", "count", "display_path", "is_bare_key", "listed", "shown_key", "shown_value"]
 
 import json
 import re
 import reprlib
 from pathlib import Path
-from typing import Any
+from typing import Any, List
 
 _BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
 #: how long a value may be in a message before its middle is cut
@@ -68,3 +68,18 @@ def display_path(path: Path) -> str:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+#: the longest line a problem takes (--verbose and --json carry everything)
+_LINE_LIMIT = 300
+
+
+def capped(line: str) -> str:
+    """:return: line cut to the length a problem line may have"""
+    return line if len(line) <= _LINE_LIMIT else line[: _LINE_LIMIT - 4] + " ..."
+
+
+def listed(names: List[str], shown: int = 5) -> str:
+    """:return: the first few names, and how many more"""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return (", ".join(names[:shown]) + more) or "none registered"

@@ -25,7 +25,7 @@ from sispin.adopt.sites import CallSite
 from sispin.clonejob import DEFAULTS
 from sispin.errors import LockfileError, SisyphusError
 from sispin.graph.build import load_graph
-from sispin.graph.guard import Problem, capped, listed, recording_problems
+from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.probe.schema import Assignment, Clone, SetGraph
 from sispin.graph.snapshot import read_bound, read_snapshot
 from sispin.lock.editing import add_value
@@ -33,7 +33,7 @@ from sispin.lock.files import snapshot_path
 from sispin.lock.loading import parse_lockfile
 from sispin.lock.lockfile import Lockfile, Pin, is_full_sha
 from sispin.lock.urls import same_repository
-from sispin.text import display_path, shown_key
+from sispin.text import capped, display_path, listed, shown_key
 
 
 @dataclass

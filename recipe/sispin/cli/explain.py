@@ -13,10 +13,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from sispin.cli.options import add_command, json_output, set_names
 from sispin.cli.output import VERBOSE, Output
 from sispin.graph.explain import Explanation, short_id, shown
-from sispin.graph.guard import capped, listed
 from sispin.lock.loading import find_lockfile
 from sispin.ops.explain import ExplainedOutput, ExplainResult, explain
-from sispin.text import count
+from sispin.text import capped, count, listed
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

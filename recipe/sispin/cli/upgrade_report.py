@@ -11,10 +11,9 @@ __all__ = ["UpgradeReport"]
 from sispin.cli.output import Output
 from sispin.cli.snapshot import waiting_lines
 from sispin.git.moves import Move, format_log, format_move
-from sispin.graph.guard import capped, listed
 from sispin.ops.upgrade import UpgradePlan
 from sispin.ops.upgrade_judge import BlastRadius, SetUpgrade, UsedChanges
-from sispin.text import count, shown_key
+from sispin.text import capped, count, listed, shown_key
 
 #: files named per listed commit before the rest are counted
 _FILES_SHOWN = 3

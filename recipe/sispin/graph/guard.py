@@ -19,8 +19,6 @@ __all__ = [
     "rebound_alias_problems",
     "hidden_commit_problems",
     "recording_problems",
-    "listed",
-    "capped",
 ]
 
 from dataclasses import dataclass
@@ -32,7 +30,7 @@ from sispin.graph.moved import moved_builds
 from sispin.graph.probe.schema import Clone, Escape, SetGraph
 from sispin.lock.lockfile import Lockfile, SetSpec, is_full_sha
 from sispin.lock.urls import same_repository
-from sispin.text import count, shown_key
+from sispin.text import capped, count, listed, shown_key
 
 
 @dataclass(frozen=True)
@@ -180,21 +178,6 @@ def _bound_elsewhere(lockfile: Lockfile, value: str, joined: bool = False) -> Op
             if bound is not None and (value == bound or value.startswith(bound + "/" if joined else bound)):
                 return f"{repo} {pin.commit[:7]} in sets.{shown_key(name)}"
     return None
-
-
-#: the longest line a problem takes (--verbose and --json carry everything)
-_LINE_LIMIT = 300
-
-
-def capped(line: str) -> str:
-    """line cut to the length a problem line may have"""
-    return line if len(line) <= _LINE_LIMIT else line[: _LINE_LIMIT - 4] + " ..."
-
-
-def listed(names: List[str], shown: int = 5) -> str:
-    """The first few names, and how many more."""
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return (", ".join(names[:shown]) + more) or "none registered"
 
 
 def _describe(lockfile: Lockfile, clone: Optional[Clone], job: str) -> str:

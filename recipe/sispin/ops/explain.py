@@ -18,14 +18,13 @@ from sispin.errors import UnknownNameError
 from sispin.graph.against import graph_at_revision
 from sispin.graph.build import load_graph
 from sispin.graph.explain import Explanation, cause_key, explain_output, pin_moved
-from sispin.graph.guard import listed
 from sispin.graph.probe.schema import JobRecord, RecordedOutput
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.files import snapshot_path
 from sispin.lock.loading import load_lockfile
 from sispin.lock.lockfile import Lockfile
-from sispin.text import display_path
+from sispin.text import display_path, listed
 
 
 @dataclass(frozen=True)
