@@ -44,7 +44,7 @@ def py():
         tk.register_output(f"big/model{{i}}", WriteToTextFileJob(write.out_returnn_config_file).out_file)
 """
 
-#: the plain build: what `sis manager` does before its engine starts (see /work/real's plain_build.py)
+#: the plain build: what `sis manager` does before its engine starts (load the configs, run py(), every id)
 _PLAIN = """\
 import asyncio, sys
 sys.path.insert(0, "tools/sisyphus")
