@@ -57,3 +57,8 @@ def mirrors_redirect() -> Dict[str, str]:
     if env:
         env["GIT_CONFIG_COUNT"] = str(count)
     return env
+
+
+def task_environment(variables: dict) -> dict:
+    """:return: os.environ as a task's process has it after Sisyphus set variables, a DEFAULT_ENVIRONMENT_SET"""
+    return {**os.environ, **{key: value.replace("$$", "$") for key, value in variables.items()}}

@@ -1,16 +1,18 @@
 """
-What a setup's settings.py calls: redirect git from the locked URLs to sispin's store, for the manager and its
-workers.
+What a setup's settings.py calls: redirect git from the locked URLs to sispin's store, for every job the manager
+creates.
 
 git rewrites a URL only when it connects (``url.<mirror>.insteadOf <url>``), so every CloneGitRepositoryJob keeps
 its URL and its job id; the rewrite travels in git's ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``
-environment, which needs no file and reaches every git process below the one that sets it.
+environment, which needs no file and reaches every git process below the one that has it.
 
-Sisyphus runs settings.py in every process, the manager and each worker. The first process (the manager) reads
-pin.toml and decides; it marks its environment (``SISPIN_STORE_REDIRECTS``) so that the processes below it take the
-decision as they inherit it and never read pin.toml again: a lockfile edited, broken or removed while jobs run does
-not reach them. Nothing here may stop Sisyphus from starting: without a usable lockfile the hook says in one line
-that no redirect is active. This module loads neither tomlkit nor filelock.
+The hook returns those variables for Sisyphus's ``DEFAULT_ENVIRONMENT_SET`` and changes no process environment.
+Sisyphus stores that environment in each job it creates (only the manager creates jobs) and sets it in the task's
+process before the task runs: every task follows the decision of the manager that created its job, and a lockfile
+edited, broken or removed while jobs run does not reach it. The variables include a marker
+(``SISPIN_STORE_REDIRECTS``, the lockfile that decided): a process that has it (a task that starts Sisyphus again)
+keeps what it inherited. Nothing here may stop Sisyphus from starting: without a usable lockfile the hook says in one
+line that no redirect is active. This module loads neither tomlkit nor filelock.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from sispin.lock.cache import load_cached
 from sispin.lock.loading import find_lockfile
 from sispin.lock.lockfile import Lockfile
 
-#: set by the process that decided the redirects (to the lockfile it read), inherited by the processes below it
+#: among the variables the hook returns (the lockfile that decided the redirects): a process that has it keeps them
 REDIRECT_MARKER = "SISPIN_STORE_REDIRECTS"
 #: what the marker says when no lockfile could be read
 _NO_LOCKFILE = "none"
@@ -107,15 +109,14 @@ def use_store_mirrors() -> Dict[str, str]:
     Make git clone the locked repositories from sispin's store (one local bare mirror per URL) instead of the
     remotes, with hardlinked objects: fast, light on disk and on the remote.
 
-    Call it from settings.py; it sets the variables in this process (the manager, and workers that inherit its
-    environment) and returns them for Sisyphus's ``DEFAULT_ENVIRONMENT_SET`` (jobs in a cleaned environment)::
+    Call it from settings.py and give the variables to Sisyphus, which sets them in the process of each job's tasks::
 
         DEFAULT_ENVIRONMENT_SET.update(sispin.use_store_mirrors())
 
-    A URL whose mirror is missing, or lacks a pinned commit, is not redirected. A process below the one that
-    decided (marked by ``SISPIN_STORE_REDIRECTS``) keeps what it inherited; the deciding process replaces
-    redirections to the store that it inherited and keeps any other ``GIT_CONFIG_*`` entries, after its own. (A
-    redirect of the same URL in a git config file still wins: git reads those before the environment.)
+    A URL whose mirror is missing, or lacks a pinned commit, is not redirected. A process that has the marker
+    (``SISPIN_STORE_REDIRECTS``) keeps what it inherited; any other replaces redirections to the store that it
+    inherited and keeps any other ``GIT_CONFIG_*`` entries, after its own. (A redirect of the same URL in a git config
+    file still wins: git reads those before the environment.) This process's own environment is left as it is.
 
     :return: the ``GIT_CONFIG_*`` variables, complete, and the marker; ``$`` written ``$$``, as Sisyphus expands
         ``$NAME`` in ``DEFAULT_ENVIRONMENT_SET`` values
@@ -140,12 +141,8 @@ def use_store_mirrors() -> Dict[str, str]:
             # bundle redirect of the same URL, say), so that the local mirror wins
             entries = redirect_entries(store_redirects(lockfile, store), entries) + entries
             marker = str(lockfile.path)
-        for i in range(len(entries), count):
-            os.environ.pop(f"GIT_CONFIG_KEY_{i}", None)
-            os.environ.pop(f"GIT_CONFIG_VALUE_{i}", None)
     env = {"GIT_CONFIG_COUNT": str(len(entries)), REDIRECT_MARKER: marker}
     for i, (key, value) in enumerate(entries):
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value
-    os.environ.update(env)
     return {key: value.replace("$", "$$") for key, value in env.items()}

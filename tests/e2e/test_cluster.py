@@ -19,6 +19,7 @@ from typing import Dict, Iterator, List, Set, Tuple
 import pytest
 
 from conftest import PROJECT_ROOT, _real_required, git, git_commit, make_setup, run_manager
+from scenarios import task_environment
 from sispin.cli.main import main
 from sispin.git.store import Store
 from sispin.lock.loading import load_lockfile
@@ -294,11 +295,11 @@ def test_a_store_on_another_filesystem_is_copied_not_hardlinked(history, tmp_pat
         assert other.stat().st_dev != tmp_path.stat().st_dev, "/dev/shm is a filesystem of its own (tmpfs)"
         monkeypatch.setenv("PIN_HOME", str(other))
         Store().fetch(history.url)
-        use_store_mirrors()
+        task = task_environment(use_store_mirrors())
         history.remote.rename(history.remote.with_name("away"))
         # what CloneGitRepositoryJob runs: the clone still comes from the store, only its objects are copied
         clone = tmp_path / "work" / "clone"
-        subprocess.run(["git", "clone", "-q", history.url, str(clone)], check=True)
+        subprocess.run(["git", "clone", "-q", history.url, str(clone)], env=task, check=True)
         assert git(clone, "rev-parse", "HEAD") == history.c[4]
         assert all(p.stat().st_nlink == 1 for p in object_files(clone / ".git" / "objects").values())
     finally:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git, git_commit, make_setup, run, run_manager
+from scenarios import task_environment
 from sispin.cli.main import main
 from sispin.git.store import Store
 from sispin.lock.loading import load_lockfile
@@ -96,27 +97,29 @@ def test_settings_variables_for_sisyphus(history, store_dir, monkeypatch):
         "GIT_CONFIG_VALUE_2": "https://example.org/gone",
     }.items():
         monkeypatch.setenv(key, value)
+    before = dict(os.environ)
     assert use_store_mirrors() == {
         "GIT_CONFIG_COUNT": "1",
         "GIT_CONFIG_KEY_0": "user.name",
         "GIT_CONFIG_VALUE_0": "someone",
         "SISPIN_STORE_REDIRECTS": str(history.lock),
     }
-    assert "GIT_CONFIG_KEY_2" not in os.environ
+    assert dict(os.environ) == before, "the hook changes no process environment"
 
     Store(store_dir).fetch(history.url)
     mirror = str(Store(store_dir).mirror_path(history.url))
-    monkeypatch.delenv("SISPIN_STORE_REDIRECTS")  # a new manager decides anew
+    assert "SISPIN_STORE_REDIRECTS" not in os.environ, "a new manager decides anew"
     env = use_store_mirrors()
     entries = [(env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"]) for i in range(int(env["GIT_CONFIG_COUNT"]))]
     assert entries[0] == (f"url.{mirror}.insteadOf", history.url), "before inherited redirects of the same URL"
     assert entries[-1] == ("user.name", "someone"), "the user's own entries are kept"
     assert (f"url.{history.url}_.insteadOf", f"{history.url}_") in entries, "longer URLs keep their own remote"
-    # Sisyphus expands $NAME in DEFAULT_ENVIRONMENT_SET: the returned values write $ as $$
-    assert all(os.environ[k] == v.replace("$$", "$") for k, v in env.items())
-    # a worker below the manager takes the decision as it inherits it: pin.toml broken meanwhile does not reach it
+    # a task's process, where Sisyphus set the job's environment (expanding $NAME: the values write $ as $$), keeps
+    # the decision of the manager that created the job: pin.toml broken meanwhile does not reach it
+    for key, value in task_environment(env).items():
+        monkeypatch.setenv(key, value)
     history.lock.write_text("this is [not toml")
-    assert use_store_mirrors() == env, "a worker loading settings.py again keeps the manager's decision"
+    assert use_store_mirrors() == env, "a task loading settings.py again keeps the manager's decision"
     # git itself follows it: a clone of the URL works while the remote is gone
     history.remote.rename(history.remote.with_name("away"))
     clone = history.lock.parent / "clone"
@@ -200,7 +203,7 @@ def test_sisyphus_starts_outside_a_setup_and_says_no_redirect_is_active(real_sis
     )
 
 
-def test_a_worker_never_reads_pin_toml(history, store_dir):
+def test_a_task_never_reads_pin_toml(history, store_dir):
     history.lock.write_text("[broken")
     env = {**os.environ, "SISPIN_STORE_REDIRECTS": str(history.lock), "GIT_CONFIG_COUNT": "1"}
     env.update(GIT_CONFIG_KEY_0="url./mirror.insteadOf", GIT_CONFIG_VALUE_0="https://example.org/x")
@@ -219,8 +222,8 @@ def test_the_store_wins_over_an_inherited_redirect_of_the_same_url(history, stor
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "url./somewhere/rc.bundle.insteadOf")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", history.url)
     monkeypatch.delenv("SISPIN_STORE_REDIRECTS", raising=False)
-    use_store_mirrors()
-    got = subprocess.run(["git", "ls-remote", "--get-url", history.url], capture_output=True, text=True, check=True)
+    env = task_environment(use_store_mirrors())
+    got = subprocess.run(["git", "ls-remote", "--get-url", history.url], env=env, capture_output=True, text=True)
     assert got.stdout.strip() == str(Store(store_dir).mirror_path(history.url))
 
 

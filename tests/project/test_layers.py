@@ -186,3 +186,50 @@ def test_the_packages_pyproject_installs_are_every_subpackage():
     text = (RECIPE_DIR.parent / "pyproject.toml").read_text()
     for init in PACKAGE.rglob("__init__.py"):
         assert f'"{module_name(init)}"' in text, f"pyproject.toml does not install {module_name(init)}"
+
+
+#: the methods that change a mapping in place
+_WRITING_METHODS = {"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"}
+
+
+def environment_writes(source: str) -> List[int]:
+    """:return: the lines of source that change ``os.environ`` (or call ``os.putenv``/``os.unsetenv``)"""
+
+    def is_environ(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        targets: List[ast.AST] = []
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        if any(is_environ(t) or (isinstance(t, ast.Subscript) and is_environ(t.value)) for t in targets):
+            lines.append(node.lineno)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method = node.func
+            if (method.attr in _WRITING_METHODS and is_environ(method.value)) or method.attr in ("putenv", "unsetenv"):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_sispin_never_writes_os_environ():
+    found = {
+        f"{path.relative_to(RECIPE_DIR)}:{line}"
+        for path in PACKAGE.rglob("*.py")
+        for line in environment_writes(path.read_text())
+    }
+    assert not found, "sispin changes the process environment (every child gets an environment of its own)"
+
+
+def test_the_environment_write_check_sees_each_form():
+    forms = [
+        "os.environ['X'] = '1'",
+        "del os.environ['X']",
+        "os.environ.update(x)",
+        "os.environ.pop('X', None)",
+        "os.environ.setdefault('X', '1')",
+        "os.putenv('X', '1')",
+        "os.environ = {}",
+    ]
+    assert [environment_writes(form) for form in forms] == [[1]] * len(forms)
+    assert environment_writes("env = dict(os.environ)\nenv['X'] = '1'\nos.environ.get('X')") == []
