@@ -279,11 +279,12 @@ def _module_body_on_the_way(config: Path) -> Optional[Path]:
 
 def shown_overwrite(overwrite: Any) -> Any:
     """
-    :param overwrite: a Sisyphus path's ``hash_overwrite`` (stored as a (creator, path) pair)
+    :param overwrite: a Sisyphus path's ``hash_overwrite`` (stored as a (creator, path) pair; as given, a string,
+        before Sisyphus a5b9c46, 2022-07)
     :return: it as the user wrote it: Sisyphus stores a string s as (None, s)
     """
-    if overwrite is None:
-        return None
+    if overwrite is None or isinstance(overwrite, str):
+        return overwrite
     creator, path = overwrite
     return path if creator is None else f"({creator}, {path!r})"
 

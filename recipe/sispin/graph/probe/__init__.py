@@ -4,7 +4,7 @@ loads a set's configs with real Sisyphus and reports the graph they build, witho
 
 - :mod:`~sispin.graph.probe.main`: the probe's modes, and the graph it reports;
 - :mod:`~sispin.graph.probe.schema`: that report, defined once for both sides of the process seam;
-- :mod:`~sispin.graph.probe.sisyphus`: what the probe knows of Sisyphus and i6_core beyond their public API;
+- :mod:`~sispin.graph.probe.adapter`: what the probe knows of Sisyphus and i6_core beyond their public API;
 - :mod:`~sispin.graph.probe.records`: what each job's id is made of, and the paths among its hashed arguments;
 - :mod:`~sispin.graph.probe.state`: every job a job holds, and the whole state of each;
 - :mod:`~sispin.graph.probe.moving`: the moved-commit check (Sisyphus's hashes recomputed with the pins moved);

@@ -20,8 +20,8 @@ import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sispin.clonejob import is_clone
+from sispin.graph.probe.adapter import SISPIN_DIR, overwrite_of, overwrites_watched, path_class, sisyphus_dir
 from sispin.graph.probe.schema import Assignment
-from sispin.graph.probe.sisyphus import SISPIN_DIR, path_class, sisyphus_dir
 from sispin.lock.urls import same_repository
 
 
@@ -65,23 +65,19 @@ class Assignments:
         from sispin.graph.probe.values import taken_at
         from sispin.sets import shown_overwrite
 
-        owner = path_class()
-        prop = owner.__dict__["hash_overwrite"]
         assignments = self
 
-        def setter(path: Any, value: Any) -> None:
-            prop.fset(path, value)
+        def assigned(path: Any, value: Any, caller: Any) -> None:
             creator = path.__dict__.get("creator")
             if value is None:
                 return
+            overwrite = overwrite_of(path)
             if not is_clone(creator):
-                overwrite = path.hash_overwrite
                 if overwrite[0] is None:
-                    where = taken_at(sys._getframe(1))
+                    where = taken_at(caller)
                     if where:
                         assignments.elsewhere.setdefault((overwrite[1], path.path), where)
                 return
-            caller = sys._getframe(1)
             file = os.path.abspath(caller.f_code.co_filename)
             if file.startswith(sisyphus_dir()):
                 return  # Sisyphus carries an overwrite on to a copy (join_right): no assignment of the config's
@@ -89,15 +85,12 @@ class Assignments:
             where = "pin.toml" if file.startswith(SISPIN_DIR) else taken_at(caller)
             # what exp.repo() does: on the clone's own output, before any job used it
             own = path is vars(creator).get("out_repository") and not getattr(path, "users", None)
-            entry = Assignment(creator._sis_id_cache, str(shown_overwrite(path.hash_overwrite)), where, own)
+            entry = Assignment(creator._sis_id_cache, str(shown_overwrite(overwrite)), where, own)
             if entry not in assignments.found:
                 assignments.found.append(entry)
 
-        owner.hash_overwrite = property(prop.fget, setter)
-        try:
+        with overwrites_watched(assigned):
             yield
-        finally:
-            owner.hash_overwrite = prop
 
 
 class Collisions:
@@ -139,7 +132,7 @@ class Collisions:
         collisions = self
 
         def noting(path: Any) -> bytes:
-            overwrite = path.__dict__.get("_hash_overwrite")
+            overwrite = overwrite_of(path)
             if overwrite is not None and hidden and str(shown_overwrite(overwrite)) in collisions.shared:
                 creator = path.__dict__.get("creator")
                 if is_clone(creator) and alias_of(creator, collisions.aliases):

@@ -26,17 +26,21 @@ import os
 import sys
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from sispin.graph.probe.records import hashed_paths, record
-from sispin.graph.probe.schema import Clone, Escape, Failure, Overwrite, RecordedOutput, Reply, SetGraph
-from sispin.graph.probe.sisyphus import (
+from sispin.graph.probe.adapter import (
     SISPIN_DIR,
     act_as_manager,
+    clone_parameters,
     find_sisyphus,
     finished,
+    given_arguments,
+    graph_jobs,
     held_arguments,
     input_jobs,
+    overwrite_of,
     registered_outputs,
 )
+from sispin.graph.probe.records import hashed_paths, record
+from sispin.graph.probe.schema import Clone, Escape, Failure, Overwrite, RecordedOutput, Reply, SetGraph
 
 #: exit code of a probe whose configs raised; OUT then holds a Reply with the failure
 CONFIG_FAILED = 4
@@ -53,8 +57,6 @@ def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None)
     :param loaded: called once the configs are loaded (what is read after that is no input of the graph)
     :return: the graph the configs built (``states`` when asked for, or when a value left the graph)
     """
-    from sisyphus import toolkit as tk
-
     from sispin.graph.probe import moving
     from sispin.graph.probe.aliases import Assignments, Collisions, bound_aliases
     from sispin.graph.probe.state import References, held_jobs, job_states
@@ -70,9 +72,9 @@ def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None)
     watching = [awaits.counting(), assignments.recording(), collisions.watching()]
     _load_configs(request["configs"], watching if moved else watching + [uses.recording(), creation.recording()])
     loaded()
-    # update_graph=False: walk the graph as built, without the runnable checks that would touch work/; then every job
-    # those jobs hold, also where Sisyphus does not look (an object's __sis_state__, a path set after creation)
-    jobs = held_jobs(tk.sis_graph.jobs(update_graph=False), references := References())
+    # the graph as built; then every job those jobs hold, also where Sisyphus does not look (an object's
+    # __sis_state__, a path set after creation)
+    jobs = held_jobs(graph_jobs(), references := References())
     found = _Found()
     for job in jobs:
         found.add(job)
@@ -158,15 +160,15 @@ class _Found:
         if is_clone(job):
             self.clones.append(_clone(job))
         for argument, path in hashed_paths(job):
-            creator = path.creator
-            if path.hash_overwrite is None:
+            creator, overwrite = path.creator, overwrite_of(path)
+            if overwrite is None:
                 continue
             if is_clone(creator):
-                overwrite = shown_overwrite(path.hash_overwrite)
-                self.escapes.append(Escape(job_id, argument, creator.job_id(), overwrite, alias_form(path, creator)))
-            elif path.hash_overwrite[0] is None:
+                shown = shown_overwrite(overwrite)
+                self.escapes.append(Escape(job_id, argument, creator.job_id(), shown, alias_form(path, creator)))
+            elif overwrite[0] is None:
                 # hashes as (None, value) whatever the path is: with a value the lock binds, like that pin's clone
-                self.overwrites.setdefault((path.hash_overwrite[1], path.path), (job_id, argument))
+                self.overwrites.setdefault((overwrite[1], path.path), (job_id, argument))
 
     def overwrites_given(self, given: Dict[Tuple[str, str], str]) -> Tuple[Overwrite, ...]:
         """:param given: (value, path) of a string overwrite -> file:line where config code first gave it"""
@@ -181,7 +183,7 @@ def _clone(job: Any) -> Clone:
     from sispin.sets import shown_overwrite
 
     held = {name: tuple(value) if isinstance(value, list) else value for name, value in held_arguments(job).items()}
-    overwrite = job.out_repository.hash_overwrite
+    overwrite = overwrite_of(job.out_repository)
     return Clone(
         job=job.job_id(),
         hash_overwrite=shown_overwrite(overwrite),
@@ -197,7 +199,7 @@ def alias_form(path: Any, clone: Any) -> Optional[str]:
         ``join_right``/``copy_append`` added to both the path and the overwrite; None when the overwrite names another
         job's path (a tuple) or does not follow the path (``p = repo.join_right("x"); p.hash_overwrite = "NAME"``)
     """
-    creator, value = path.hash_overwrite
+    creator, value = overwrite_of(path)
     own = vars(clone)["out_repository"].path
     if creator is not None or not path.path.startswith(own):
         return None
@@ -210,11 +212,8 @@ def _changed_after_creation(clone: Any) -> List[str]:
     :return: the arguments of a CloneGitRepositoryJob that its object no longer holds as its id was made of them
         (``job.patches = [...]`` after creation: what it checks out differs, its id does not), as ``name: old -> new``
     """
-    from sispin.clonejob import PARAMETERS
-
-    held = held_arguments(clone)
-    given = {name: clone._sis_kwargs.get(name, default) for name, default in PARAMETERS}
-    return [f"{name}: {given[name]!r} -> {held[name]!r}" for name, _ in PARAMETERS if held[name] != given[name]]
+    held, given = held_arguments(clone), given_arguments(clone)
+    return [f"{name}: {given[name]!r} -> {held[name]!r}" for name in given if held[name] != given[name]]
 
 
 def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
@@ -223,13 +222,13 @@ def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
         (its first ``positional`` arguments positionally, in CloneGitRepositoryJob's parameter order)
     :return: per call {"original": job id of the call as written, "replacement": id of exp.clone_job(repo)}
     """
-    from sispin.clonejob import PARAMETERS, job_class
+    from sispin.clonejob import job_class
     from sispin.sets import experiment_set
 
     exp = experiment_set(request["set"])
     results = []
     for call in request["calls"]:
-        names = [name for name, _ in PARAMETERS][: call["positional"]]
+        names = [name for name, _ in clone_parameters()][: call["positional"]]
         args = [call["arguments"][name] for name in names]
         kwargs = {k: v for k, v in call["arguments"].items() if k not in names}
         results.append(

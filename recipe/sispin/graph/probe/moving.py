@@ -34,7 +34,8 @@ import io
 import pickle
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
-from sispin.clonejob import PARAMETERS, is_clone, job_class
+from sispin.clonejob import is_clone, job_class
+from sispin.graph.probe.adapter import clone_parameters
 from sispin.graph.probe.state import References
 from sispin.lock.urls import same_repository
 
@@ -340,7 +341,7 @@ def move_hand_written_clones(remap: Sequence[Tuple[str, str, str]]) -> None:
             url, commit = bound.arguments.get("url"), bound.arguments.get("commit")
             for locked, pinned, moved in remap:
                 if commit == pinned and isinstance(url, str) and same_repository(url, locked):
-                    names = [name for name, _ in PARAMETERS]
+                    names = [name for name, _ in clone_parameters()]
                     position = names.index("commit")
                     if len(args) > position:
                         args = (*args[:position], moved, *args[position + 1 :])

@@ -14,8 +14,8 @@ import hashlib
 import inspect
 from typing import Any, Dict, Iterator, List, Set, Tuple
 
+from sispin.graph.probe.adapter import is_path
 from sispin.graph.probe.schema import Arg, JobRecord
-from sispin.graph.probe.sisyphus import is_path
 
 #: a job's argument record lists at most this many leaves; below the cut, containers are single digests (what
 #: pin.snapshot.toml keeps)

@@ -16,7 +16,7 @@ import hashlib
 import inspect
 from typing import Any, Dict, Iterator, List, Sequence, Set, Tuple
 
-from sispin.graph.probe.sisyphus import is_job, is_path, own_environment
+from sispin.graph.probe.adapter import is_job, is_path, own_environment
 
 
 def _attributes(job: Any) -> Dict[str, Any]:

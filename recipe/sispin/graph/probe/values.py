@@ -20,8 +20,8 @@ import sysconfig
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from sispin.clonejob import is_clone, job_class
+from sispin.graph.probe.adapter import SISPIN_DIR, sisyphus_dir
 from sispin.graph.probe.schema import ValueUse
-from sispin.graph.probe.sisyphus import SISPIN_DIR, sisyphus_dir
 from sispin.lock.urls import same_repository
 
 #: the standard library's code (copy, pickle: they only carry a call on)
