@@ -4,6 +4,9 @@
 #   make test-fast  the fast loop (under a minute): every test that needs neither Sisyphus + i6_core, SLURM, the
 #               network nor seconds of its own; no `pin sync`. The markers (real, cluster, network, slow) are set by
 #               tests/conftest.py from the fixtures a test uses; docs/development.md says what each means
+#   make test-matrix  the version matrix alone (tests/e2e/test_versions.py): the graph commands with a sample of the
+#               Sisyphus and i6_core commits a setup may pin (the sample make test runs too); MATRIX=all takes every
+#               first-parent commit of each since the oldest supported (hours), MATRIX=N every Nth
 #   make docs   build the documentation site (site/) with mkdocs --strict
 PYTHON ?= python3
 VENV ?= .venv
@@ -12,7 +15,8 @@ PYTEST_ARGS ?=
 FAST = not real and not cluster and not network and not slow
 PIP = $(VENV)/bin/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test test-fast docs venv
+.PHONY: demo test test-fast test-matrix docs venv
+MATRIX ?=
 
 venv:
 	@echo "== virtual environment $(VENV) ($$($(PYTHON) --version))"
@@ -41,6 +45,15 @@ test-fast: venv
 	@$(PIP) -e ".[test]"
 	@echo "== the fast loop: python -m pytest -q -n auto -m \"$(FAST)\" $(PYTEST_ARGS)"
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q -n auto -m "$(FAST)" $(PYTEST_ARGS)
+
+test-matrix: venv
+	@echo "== install sispin with the test and setup extras: pip install -e '.[test,setup]'"
+	@$(PIP) -e ".[test,setup]"
+	@echo "== pin sync: Sisyphus and i6_core at their pinned commits (their histories hold the versions sampled)"
+	@$(VENV)/bin/pin sync
+	@echo "== the version matrix (MATRIX=$(MATRIX)): python -m pytest -q -n auto tests/e2e/test_versions.py"
+	@SISPIN_MATRIX="$(MATRIX)" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q -n auto \
+		tests/e2e/test_versions.py $(PYTEST_ARGS)
 
 docs: venv
 	@echo "== install mkdocs: pip install -e '.[docs]'"

@@ -30,9 +30,10 @@ _GIT_FIXTURE_ENV = {
 
 
 #: the variables a test run takes from its caller: git's offline redirect through the environment (the README's way to
-#: run the suite without network), and whether CI demands the real Sisyphus; every other PIN_*, SISPIN_*, GIT_* and
+#: run the suite without network), whether CI demands the real Sisyphus, and which versions the version matrix takes
+#: (tests/e2e/test_versions.py); every other PIN_*, SISPIN_*, GIT_* and
 #: PYTHONPATH is the caller's own business and would change what the tests see
-_KEPT_VARIABLES = ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "SISPIN_REQUIRE_REAL")
+_KEPT_VARIABLES = ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "SISPIN_REQUIRE_REAL", "SISPIN_MATRIX")
 _SCRUBBED_PREFIXES = ("PIN_", "SISPIN_", "GIT_", "XDG_")
 _hermetic_home: Optional[str] = None
 

@@ -15,17 +15,20 @@ __all__ = [
     "REQUIRED",
     "PARAMETERS",
     "DEFAULTS",
+    "ADDED_IN",
     "PIN_KWARGS",
     "checkout_folder",
     "job_kwargs",
     "pin_kwargs_of",
     "checkout_of",
     "job_class",
+    "class_parameters",
     "is_clone",
 ]
 
 import functools
 import importlib
+import inspect
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 CLASS_NAME = "CloneGitRepositoryJob"
@@ -45,6 +48,13 @@ PARAMETERS: Tuple[Tuple[str, Any], ...] = (
     ("patches", None),
 )
 DEFAULTS: Dict[str, Any] = dict(PARAMETERS)
+
+#: parameter -> (the i6_core commit that added it, its date): an older i6_core's job cannot take it
+ADDED_IN: Dict[str, Tuple[str, str]] = {
+    "clone_submodules": ("33f2b70", "2023-09-27"),
+    "files_to_checkout": ("dbb2e35", "2023-10-19"),
+    "patches": ("236d72f", "2024-01-24"),
+}
 
 #: the arguments a pin table may carry (kept for hash compatibility), with the TOML type each must have; the rest
 #: come from elsewhere: ``url`` and ``checkout_folder_name`` from ``[repos.*]``, ``commit`` is the pin itself
@@ -107,6 +117,21 @@ def job_class() -> Any:
     """
     module, _, name = QUALIFIED_NAMES[0].rpartition(".")
     return getattr(importlib.import_module(module), name)
+
+
+@functools.cache
+def class_parameters() -> Tuple[Tuple[str, Any], ...]:
+    """
+    :return: the parameters of the imported i6_core's CloneGitRepositoryJob in their order, each with its default
+        (REQUIRED for none), read from the class: an older i6_core has fewer than PARAMETERS (see ADDED_IN)
+    """
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    parameters = list(inspect.signature(job_class().__init__).parameters.values())[1:]
+    return tuple(
+        (parameter.name, REQUIRED if parameter.default is parameter.empty else parameter.default)
+        for parameter in parameters
+        if parameter.kind in named
+    )
 
 
 def is_clone(job: Any) -> bool:

@@ -24,6 +24,7 @@ __all__ = [
     "FileSystemError",
     "ConcurrentChangeError",
     "FrozenSetError",
+    "UnsupportedVersionError",
     "PinnedImportError",
     "StoreError",
 ]
@@ -45,6 +46,7 @@ EXIT_CODES: Dict[int, str] = {
     10: "a file or directory cannot be read or written",
     11: "another process changed the same pins meanwhile (nothing written)",
     12: "the set is frozen (freeze = true: `pin thaw SET` first)",
+    13: "the setup's Sisyphus or i6_core is older than sispin supports, or lacks what a pin needs",
     70: "internal error (a bug: pin --debug shows the traceback)",
     130: "interrupted",
 }
@@ -145,6 +147,16 @@ class FrozenSetError(PinError):
     """A command would move a frozen set's pins, configs or snapshot entry."""
 
     exit_code = 12
+
+
+class UnsupportedVersionError(PinError):
+    """
+    The setup's Sisyphus or i6_core is outside the range sispin supports, or lacks a feature that pin.toml asks for
+    (a pin's ``patches`` with an i6_core before they existed): the message names the feature and the first version
+    that has it.
+    """
+
+    exit_code = 13
 
 
 class PinnedImportError(PinError):

@@ -21,8 +21,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
-from sispin.clonejob import checkout_folder, job_class, job_kwargs
-from sispin.errors import GitError, HashOverwriteError, UnknownNameError
+from sispin.clonejob import ADDED_IN, checkout_folder, class_parameters, job_class, job_kwargs
+from sispin.errors import GitError, HashOverwriteError, UnknownNameError, UnsupportedVersionError
+from sispin.text import shown_key
 
 if TYPE_CHECKING:  # pragma: no cover - imports for annotations only
     from i6_core.tools.git import CloneGitRepositoryJob
@@ -80,7 +81,7 @@ class ExperimentSet:
         """
         # built anew each call, like a hand-written call: Sisyphus returns its one job per id and also records
         # the job in any active tk.block
-        job = job_class()(**self.clone_kwargs(repo))
+        job = job_class()(**self._buildable_kwargs(repo))
         self._bound(repo, job.out_repository)
         return job
 
@@ -92,9 +93,26 @@ class ExperimentSet:
             object per id) that the lock does not bind to this commit: it would take the commit out of every
             dependent job's hash
         """
-        path = job_class()(**self.clone_kwargs(repo)).out_repository  # clone_job(), one call less
+        path = job_class()(**self._buildable_kwargs(repo)).out_repository  # clone_job(), one call less
         self._bound(repo, path)
         return path
+
+    def _buildable_kwargs(self, repo: str) -> Dict[str, Any]:
+        """
+        :return: :meth:`clone_kwargs`
+        :raises UnsupportedVersionError: when the pin carries an argument this i6_core's job does not take
+        """
+        kwargs = self.clone_kwargs(repo)
+        taken = {name for name, _ in class_parameters()}
+        for name in kwargs:
+            if name not in taken:
+                added = " (added in i6_core {}, {})".format(*ADDED_IN[name]) if name in ADDED_IN else ""
+                where = f"sets.{shown_key(self.name)}.{shown_key(repo)}"
+                raise UnsupportedVersionError(
+                    f"{where}: {name} needs an i6_core whose CloneGitRepositoryJob takes it{added}; this setup's "
+                    f"has no such parameter: move [setup.i6_core] to a newer commit, or drop {name} from the pin"
+                )
+        return kwargs
 
     def _bound(self, repo: str, path: Any) -> None:
         """Give the clone's output the pin's hash_overwrite, if the lock binds one; refuse any other."""

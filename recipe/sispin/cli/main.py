@@ -21,6 +21,7 @@ from sispin.cli.output import Output
 from sispin.cli.progress import TerminalProgress
 from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError
 from sispin.git.process import progress_to
+from sispin.git.versions import SUPPORTED_RANGE
 from sispin.lock.urls import redact_text
 
 #: the exit codes that are no PinError's
@@ -29,7 +30,8 @@ INTERNAL_ERROR, INTERRUPTED = 70, 130
 _EPILOG = (
     "exit codes:\n"
     + "".join(f"  {code:>3}  {meaning}\n" for code, meaning in EXIT_CODES.items())
-    + "The lockfile is $PIN_LOCK if set, else the nearest pin.toml in the working directory or above."
+    + "The lockfile is $PIN_LOCK if set, else the nearest pin.toml in the working directory or above.\n"
+    + f"Supported in the setup: {SUPPORTED_RANGE}, on Python 3.9 to 3.13."
 )
 
 

@@ -62,11 +62,12 @@ def _setup_lines(lockfile: Lockfile, out: Output) -> Callable[[SetupSync], None]
     def say(synced: SetupSync) -> None:
         entry = synced.entry
         prefix = f"{entry.name:<{name_width}}  {entry.commit[:7]}  {entry.path:<{path_width}}"
-        if synced.error is not None:
-            out.result(f"{prefix}  failed")
-            out.error(f"setup.{entry.name}: {synced.error}")
-        else:
+        if synced.outcome is not None:
             out.info(f"{prefix}  {synced.outcome}")
+        else:
+            out.result(f"{prefix}  failed")
+        if synced.error is not None:
+            out.error(f"setup.{entry.name}: {synced.error}")
 
     return say
 

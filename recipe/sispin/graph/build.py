@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
-from sispin.errors import SisyphusError
+from sispin.errors import SisyphusError, UnsupportedVersionError
 from sispin.git.store import SCRATCH_CHECKOUTS_ENV
 from sispin.graph.probe.schema import Reply, SetGraph
 from sispin.lock.loading import LOCK_ENV, PROBE_TEXT_ENV
@@ -101,6 +101,9 @@ def _reply(result: subprocess.CompletedProcess, reply_path: Path, what: str) -> 
     """:return: what a finished probe replied; :raises SisyphusError: with its error, or its last line of stderr"""
     reply = Reply.from_json(json.loads(reply_path.read_text(encoding="utf-8"))) if reply_path.is_file() else None
     if reply is not None and reply.failure is not None:
+        if reply.failure.exit_code == UnsupportedVersionError.exit_code:
+            # not the configs' fault: the setup's i6_core or Sisyphus cannot build what pin.toml asks for
+            raise UnsupportedVersionError(reply.failure.exception.split(": ", 1)[-1])
         failure = SisyphusError(f"{what} failed: {reply.failure.where}: {reply.failure.exception}")
         failure.details = reply.failure.traceback
         raise failure

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from sispin.errors import PinError
+from sispin.errors import PinError, UnsupportedVersionError
 from sispin.git.history import on_a_ref
 from sispin.git.presence import missing_commits
 from sispin.git.store import Store
@@ -176,6 +176,8 @@ def _check_set(
     try:
         # what an id is made of only below the outputs whose id differs: a set that holds costs one build
         graph = load_graph(lockfile, name, records={o: output.job for o, output in (before or {}).items()} or None)
+    except UnsupportedVersionError:
+        raise  # no problem of the set's: the check cannot run with this Sisyphus or i6_core
     except PinError as exc:
         result.problems.append(Problem(f"sets.{shown_key(name)}: {exc}"))
         return

@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 from sispin.clonejob import checkout_folder
-from sispin.errors import CheckoutStateError, FileSystemError, GitError, PinError
+from sispin.errors import CheckoutStateError, FileSystemError, GitError, PinError, UnsupportedVersionError
 from sispin.git.registry import register_lockfile
 from sispin.git.repo import clone_at_commit
 from sispin.git.store import Store
 from sispin.git.verify import verify_checkout
+from sispin.git.versions import OLDEST, unsupported
 from sispin.lock.files import file_lock
 from sispin.lock.lockfile import Lockfile, SetupCheckout, inside_setup
+from sispin.lock.urls import name_from_url
 from sispin.text import display_path, shown_key
 
 
@@ -32,7 +34,8 @@ class SetupSync:
     """
     :param entry: the ``[setup.*]`` entry
     :param outcome: ``cloned``, or ``ok`` when it was at its commit with a clean tree already; None when it failed
-    :param error: why it failed; None when it did not
+    :param error: why it failed, or why sispin does not support the version checked out (then with an outcome); None
+        when neither
     """
 
     entry: SetupCheckout
@@ -112,11 +115,19 @@ def sync_setup(lockfile: Lockfile, synced: Callable[[SetupSync], None]) -> Setup
         with file_lock(lockfile.root / ".pin-sync"):
             for entry in lockfile.setup.values():
                 try:
-                    done.append(SetupSync(entry, _sync_one(lockfile.root, entry), None))
+                    outcome = _sync_one(lockfile.root, entry)
+                    reason = _unsupported(lockfile.root, entry)
+                    done.append(SetupSync(entry, outcome, UnsupportedVersionError(reason) if reason else None))
                 except PinError as exc:
                     done.append(SetupSync(entry, None, exc))
                 synced(done[-1])
     return SetupSyncResult(lockfile.path, done)
+
+
+def _unsupported(root: Path, entry: SetupCheckout) -> Optional[str]:
+    """:return: why sispin does not support the Sisyphus or i6_core the entry checked out, if it is one of them"""
+    project = name_from_url(entry.url).lower()
+    return unsupported(project, root / entry.path, entry.path) if project in OLDEST else None
 
 
 def _sync_one(root: Path, entry: SetupCheckout) -> str:

@@ -18,7 +18,6 @@ __all__ = [
     "path_class",
     "overwrite_of",
     "overwrites_watched",
-    "clone_parameters",
     "given_arguments",
     "held_arguments",
     "own_environment",
@@ -31,13 +30,12 @@ __all__ = [
 ]
 
 import contextlib
-import functools
 import inspect
 import os
 import sys
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from sispin.clonejob import DEFAULTS, REQUIRED, job_class
+from sispin.clonejob import DEFAULTS, class_parameters
 
 #: sispin's own code (the package directory, with a separator): what it does is no config code's
 SISPIN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
@@ -111,29 +109,13 @@ def overwrites_watched(assigned: Callable[[Any, Any, Any], None]) -> Iterator[No
             owner.hash_overwrite = existing
 
 
-@functools.cache
-def clone_parameters() -> Tuple[Tuple[str, Any], ...]:
-    """
-    :return: the parameters of this i6_core's CloneGitRepositoryJob in their order, each with its default
-        (:data:`sispin.clonejob.REQUIRED` for none), read from the class: i6_core before 2023-09 has no
-        ``clone_submodules``, before 2023-10 no ``files_to_checkout``, before 2024-01 no ``patches``
-    """
-    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    parameters = list(inspect.signature(job_class().__init__).parameters.values())[1:]
-    return tuple(
-        (parameter.name, REQUIRED if parameter.default is parameter.empty else parameter.default)
-        for parameter in parameters
-        if parameter.kind in named
-    )
-
-
 def given_arguments(clone: Any) -> Dict[str, Any]:
     """
     :param clone: a CloneGitRepositoryJob
     :return: the arguments its id was made of, by parameter name (sispin.clonejob.PARAMETERS), each parameter it was
         not given at its default, and those this i6_core's class does not have at theirs in today's i6_core
     """
-    given = {name: clone._sis_kwargs.get(name, default) for name, default in clone_parameters()}
+    given = {name: clone._sis_kwargs.get(name, default) for name, default in class_parameters()}
     return {name: given.get(name, default) for name, default in DEFAULTS.items()}
 
 
@@ -145,7 +127,7 @@ def held_arguments(clone: Any) -> Dict[str, Any]:
         its output path; a parameter the class does not have is at today's default
     """
     state = vars(clone)
-    held = {name: state.get(name) for name, _ in clone_parameters()}
+    held = {name: state.get(name) for name, _ in class_parameters()}
     held["checkout_folder_name"] = os.path.basename(state["out_repository"].path)
     return {name: held.get(name, default) for name, default in DEFAULTS.items()}
 

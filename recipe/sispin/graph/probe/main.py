@@ -29,7 +29,6 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from sispin.graph.probe.adapter import (
     SISPIN_DIR,
     act_as_manager,
-    clone_parameters,
     find_sisyphus,
     finished,
     given_arguments,
@@ -222,13 +221,13 @@ def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
         (its first ``positional`` arguments positionally, in CloneGitRepositoryJob's parameter order)
     :return: per call {"original": job id of the call as written, "replacement": id of exp.clone_job(repo)}
     """
-    from sispin.clonejob import job_class
+    from sispin.clonejob import class_parameters, job_class
     from sispin.sets import experiment_set
 
     exp = experiment_set(request["set"])
     results = []
     for call in request["calls"]:
-        names = [name for name, _ in clone_parameters()][: call["positional"]]
+        names = [name for name, _ in class_parameters()][: call["positional"]]
         args = [call["arguments"][name] for name in names]
         kwargs = {k: v for k, v in call["arguments"].items() if k not in names}
         results.append(
@@ -362,10 +361,13 @@ def _config_error(exc: BaseException) -> Failure:
     ]
     frame = (setup_frames or frames or [None])[-1]
     where = f"{os.path.relpath(frame.filename)}:{frame.lineno}" if frame else "?"
+    from sispin.errors import PinError
+
     return Failure(
         where=where,
         exception=f"{type(exc).__name__}: {exc}",
         traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        exit_code=exc.exit_code if isinstance(exc, PinError) else None,
     )
 
 

@@ -34,8 +34,7 @@ import io
 import pickle
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
-from sispin.clonejob import is_clone, job_class
-from sispin.graph.probe.adapter import clone_parameters
+from sispin.clonejob import class_parameters, is_clone, job_class
 from sispin.graph.probe.state import References
 from sispin.lock.urls import same_repository
 
@@ -341,7 +340,7 @@ def move_hand_written_clones(remap: Sequence[Tuple[str, str, str]]) -> None:
             url, commit = bound.arguments.get("url"), bound.arguments.get("commit")
             for locked, pinned, moved in remap:
                 if commit == pinned and isinstance(url, str) and same_repository(url, locked):
-                    names = [name for name, _ in clone_parameters()]
+                    names = [name for name, _ in class_parameters()]
                     position = names.index("commit")
                     if len(args) > position:
                         args = (*args[:position], moved, *args[position + 1 :])

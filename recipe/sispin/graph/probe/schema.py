@@ -373,11 +373,14 @@ class Failure(_Json):
     :param where: ``file:line`` of the deepest frame in the setup's own code (configs, recipes; not Sisyphus or sispin)
     :param exception: ``Type: message``
     :param traceback: the whole traceback
+    :param exit_code: the exit code of the sispin error the configs raised (:data:`sispin.errors.EXIT_CODES`), if it
+        was one
     """
 
     where: str
     exception: str
     traceback: str
+    exit_code: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)

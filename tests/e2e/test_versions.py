@@ -1,0 +1,187 @@
+"""
+The version matrix: the graph commands with the Sisyphus and i6_core commits a setup may pin, each checked out by
+``pin sync`` from the histories of this setup's own checkouts (tools/sisyphus and recipe/i6_core hold them in full).
+
+Every sampled pair runs the same end-to-end checks: the snapshot's ids equal the ids that version's own plain load
+computes, ``pin check`` passes, a changed argument is caught with its cause (``check --full``, ``explain --against
+HEAD``), a hidden commit is refused, and an upgrade's dry run prices the move. The sample (CI's: one commit each side
+of every change the adapter follows) is :data:`SAMPLE`; ``SISPIN_MATRIX=all`` (``make test-matrix-all``) takes every
+first-parent commit of each since the oldest supported, with the other at its pinned commit, and ``SISPIN_MATRIX=N``
+every Nth of them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, List, Optional, Tuple
+
+import pytest
+
+from conftest import PROJECT_ROOT, RECIPE_DIR, SISYPHUS_DIR, git, git_commit
+from sispin.cli.main import main
+from sispin.git.versions import OLDEST, PYTHON_311_SINCE
+from sispin.lock.loading import parse_toml
+
+I6_CORE_DIR = RECIPE_DIR / "i6_core"
+
+#: (Sisyphus commit, i6_core commit; None: the one this setup pins), what the pair tests
+SAMPLE: List[Tuple[Optional[str], Optional[str], str]] = [
+    (None, None, "the pinned pair"),
+    ("dec9ab9", None, "Sisyphus before SISGraph.jobs(update_graph=) (297701e, 2026-02-26)"),
+    ("bc80ae7", None, "Sisyphus before verbatim environment variables (af0edef, 2024-02-13)"),
+    ("0eaaf37", None, "Sisyphus before hash_overwrite became a property (a5b9c46, 2022-07-16)"),
+    ("9620433", None, "the oldest Sisyphus that loads configs on Python 3.11"),
+    ("d68b7ce", None, "the oldest Sisyphus supported (Python 3.9 and 3.10 only)"),
+    (None, "663687e", "i6_core before CloneGitRepositoryJob's patches (236d72f, 2024-01-24)"),
+    (None, "4bc8074", "i6_core before files_to_checkout (dbb2e35, 2023-10-19)"),
+    (None, "9689c8e", "i6_core before clone_submodules (33f2b70, 2023-09-27)"),
+    (None, "358b489", "the oldest i6_core supported"),
+    ("d68b7ce", "358b489", "the oldest pair"),
+]
+
+#: the demo without black_formatting=False (older i6_core has no such argument, and formats with black by default)
+CONFIG = """\
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
+from sisyphus import tk
+from sisyphus.delayed_ops import DelayedFormat
+
+from sispin import experiment_set
+
+
+def py():
+    root = experiment_set("demo").repo("rc")
+    config = ReturnnConfig(
+        config={"task": "train", "learning_rate": 1e-3},
+        python_prolog=["import os, sys", DelayedFormat("sys.path.insert(0, os.path.dirname({!r}))", root)],
+    )
+    tk.register_output("demo/returnn.config", WriteReturnnConfigJob(config).out_returnn_config_file)
+    tk.register_output("demo/rc", root)
+"""
+
+#: what ``sis manager`` computes before its engine starts: the configs loaded, each output's job id
+PLAIN_LOAD = """\
+import asyncio, sys
+sys.path.insert(0, "tools/sisyphus")
+import sisyphus.toolkit as tk
+from sisyphus.loader import config_manager
+tk._sis_running_in_manager = True
+asyncio.set_event_loop(asyncio.new_event_loop())
+config_manager.load_configs(["config/demo.py"])
+for target in sorted(tk.sis_graph.targets, key=lambda t: t.name):
+    print(target.name, target._sis_path.creator._sis_id())
+sys.stdout.flush()
+"""
+
+
+def _commit(checkout: Path, revision: Optional[str]) -> str:
+    return git(checkout, "rev-parse", f"{revision or 'HEAD'}^{{commit}}")
+
+
+def _loads_here(sisyphus: str) -> bool:
+    """:return: whether this Sisyphus commit loads configs on this Python (older ones need 3.10 at most)"""
+    if sys.version_info < (3, 11):
+        return True
+    return (
+        subprocess.run(
+            ["git", "-C", str(SISYPHUS_DIR), "merge-base", "--is-ancestor", PYTHON_311_SINCE.commit, sisyphus],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
+
+
+def _first_parents(checkout: Path, oldest: str) -> List[str]:
+    return git(checkout, "rev-list", "--first-parent", f"{oldest}^..HEAD").split()
+
+
+def _pairs() -> List[Any]:
+    """:return: (Sisyphus commit, i6_core commit) of the pairs this run tests, named by them"""
+    if not (SISYPHUS_DIR / ".git").exists() or not (I6_CORE_DIR / ".git").exists():
+        return [pytest.param("HEAD", "HEAD", id="pinned")]  # the real_sisyphus fixture says what is missing
+    chosen = os.environ.get("SISPIN_MATRIX", "")
+    sisyphus_head, i6_core_head = _commit(SISYPHUS_DIR, None), _commit(I6_CORE_DIR, None)
+    if chosen:
+        step = 1 if chosen == "all" else int(chosen)
+        pairs = [(s, i6_core_head, "") for s in _first_parents(SISYPHUS_DIR, OLDEST["sisyphus"].commit)[::step]]
+        pairs += [(sisyphus_head, i, "") for i in _first_parents(I6_CORE_DIR, OLDEST["i6_core"].commit)[::step]]
+    else:
+        pairs = [(_commit(SISYPHUS_DIR, s), _commit(I6_CORE_DIR, i), what) for s, i, what in SAMPLE]
+    unique = dict.fromkeys((s, i) for s, i, _ in pairs if _loads_here(s))
+    return [pytest.param(s, i, id=f"sisyphus-{s[:7]}-i6_core-{i[:7]}") for s, i in unique]
+
+
+def _setup(root: Path, sisyphus: str, i6_core: str, remote: Path, pinned: str) -> Path:
+    (root / "config").mkdir(parents=True)
+    (root / "recipe").mkdir()
+    (root / "work").mkdir()
+    (root / "config" / "demo.py").write_text(CONFIG)
+    (root / "settings.py").write_text((PROJECT_ROOT / "settings.py").read_text())
+    (root / "recipe" / "sispin").symlink_to(RECIPE_DIR / "sispin")
+    (root / ".gitignore").write_text("/recipe/i6_core/\n/tools/\n/work/\n/output/\n/alias/\n")
+    (root / "pin.toml").write_text(
+        "version = 1\n\n"
+        f'[repos.rc]\nurl = "file://{remote}"\nbranch = "main"\ncheckout = "rc"\n\n'
+        f'[sets.demo]\nconfigs = ["config/demo.py"]\nrc = "{pinned}"\n\n'
+        f'[setup.sisyphus]\nurl = "file://{SISYPHUS_DIR}"\ncommit = "{sisyphus}"\npath = "tools/sisyphus"\n\n'
+        f'[setup.i6_core]\nurl = "file://{I6_CORE_DIR}"\ncommit = "{i6_core}"\npath = "recipe/i6_core"\n'
+    )
+    return root
+
+
+def _plain_ids(root: Path) -> dict:
+    env = {key: value for key, value in os.environ.items() if key not in ("PIN_LOCK", "PYTHONPATH")}
+    result = subprocess.run([sys.executable, "-c", PLAIN_LOAD], cwd=root, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return dict(line.split() for line in result.stdout.splitlines())
+
+
+def _pin(capsys: pytest.CaptureFixture, *args: str) -> Tuple[int, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+@pytest.mark.parametrize("sisyphus, i6_core", _pairs())
+def test_the_graph_commands_work_with_this_sisyphus_and_i6_core(
+    sisyphus, i6_core, real_sisyphus, make_repo, store_dir, tmp_path, monkeypatch, capsys
+):
+    remote = make_repo("rc")
+    pinned = git_commit(remote, {"__init__.py": "VERSION = 1\n"}, "the pinned state")
+    newer = git_commit(remote, {"__init__.py": "VERSION = 2\n"}, "newer")
+    root = _setup(tmp_path / "setup", sisyphus, i6_core, remote, pinned)
+    monkeypatch.chdir(root)
+    code, said = _pin(capsys, "sync")
+    assert code == 0, said
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the setup")
+
+    # the ids sispin records are the ones this Sisyphus and i6_core compute themselves
+    plain = _plain_ids(root)
+    code, said = _pin(capsys, "snapshot", "demo")
+    assert code == 0, said
+    recorded = parse_toml((root / "pin.snapshot.toml").read_text(), "pin.snapshot.toml")["sets"]["demo"]["outputs"]
+    assert {name: output["job"] for name, output in recorded.items()} == plain
+    assert _pin(capsys, "check", "--offline") == (0, "pin check: ok (1 set, 2 outputs)\n")
+
+    # a changed argument is caught, with its cause
+    config = root / "config" / "demo.py"
+    config.write_text(CONFIG.replace("1e-3", "2e-3"))
+    cause = "returnn_config.config['learning_rate']: 0.001 -> 0.002"
+    code, said = _pin(capsys, "check", "--offline", "--full")
+    assert code == 1 and cause in said, said
+    code, said = _pin(capsys, "explain", "--against", "HEAD")
+    assert code == 1 and cause in said, said
+
+    # a commit hidden behind a hash_overwrite is refused
+    config.write_text(CONFIG.replace('repo("rc")', 'repo("rc")\n    root.hash_overwrite = "RC"'))
+    code, said = _pin(capsys, "snapshot", "demo")
+    assert code == 7 and "hash_overwrite 'RC' set at config/demo.py:10" in said, said
+    git(root, "checkout", "-q", "config/demo.py")
+
+    # a move's dry run says what it renews
+    code, said = _pin(capsys, "upgrade", "demo", "rc", "--to", newer, "--dry-run")
+    assert code == 0 and "Blast radius: 2 of 2 jobs of set 'demo' get new ids" in said, said
