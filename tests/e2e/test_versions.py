@@ -113,7 +113,7 @@ def _pairs() -> List[Any]:
     return [pytest.param(s, i, id=f"sisyphus-{s[:7]}-i6_core-{i[:7]}") for s, i in unique]
 
 
-def _setup(root: Path, sisyphus: str, i6_core: str, remote: Path, pinned: str) -> Path:
+def _setup(root: Path, sisyphus: str, i6_core: str, remote: Path, pinned: str, pin: Optional[str] = None) -> Path:
     (root / "config").mkdir(parents=True)
     (root / "recipe").mkdir()
     (root / "work").mkdir()
@@ -124,7 +124,7 @@ def _setup(root: Path, sisyphus: str, i6_core: str, remote: Path, pinned: str) -
     (root / "pin.toml").write_text(
         "version = 1\n\n"
         f'[repos.rc]\nurl = "file://{remote}"\nbranch = "main"\ncheckout = "rc"\n\n'
-        f'[sets.demo]\nconfigs = ["config/demo.py"]\nrc = "{pinned}"\n\n'
+        f'[sets.demo]\nconfigs = ["config/demo.py"]\nrc = {pin or repr(pinned)}\n\n'
         f'[setup.sisyphus]\nurl = "file://{SISYPHUS_DIR}"\ncommit = "{sisyphus}"\npath = "tools/sisyphus"\n\n'
         f'[setup.i6_core]\nurl = "file://{I6_CORE_DIR}"\ncommit = "{i6_core}"\npath = "recipe/i6_core"\n'
     )
@@ -185,3 +185,62 @@ def test_the_graph_commands_work_with_this_sisyphus_and_i6_core(
     # a move's dry run says what it renews
     code, said = _pin(capsys, "upgrade", "demo", "rc", "--to", newer, "--dry-run")
     assert code == 0 and "Blast radius: 2 of 2 jobs of set 'demo' get new ids" in said, said
+
+
+def _pinned_setup(tmp_path: Path, make_repo: Any, sisyphus: str, i6_core: str, pin: Optional[str] = None) -> Path:
+    """A setup of the demo at these commits (``pin``: the pin's TOML value instead of the commit), ``pin sync``ed."""
+    remote = make_repo("rc")
+    pinned = git_commit(remote, {"__init__.py": "VERSION = 1\n"}, "the pinned state")
+    root = _setup(tmp_path / "setup", _commit(SISYPHUS_DIR, sisyphus), _commit(I6_CORE_DIR, i6_core), remote, pinned,
+                  pin and pin.replace("PINNED", pinned))  # fmt: skip
+    os.chdir(root)
+    return root
+
+
+def test_a_pin_argument_the_setups_i6_core_cannot_take_is_one_line(
+    real_sisyphus, make_repo, store_dir, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    _pinned_setup(tmp_path, make_repo, "HEAD", "663687e", '{commit = "PINNED", patches = ["--- a\\n"]}')
+    assert _pin(capsys, "sync")[0] == 0
+    said = (
+        "pin: error: sets.demo.rc: patches needs an i6_core whose CloneGitRepositoryJob takes it (added in i6_core "
+        "236d72f, 2024-01-24); this setup's has no such parameter: move [setup.i6_core] to a newer commit, or drop "
+        "patches from the pin\n"
+    )
+    assert _pin(capsys, "snapshot", "demo") == (13, said)
+    assert _pin(capsys, "check", "--offline") == (13, said), "a check that cannot run is no problem of the set's"
+
+
+def test_a_sisyphus_older_than_supported_is_said_at_sync_and_at_first_use(
+    real_sisyphus, make_repo, store_dir, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    _pinned_setup(tmp_path, make_repo, "4348fcd", "HEAD")  # 2021-05-17: puts no recipe/ on sys.path
+    code, said = _pin(capsys, "sync")
+    older = (
+        "pin: error: setup.sisyphus: Sisyphus at tools/sisyphus is older than sispin supports (Sisyphus from d68b7ce "
+        "(2021-07-05; on Python 3.11 and newer from 9620433, 2022-06-20), i6_core from 358b489 (2021-07-01)): pin a "
+        "newer commit in pin.toml's [setup.*] and run `pin sync`\n"
+    )
+    assert code == 13 and said.endswith(older) and "sisyphus  4348fcd  tools/sisyphus  cloned" in said, said
+    assert _pin(capsys, "snapshot", "demo") == (13, older), "not: loading the configs failed"
+
+
+def test_a_sisyphus_that_needs_an_older_python_says_which(real_sisyphus, tmp_path, monkeypatch):
+    from sispin.git import versions
+
+    monkeypatch.chdir(tmp_path)
+    old = _commit(SISYPHUS_DIR, "d68b7ce")
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(SISYPHUS_DIR), "sisyphus"], check=True)
+    git(tmp_path / "sisyphus", "checkout", "-q", old)
+    monkeypatch.setattr(versions.sys, "version_info", (3, 11, 7))
+    assert versions.unsupported("sisyphus", tmp_path / "sisyphus", "tools/sisyphus") == (
+        "Sisyphus at tools/sisyphus loads configs on Python 3.9 and 3.10 only, not on this Python 3.11 (from "
+        "9620433, 2022-06-20, it does): run pin with Python 3.9 or 3.10, or pin a newer Sisyphus"
+    )
+    monkeypatch.setattr(versions.sys, "version_info", (3, 10, 13))
+    assert versions.unsupported("sisyphus", tmp_path / "sisyphus", "tools/sisyphus") is None
+    git(tmp_path / "sisyphus", "checkout", "-q", _commit(SISYPHUS_DIR, "9620433"))
+    monkeypatch.setattr(versions.sys, "version_info", (3, 13, 0))
+    assert versions.unsupported("sisyphus", tmp_path / "sisyphus", "tools/sisyphus") is None

@@ -51,6 +51,8 @@ def render(result: SetupSyncResult, out: Output) -> int:
     """
     if not result.checkouts:
         out.info(f"{display_path(result.lockfile)} has no [setup.*] entries: nothing to sync")
+    if result.unsupported:
+        out.error(result.unsupported)
     return result.exit_code
 
 
@@ -62,12 +64,11 @@ def _setup_lines(lockfile: Lockfile, out: Output) -> Callable[[SetupSync], None]
     def say(synced: SetupSync) -> None:
         entry = synced.entry
         prefix = f"{entry.name:<{name_width}}  {entry.commit[:7]}  {entry.path:<{path_width}}"
-        if synced.outcome is not None:
-            out.info(f"{prefix}  {synced.outcome}")
-        else:
-            out.result(f"{prefix}  failed")
         if synced.error is not None:
+            out.result(f"{prefix}  failed")
             out.error(f"setup.{entry.name}: {synced.error}")
+        else:
+            out.info(f"{prefix}  {synced.outcome}")
 
     return say
 

@@ -3,7 +3,8 @@ The git room: running git (:mod:`~sispin.git.process`: every git process starts 
 own, with progress and time-outs), repositories and mirrors (:mod:`~sispin.git.repo`), whether a checkout is exactly
 its commit (:mod:`~sispin.git.verify`), which commits a repository holds (:mod:`~sispin.git.presence`), history
 (:mod:`~sispin.git.history`, :mod:`~sispin.git.moves`), the setup's own history and ``--commit``
-(:mod:`~sispin.git.setup_history`), git's line merge and the merge driver's set-up (:mod:`~sispin.git.merge`), and the
+(:mod:`~sispin.git.setup_history`), the Sisyphus and i6_core versions sispin supports (:mod:`~sispin.git.versions`),
+git's line merge and the merge driver's set-up (:mod:`~sispin.git.merge`), and the
 store that owns the mirrors (:mod:`~sispin.git.store`) with the lockfiles it serves (:mod:`~sispin.git.registry`) and
 its garbage collection (:mod:`~sispin.git.gc`).
 

@@ -9,13 +9,15 @@ every sampled commit). Within the range sispin adapts to each version by what it
 
 from __future__ import annotations
 
-__all__ = ["OLDEST", "PYTHON_311_SINCE", "SUPPORTED_RANGE", "unsupported"]
+__all__ = ["OLDEST", "PYTHON_311_SINCE", "SUPPORTED_RANGE", "unsupported", "unsupported_setup"]
 
 import sys
 from pathlib import Path
 from typing import Dict, NamedTuple, Optional
 
 from sispin.git.process import read_git_raw
+from sispin.lock.lockfile import Lockfile
+from sispin.lock.urls import name_from_url
 
 
 class Version(NamedTuple):
@@ -41,6 +43,17 @@ SUPPORTED_RANGE = (
     f"{PYTHON_311_SINCE.commit[:7]}, {PYTHON_311_SINCE.date}), i6_core from {OLDEST['i6_core'].commit[:7]} "
     f"({OLDEST['i6_core'].date})"
 )
+
+
+def unsupported_setup(lockfile: Lockfile) -> Optional[str]:
+    """:return: why sispin does not support a Sisyphus or i6_core the lockfile's ``[setup.*]`` checks out, if so"""
+    for entry in lockfile.setup.values():
+        project = name_from_url(entry.url).lower()
+        if project in OLDEST and (lockfile.root / entry.path / ".git").exists():
+            reason = unsupported(project, lockfile.root / entry.path, entry.path)
+            if reason:
+                return f"setup.{entry.name}: {reason}"
+    return None
 
 
 def unsupported(project: str, checkout: Path, where: str) -> Optional[str]:

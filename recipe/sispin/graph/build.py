@@ -29,6 +29,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from sispin.errors import SisyphusError, UnsupportedVersionError
 from sispin.git.store import SCRATCH_CHECKOUTS_ENV
+from sispin.git.versions import unsupported_setup
 from sispin.graph.probe.schema import Reply, SetGraph
 from sispin.lock.loading import LOCK_ENV, PROBE_TEXT_ENV
 from sispin.lock.lockfile import Lockfile, inside_setup
@@ -173,7 +174,14 @@ def run_probe(
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             raise SisyphusError(f"{what} took over {PROBE_TIMEOUT} s") from None
-        reply = _reply(result, reply_path, what)
+        try:
+            reply = _reply(result, reply_path, what)
+        except SisyphusError:
+            # a version sispin does not support fails in ways of its own: say what it is, not how it failed
+            reason = unsupported_setup(lockfile)
+            if reason:
+                raise UnsupportedVersionError(reason) from None
+            raise
     for found in _RECORDING.get():
         found.ledgers.append(reply.read)
     return reply.report

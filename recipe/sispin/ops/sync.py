@@ -22,10 +22,9 @@ from sispin.git.registry import register_lockfile
 from sispin.git.repo import clone_at_commit
 from sispin.git.store import Store
 from sispin.git.verify import verify_checkout
-from sispin.git.versions import OLDEST, unsupported
+from sispin.git.versions import unsupported_setup
 from sispin.lock.files import file_lock
 from sispin.lock.lockfile import Lockfile, SetupCheckout, inside_setup
-from sispin.lock.urls import name_from_url
 from sispin.text import display_path, shown_key
 
 
@@ -34,8 +33,7 @@ class SetupSync:
     """
     :param entry: the ``[setup.*]`` entry
     :param outcome: ``cloned``, or ``ok`` when it was at its commit with a clean tree already; None when it failed
-    :param error: why it failed, or why sispin does not support the version checked out (then with an outcome); None
-        when neither
+    :param error: why it failed; None when it did not
     """
 
     entry: SetupCheckout
@@ -48,15 +46,18 @@ class SetupSyncResult:
     """
     :param lockfile: the pin.toml synced
     :param checkouts: every ``[setup.*]`` checkout, in file order
+    :param unsupported: why sispin does not support the Sisyphus or i6_core checked out, if it does not
     """
 
     lockfile: Path
     checkouts: List[SetupSync]
+    unsupported: Optional[str] = None
 
     @property
     def exit_code(self) -> int:
-        """0 when every checkout is at its commit, else the code of the first failure."""
-        return next((synced.error.exit_code for synced in self.checkouts if synced.error is not None), 0)
+        """0 when every checkout is at its commit and supported, else the code of the first failure."""
+        failed = next((synced.error.exit_code for synced in self.checkouts if synced.error is not None), 0)
+        return failed or (UnsupportedVersionError.exit_code if self.unsupported else 0)
 
 
 @dataclass(frozen=True)
@@ -116,18 +117,11 @@ def sync_setup(lockfile: Lockfile, synced: Callable[[SetupSync], None]) -> Setup
             for entry in lockfile.setup.values():
                 try:
                     outcome = _sync_one(lockfile.root, entry)
-                    reason = _unsupported(lockfile.root, entry)
-                    done.append(SetupSync(entry, outcome, UnsupportedVersionError(reason) if reason else None))
+                    done.append(SetupSync(entry, outcome, None))
                 except PinError as exc:
                     done.append(SetupSync(entry, None, exc))
                 synced(done[-1])
-    return SetupSyncResult(lockfile.path, done)
-
-
-def _unsupported(root: Path, entry: SetupCheckout) -> Optional[str]:
-    """:return: why sispin does not support the Sisyphus or i6_core the entry checked out, if it is one of them"""
-    project = name_from_url(entry.url).lower()
-    return unsupported(project, root / entry.path, entry.path) if project in OLDEST else None
+    return SetupSyncResult(lockfile.path, done, unsupported_setup(lockfile))
 
 
 def _sync_one(root: Path, entry: SetupCheckout) -> str:
