@@ -38,6 +38,7 @@ SAMPLE: List[Tuple[Optional[str], Optional[str], str]] = [
     (None, "663687e", "i6_core before CloneGitRepositoryJob's patches (236d72f, 2024-01-24)"),
     (None, "4bc8074", "i6_core before files_to_checkout (dbb2e35, 2023-10-19)"),
     (None, "9689c8e", "i6_core before clone_submodules (33f2b70, 2023-09-27)"),
+    (None, "96f1330", "i6_core whose ReturnnConfig imports black (b5a51cf 2021-10-21 to 8c25c89 2023-08-24)"),
     (None, "358b489", "the oldest i6_core supported"),
     ("d68b7ce", "358b489", "the oldest pair"),
 ]
