@@ -233,3 +233,55 @@ def test_the_environment_write_check_sees_each_form():
     ]
     assert [environment_writes(form) for form in forms] == [[1]] * len(forms)
     assert environment_writes("env = dict(os.environ)\nenv['X'] = '1'\nos.environ.get('X')") == []
+
+
+#: what Sisyphus keeps for itself (``_sis_*``), and the internals of its modules the probe reaches into: named in the
+#: adapter only (``config_manager.load_configs`` and ``.current_config``, how ``sis manager`` loads configs and what a
+#: config's shared code asks, count as Sisyphus's API)
+_SISYPHUS_INTERNALS = frozenset(
+    {"JobSingleton", "sis_hash_helper", "get_object_state", "async_workflow", "_config_readers", "EnvironmentModifier"}
+)
+ADAPTER = PACKAGE / "graph" / "probe" / "adapter.py"
+
+
+def sisyphus_internals(source: str) -> List[str]:
+    """:return: each name of source's code (not its docstrings or comments) that is a Sisyphus internal"""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names: List[str] = []
+        if isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [alias.name.rpartition(".")[2] for alias in node.names] + [getattr(node, "module", "") or ""]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names = [node.value]
+        for name in names:
+            last = name.rpartition(".")[2]
+            if (last.startswith("_sis_") and not last.endswith("__")) or last in _SISYPHUS_INTERNALS:
+                found.append(f"{node.lineno}: {last}")
+    return found
+
+
+def test_sisyphus_internals_are_named_in_the_adapter_only():
+    found = {
+        f"{path.relative_to(RECIPE_DIR)}:{where}"
+        for path in PACKAGE.rglob("*.py")
+        if path != ADAPTER
+        for where in sisyphus_internals(path.read_text())
+    }
+    assert not found, "name them through sispin.graph.probe.adapter"
+    assert sisyphus_internals(ADAPTER.read_text()), "the adapter is where they are"
+
+
+def test_the_internals_check_sees_each_form():
+    forms = [
+        "job._sis_kwargs",
+        "vars(job).get('_sis_id_cache')",
+        "from sisyphus.job import JobSingleton",
+        "config_manager._config_readers",
+        "Job._sis_hash_static = f",
+    ]
+    assert all(sisyphus_internals(form) for form in forms)
+    assert sisyphus_internals('"""the job\'s _sis_kwargs"""\nexcluded = cls.__sis_hash_exclude__') == []

@@ -231,8 +231,8 @@ def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[Problem]:
     The check that does not depend on how a commit is hidden: every job that uses a clone of the set's pins (however
     that clone was built, directly or through other jobs, through any argument) must get another id when the commit
     moves (:func:`sispin.graph.probe.moving.blind_jobs`, Sisyphus's own hashes recomputed with the clones moved). One
-    that keeps its id does not depend on the commit — a hash_overwrite on some path between, an object with its own
-    ``_sis_hash``, a job's own ``hash()`` that drops it, an argument the job does not hash.
+    that keeps its id does not depend on the commit — a hash_overwrite on some path between, an object with a hash of
+    its own, a job's own ``hash()`` that drops it, an argument the job does not hash.
 
     :param lockfile: the setup's lockfile
     :param graph: the set's graph at its pins
@@ -255,7 +255,7 @@ def commit_blind_problems(lockfile: Lockfile, graph: SetGraph) -> List[Problem]:
                 Problem(
                     f"sets.{shown_key(graph.set_name)}: {job} (outputs: {_outputs_of(graph, job)}) uses {via}"
                     f" but keeps its id when the pinned commit of {repo} moves: something between hides the commit "
-                    "from its hash (a hash_overwrite, an object with its own _sis_hash, a job's own hash(), an "
+                    "from its hash (a hash_overwrite, an object with a hash of its own, a job's own hash(), an "
                     "argument it does not hash)"
                 )
             )

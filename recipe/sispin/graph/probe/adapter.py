@@ -1,9 +1,11 @@
 """
 What the probe knows of Sisyphus and i6_core beyond their public API, gathered here as the adapter of every version
-a setup may pin (the patches of moving and aliases and the hash helpers records uses are still to move in): where
-their code lies, how a path and a job are told apart from other objects, the class a path's hash and overwrite live
-in, what a CloneGitRepositoryJob's object holds of its arguments, a job's own environment, the outputs, inputs and
-state of jobs in the graph, and how a missing Sisyphus is reported.
+a setup may pin (docs/setup.md lists where the versions differ): where their code lies, how a path and a job are
+told apart from other objects, what a job holds (its id, the arguments its id was made of, its inputs), a path's
+``hash_overwrite``, what a CloneGitRepositoryJob's object holds of its arguments, a job's own environment, the
+outputs, inputs and state of jobs in the graph, Sisyphus's hash walk, and the places the probe watches while configs
+load (job creation and construction, ``hash_overwrite`` assignments, ``tk.async_run``). A variant a version needs is
+chosen by what that version has, never by its version.
 
 Only the probe's own process imports this module (it imports Sisyphus, lazily).
 """
@@ -15,9 +17,27 @@ __all__ = [
     "sisyphus_dir",
     "is_path",
     "is_job",
+    "JOB_INTERNALS",
+    "is_internal",
+    "job_id",
+    "set_job_id",
+    "job_arguments",
+    "input_paths",
+    "hashes_as_job",
+    "hashes_itself",
+    "object_state",
+    "hash_bytes",
+    "creation_watched",
+    "recomputed_digest",
+    "construction_wrapped",
+    "hashing_wrapped",
+    "async_run_wrapped",
+    "current_config",
+    "waiting_configs",
     "path_class",
     "overwrite_of",
     "overwrites_watched",
+    "path_hashing_watched",
     "given_arguments",
     "held_arguments",
     "own_environment",
@@ -58,6 +78,153 @@ def is_job(value: Any) -> bool:
     return hasattr(value, "_sis_id_cache") and not isinstance(value, type)
 
 
+#: the attributes Sisyphus keeps on a job object for itself (reading one is reading the job's id or arguments)
+JOB_INTERNALS = frozenset({"_sis_kwargs", "_sis_path", "_sis_id", "_sis_id_cache"})
+
+
+def is_internal(name: Any) -> bool:
+    """:return: whether an attribute (or a state dict's key) is one Sisyphus keeps for itself"""
+    return isinstance(name, str) and name.startswith("_sis_")
+
+
+def job_id(job: Any) -> str:
+    """:return: the id Sisyphus gave the job (as it keeps it: nothing computed, no attribute hook of the job's run)"""
+    return object.__getattribute__(job, "__dict__")["_sis_id_cache"]
+
+
+def set_job_id(job: Any, value: str) -> None:
+    """Make Sisyphus take value as the job's id (while ids that depend on it are computed again)."""
+    object.__getattribute__(job, "__dict__")["_sis_id_cache"] = value
+
+
+def job_arguments(job: Any) -> Dict[str, Any]:
+    """:return: the arguments the job's id was made of (Sisyphus's own dict: read, never change), {} for none"""
+    return object.__getattribute__(job, "__dict__").get("_sis_kwargs") or {}
+
+
+def input_paths(job: Any) -> List[Any]:
+    """:return: the paths Sisyphus found among the job's arguments (its inputs)"""
+    return list(job._sis_inputs)
+
+
+def hashes_as_job(value: Any) -> bool:
+    """:return: whether Sisyphus hashes value as a job (by its id): a job, or a job class"""
+    return hasattr(value, "_sis_id")
+
+
+def hashes_itself(value: Any) -> bool:
+    """:return: whether value brings its own hash (a path, a job, an object such as i6_core's ReturnnConfig)"""
+    return hasattr(value, "_sis_hash")
+
+
+def object_state(value: Any) -> Any:
+    """:return: what Sisyphus hashes of an object that has no hash of its own (its ``__sis_state__``, or its state)"""
+    from sisyphus.hash import get_object_state
+
+    return get_object_state(value)
+
+
+def hash_bytes(value: Any) -> bytes:
+    """:return: the bytes Sisyphus's hash of value is made of"""
+    from sisyphus.hash import sis_hash_helper
+
+    return sis_hash_helper(value)
+
+
+@contextlib.contextmanager
+def creation_watched(
+    hashed: Callable[[Any, Dict[str, Any], Dict[str, Any], str], None], created: Callable[[Any, Dict[str, Any]], None]
+) -> Iterator[None]:
+    """
+    While the context lasts, tell of each job's creation: ``hashed(cls, given, parsed_args, digest)`` after the
+    class hashed its arguments (given: a copy from before, for a job's own ``hash()`` may change them), and
+    ``created(job, parsed_args)`` before the job's ``__init__`` sees them.
+    """
+    from sisyphus.job import Job
+
+    original, init = Job.__dict__["_sis_hash_static"], Job._sis_init
+
+    def hash_static(cls: Any, parsed_args: Dict[str, Any]) -> str:
+        given = dict(parsed_args)
+        digest = original.__func__(cls, parsed_args)
+        hashed(cls, given, parsed_args, digest)
+        return digest
+
+    def sis_init(job: Any, args: Any, kwargs: Any, parsed_args: Dict[str, Any]) -> None:
+        created(job, parsed_args)
+        init(job, args, kwargs, parsed_args)
+
+    Job._sis_hash_static, Job._sis_init = classmethod(hash_static), sis_init
+    try:
+        yield
+    finally:
+        Job._sis_hash_static, Job._sis_init = original, init
+
+
+def recomputed_digest(job: Any, arguments: Dict[str, Any]) -> str:
+    """:return: the digest part of the id Sisyphus gives a job of the job's class created with these arguments"""
+    return type(job)._sis_hash_static(arguments)
+
+
+@contextlib.contextmanager
+def construction_wrapped(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
+    """
+    While the context lasts, every job construction (``SomeJob(...)``, which Sisyphus turns into one job object per
+    id) goes through ``wrap(create)(cls, *args, **kwargs)``, create being Sisyphus's own.
+    """
+    from sisyphus.job import JobSingleton
+
+    create = JobSingleton.__call__
+    JobSingleton.__call__ = wrap(create)
+    try:
+        yield
+    finally:
+        JobSingleton.__call__ = create
+
+
+@contextlib.contextmanager
+def hashing_wrapped(wrap: Callable[[Callable[[Any], bytes]], Callable[[Any], bytes]]) -> Iterator[None]:
+    """While the context lasts, Sisyphus's hash walk of each value goes through ``wrap(original)(value)``."""
+    from sisyphus import hash as sisyphus_hash
+
+    original = sisyphus_hash.sis_hash_helper
+    sisyphus_hash.sis_hash_helper = wrap(original)
+    try:
+        yield
+    finally:
+        sisyphus_hash.sis_hash_helper = original
+
+
+@contextlib.contextmanager
+def async_run_wrapped(wrap: Callable[[Callable[[Any], Any]], Callable[[Any], Any]]) -> Iterator[None]:
+    """While the context lasts, a config's ``await tk.async_run(obj)`` awaits ``wrap(original)(obj)``."""
+    from sisyphus import async_workflow
+    from sisyphus import toolkit as tk
+
+    original = async_workflow.async_run
+    async_workflow.async_run = tk.async_run = wrap(original)
+    try:
+        yield
+    finally:
+        async_workflow.async_run = tk.async_run = original
+
+
+def current_config() -> str:
+    """:return: the config file whose code runs now"""
+    from sisyphus.loader import config_manager
+
+    return str(config_manager.current_config)
+
+
+def waiting_configs() -> List[str]:
+    """:return: the configs whose ``py()`` still waits for unfinished jobs (their graph is not complete yet)"""
+    from sisyphus.loader import config_manager
+
+    return sorted(
+        str(config) for config, task in config_manager._config_readers if task is not None and not task.done()
+    )
+
+
 def path_class() -> Any:
     """The class that defines how Sisyphus paths hash (Path's base): patched there, so that every kind of path
     follows."""
@@ -74,6 +241,23 @@ def overwrite_of(path: Any) -> Optional[Tuple[Any, str]]:
     state = vars(path)
     value = state["_hash_overwrite"] if "_hash_overwrite" in state else state.get("hash_overwrite")
     return (None, value) if isinstance(value, str) else value
+
+
+@contextlib.contextmanager
+def path_hashing_watched(noted: Callable[[Any], None]) -> Iterator[None]:
+    """While the context lasts, call ``noted(path)`` each time Sisyphus hashes a path (before it does)."""
+    owner = path_class()
+    original = owner.__dict__["_sis_hash"]
+
+    def hashing(path: Any) -> bytes:
+        noted(path)
+        return original(path)
+
+    owner._sis_hash = hashing
+    try:
+        yield
+    finally:
+        owner._sis_hash = original
 
 
 @contextlib.contextmanager
@@ -115,7 +299,7 @@ def given_arguments(clone: Any) -> Dict[str, Any]:
     :return: the arguments its id was made of, by parameter name (sispin.clonejob.PARAMETERS), each parameter it was
         not given at its default, and those this i6_core's class does not have at theirs in today's i6_core
     """
-    given = {name: clone._sis_kwargs.get(name, default) for name, default in class_parameters()}
+    given = {name: job_arguments(clone).get(name, default) for name, default in class_parameters()}
     return {name: given.get(name, default) for name, default in DEFAULTS.items()}
 
 
@@ -183,7 +367,7 @@ def graph_jobs() -> List[Any]:
         job = stack.pop()
         if id(job) not in found:
             found[id(job)] = job
-            stack.extend(path.creator for path in reversed(list(job._sis_inputs)) if path.creator is not None)
+            stack.extend(path.creator for path in reversed(input_paths(job)) if path.creator is not None)
     return list(found.values())
 
 
@@ -196,7 +380,7 @@ def finished(job: Any) -> bool:
 
 def input_jobs(job: Any) -> List[Any]:
     """:return: the jobs whose outputs the job uses"""
-    return [path.creator for path in job._sis_inputs if path.creator is not None]
+    return [path.creator for path in input_paths(job) if path.creator is not None]
 
 
 def find_sisyphus() -> None:

@@ -17,10 +17,19 @@ __all__ = ["Assignments", "Collisions", "bound_aliases", "alias_of"]
 import contextlib
 import os
 import sys
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sispin.clonejob import is_clone
-from sispin.graph.probe.adapter import SISPIN_DIR, overwrite_of, overwrites_watched, path_class, sisyphus_dir
+from sispin.graph.probe.adapter import (
+    SISPIN_DIR,
+    construction_wrapped,
+    job_arguments,
+    job_id,
+    overwrite_of,
+    overwrites_watched,
+    path_hashing_watched,
+    sisyphus_dir,
+)
 from sispin.graph.probe.schema import Assignment
 from sispin.lock.urls import same_repository
 
@@ -42,7 +51,7 @@ def alias_of(clone: Any, aliases: Sequence[Sequence[str]]) -> Optional[str]:
     :param aliases: (url, commit, value, ...) of the bound aliases
     :return: the value the lock binds to this clone's repository and commit, if any
     """
-    kwargs = clone.__dict__.get("_sis_kwargs") or {}
+    kwargs = job_arguments(clone)
     for url, commit, value, *_ in aliases:
         if kwargs.get("commit") == commit and same_repository(kwargs.get("url", ""), url):
             return value
@@ -85,7 +94,7 @@ class Assignments:
             where = "pin.toml" if file.startswith(SISPIN_DIR) else taken_at(caller)
             # what exp.repo() does: on the clone's own output, before any job used it
             own = path is vars(creator).get("out_repository") and not getattr(path, "users", None)
-            entry = Assignment(creator._sis_id_cache, str(shown_overwrite(overwrite)), where, own)
+            entry = Assignment(job_id(creator), str(shown_overwrite(overwrite)), where, own)
             if entry not in assignments.found:
                 assignments.found.append(entry)
 
@@ -120,39 +129,34 @@ class Collisions:
         if not self.shared:
             yield
             return
-        from sisyphus.job import JobSingleton
-
         from sispin.graph.probe.values import taken_at
         from sispin.sets import shown_overwrite
 
-        create, owner = JobSingleton.__call__, path_class()
-        original = owner._sis_hash
         hidden: List[List[Tuple[str, str]]] = []  # per construction under way: the clones behind shared values
         seen: Dict[int, Tuple[Tuple[str, str], ...]] = {}
         collisions = self
 
-        def noting(path: Any) -> bytes:
+        def noting(path: Any) -> None:
             overwrite = overwrite_of(path)
             if overwrite is not None and hidden and str(shown_overwrite(overwrite)) in collisions.shared:
                 creator = path.__dict__.get("creator")
                 if is_clone(creator) and alias_of(creator, collisions.aliases):
-                    hidden[-1].append((creator._sis_id_cache, path.path))
-            return original(path)
+                    hidden[-1].append((job_id(creator), path.path))
 
-        def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
-            hidden.append([])
-            try:
-                job = create(cls, *args, **kwargs)
-            finally:
-                behind = tuple(hidden.pop())
-            if seen.setdefault(id(job), behind) != behind:
-                entry = (job._sis_id_cache, taken_at(sys._getframe(1)))
-                if entry not in collisions.found:
-                    collisions.found.append(entry)
-            return job
+        def wrap(create: Callable[..., Any]) -> Callable[..., Any]:
+            def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
+                hidden.append([])
+                try:
+                    job = create(cls, *args, **kwargs)
+                finally:
+                    behind = tuple(hidden.pop())
+                if seen.setdefault(id(job), behind) != behind:
+                    entry = (job_id(job), taken_at(sys._getframe(1)))
+                    if entry not in collisions.found:
+                        collisions.found.append(entry)
+                return job
 
-        JobSingleton.__call__, owner._sis_hash = call, noting
-        try:
+            return call
+
+        with construction_wrapped(wrap), path_hashing_watched(noting):
             yield
-        finally:
-            JobSingleton.__call__, owner._sis_hash = create, original

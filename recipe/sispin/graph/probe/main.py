@@ -37,6 +37,7 @@ from sispin.graph.probe.adapter import (
     input_jobs,
     overwrite_of,
     registered_outputs,
+    waiting_configs,
 )
 from sispin.graph.probe.records import hashed_paths, record
 from sispin.graph.probe.schema import Clone, Escape, Failure, Overwrite, RecordedOutput, Reply, SetGraph
@@ -66,9 +67,9 @@ def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None)
     uses, awaits = ValueUses(moving.set_pins(request["set"])), moving.Awaits(moved["awaits"] if moved else None)
     aliases = bound_aliases(request["set"])
     assignments, collisions, creation = Assignments(), Collisions([] if moved else aliases), moving.CreationArguments()
-    if moved:
-        moving.move_hand_written_clones(moved["remap"])
     watching = [awaits.counting(), assignments.recording(), collisions.watching()]
+    if moved:
+        watching.append(moving.hand_written_clones_moved(moved["remap"]))
     _load_configs(request["configs"], watching if moved else watching + [uses.recording(), creation.recording()])
     loaded()
     # the graph as built; then every job those jobs hold, also where Sisyphus does not look (an object's
@@ -94,7 +95,7 @@ def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None)
         changed_jobs=tuple(changed_jobs),
         value_uses=tuple(uses.found),
         awaits=awaits.passed,
-        waiting=tuple(moving.waiting_configs()),
+        waiting=tuple(waiting_configs()),
         states=job_states(jobs) if request.get("states") or uses.found else None,
         assignments=tuple(assignments.found),
         collisions=tuple(collisions.found),

@@ -6,13 +6,13 @@ pinned commit get another id when that commit moves, however the commit reached 
   repository (its URL up to spelling) at a commit the set pins, whoever built it (``exp.repo()``, a hand-written
   call, a helper given ``exp.commit()``).
 - :func:`blind_jobs`: the ids of every job using those clones, recomputed with the clones' ids moved (the hash walk
-  is Sisyphus's own: a job's ``hash()``, objects' ``_sis_hash``, paths through their creator's id and their
+  is Sisyphus's own: a job's ``hash()``, objects' own hashes, paths through their creator's id and their
   hash_overwrite); a job that keeps its id is blind to the commit.
 - :mod:`sispin.graph.probe.values` records where config code took a pinned value out of the graph as a plain value:
   what is built from such a value can only be checked by building the set once more with the pins moved.
 - :class:`Awaits`: how far async configs got (``await tk.async_run(...)`` passes only when the jobs are finished), so
   that the moved build gets as far.
-- :func:`move_hand_written_clones`: in that moved build, hand-written clones of a pin clone the moved commit too.
+- :func:`hand_written_clones_moved`: in that moved build, hand-written clones of a pin clone the moved commit too.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ __all__ = [
     "blind_jobs",
     "CreationArguments",
     "Awaits",
-    "waiting_configs",
-    "move_hand_written_clones",
+    "hand_written_clones_moved",
 ]
 
 import contextlib
@@ -32,9 +31,23 @@ import hashlib
 import inspect
 import io
 import pickle
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from sispin.clonejob import class_parameters, is_clone, job_class
+from sispin.graph.probe.adapter import (
+    async_run_wrapped,
+    construction_wrapped,
+    creation_watched,
+    current_config,
+    hashes_itself,
+    hashing_wrapped,
+    input_paths,
+    is_job,
+    job_arguments,
+    job_id,
+    recomputed_digest,
+    set_job_id,
+)
 from sispin.graph.probe.state import References
 from sispin.lock.urls import same_repository
 
@@ -66,7 +79,7 @@ def pinned_clones(jobs: Sequence[Any], set_name: str) -> Dict[str, List[Any]]:
         found[repo] = [
             job
             for job in jobs
-            if is_clone(job) and job._sis_kwargs.get("commit") == pin.commit and same_repository(job.url, url)
+            if is_clone(job) and job_arguments(job).get("commit") == pin.commit and same_repository(job.url, url)
         ]
     return {repo: clones for repo, clones in found.items() if clones}
 
@@ -106,7 +119,7 @@ def _topological(jobs: Sequence[Any]) -> List[Any]:
                 order.append(job)
                 continue
             stack.append((job, True))
-            stack.extend((path.creator, False) for path in job._sis_inputs if path.creator is not None)
+            stack.extend((path.creator, False) for path in input_paths(job) if path.creator is not None)
     return order
 
 
@@ -132,47 +145,37 @@ class CreationArguments:
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
         """Record, while configs load, what each job class's hash() takes, and each new job's arguments."""
-        from sisyphus.job import Job
-
-        original, init = Job.__dict__["_sis_hash_static"], Job._sis_init
         taken, prints = self.taken, self.prints
 
-        def hash_static(cls: Any, parsed_args: Dict[str, Any]) -> str:
-            given = dict(parsed_args)
-            result = original.__func__(cls, parsed_args)
+        def hashed(cls: Any, given: Dict[str, Any], parsed_args: Dict[str, Any], digest: str) -> None:
             changed = {key: value for key, value in given.items() if parsed_args.get(key, _TAKEN) is not value}
             if changed:
-                taken.setdefault((cls, result), changed)
-            return result
+                taken.setdefault((cls, digest), changed)
 
-        def sis_init(job: Any, args: Any, kwargs: Any, parsed_args: Dict[str, Any]) -> None:
+        def created(job: Any, parsed_args: Dict[str, Any]) -> None:
             prints[id(job)] = _fingerprint(parsed_args)
-            init(job, args, kwargs, parsed_args)
 
-        Job._sis_hash_static, Job._sis_init = classmethod(hash_static), sis_init
-        try:
+        with creation_watched(hashed, created):
             yield
-        finally:
-            Job._sis_hash_static, Job._sis_init = original, init
 
     def unchanged(self, job: Any) -> bool:
         """Whether the job still holds the arguments it was created with (then they give its id)."""
         created = self.prints.get(id(job))
-        return created is not None and _fingerprint(job._sis_kwargs) == created
+        return created is not None and _fingerprint(job_arguments(job)) == created
 
     def recomputed(self, job: Any) -> str:
         """The job's id computed now from its arguments, as Sisyphus computes it when the job is created."""
-        prefix, digest = job._sis_id_cache.rsplit(".", 1)
-        arguments = {**job._sis_kwargs, **self.taken.get((type(job), digest), {})}
-        return f"{prefix}.{type(job)._sis_hash_static(arguments)}"
+        prefix, digest = job_id(job).rsplit(".", 1)
+        arguments = {**job_arguments(job), **self.taken.get((type(job), digest), {})}
+        return f"{prefix}.{recomputed_digest(job, arguments)}"
 
 
 class _Pickler(pickle.Pickler):
     """Pickles arguments with every job as its id: what a job holds is its own."""
 
     def reducer_override(self, obj: Any) -> Any:
-        if hasattr(obj, "_sis_id_cache") and not isinstance(obj, type):
-            return str, (obj._sis_id_cache,)
+        if is_job(obj):
+            return str, (job_id(obj),)
         return NotImplemented
 
 
@@ -210,23 +213,24 @@ def blind_jobs(
         changed = {
             id(job): job
             for job in {id(job): job for group in users.values() for job in group}.values()
-            if not creation.unchanged(job) and creation.recomputed(job) != job._sis_id_cache
+            if not creation.unchanged(job) and creation.recomputed(job) != job_id(job)
         }
         for repo, clones in pinned.items():
-            saved = {id(job): job._sis_id_cache for job in [*clones, *users[repo]]}
+            saved = {id(job): job_id(job) for job in [*clones, *users[repo]]}
             moved: Dict[int, str] = {}
             try:
                 for clone in clones:
-                    clone._sis_id_cache = f"{clone._sis_id_cache}-moved"
+                    set_job_id(clone, f"{job_id(clone)}-moved")
                 for job in users[repo]:  # inputs first: each user hashes the moved ids of the jobs before it
-                    moved[id(job)] = job._sis_id_cache = creation.recomputed(job)
+                    moved[id(job)] = creation.recomputed(job)
+                    set_job_id(job, moved[id(job)])
             finally:
                 for job in [*clones, *users[repo]]:
-                    job._sis_id_cache = saved[id(job)]
+                    set_job_id(job, saved[id(job)])
             for job in users[repo]:
                 if id(job) not in changed and moved[id(job)] == saved[id(job)]:
                     blind.setdefault(saved[id(job)], []).append(repo)
-    return blind, sorted(job._sis_id_cache for job in changed.values())
+    return blind, sorted(job_id(job) for job in changed.values())
 
 
 @contextlib.contextmanager
@@ -237,38 +241,35 @@ def _memoized_hashing() -> Iterator[None]:
     cannot depend on an id. A network dict is then walked once for all pins, not once per pin and pass. The objects
     are kept alive meanwhile, so that no other object can take the address of one remembered.
     """
-    from sisyphus import hash as sisyphus_hash
-
-    original = sisyphus_hash.sis_hash_helper
     remembered: Dict[int, Tuple[Any, bytes]] = {}
     holds_ids = [False]  # per container under way: whether something in it hashes an id
 
-    def helper(obj: Any) -> bytes:
-        kind = type(obj)
-        if kind in _LEAVES:
-            return original(obj)
-        if hasattr(obj, "_sis_hash"):
-            holds_ids[-1] = True
-            return original(obj)
-        known = remembered.get(id(obj))
-        if known is not None:
-            return known[1]
-        holds_ids.append(False)
-        try:
-            result = original(obj)
-        finally:
-            holds = holds_ids.pop()
-        if holds:
-            holds_ids[-1] = True
-        elif kind is not tuple:  # tuples are mostly a dict's items, made anew for each walk
-            remembered[id(obj)] = (obj, result)
-        return result
+    def wrap(original: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+        def helper(obj: Any) -> bytes:
+            kind = type(obj)
+            if kind in _LEAVES:
+                return original(obj)
+            if hashes_itself(obj):
+                holds_ids[-1] = True
+                return original(obj)
+            known = remembered.get(id(obj))
+            if known is not None:
+                return known[1]
+            holds_ids.append(False)
+            try:
+                result = original(obj)
+            finally:
+                holds = holds_ids.pop()
+            if holds:
+                holds_ids[-1] = True
+            elif kind is not tuple:  # tuples are mostly a dict's items, made anew for each walk
+                remembered[id(obj)] = (obj, result)
+            return result
 
-    sisyphus_hash.sis_hash_helper = helper
-    try:
+        return helper
+
+    with hashing_wrapped(wrap):
         yield
-    finally:
-        sisyphus_hash.sis_hash_helper = original
 
 
 #: values Sisyphus hashes by their repr: nothing to remember
@@ -289,64 +290,56 @@ class Awaits:
 
     @contextlib.contextmanager
     def counting(self) -> Iterator[None]:
-        from sisyphus import async_workflow, graph
-        from sisyphus import toolkit as tk
-        from sisyphus.loader import config_manager
+        from sisyphus import graph
 
-        original = async_workflow.async_run
         awaits = self
 
-        async def async_run(obj: Any) -> None:
-            config = str(config_manager.current_config)
-            if awaits.allowed is not None and awaits.passed.get(config, 0) < awaits.allowed.get(config, 0):
-                graph.graph.add_target(graph.OutputTarget(name="async_run", inputs=obj))
-            else:
-                await original(obj)
-            awaits.passed[config] = awaits.passed.get(config, 0) + 1
+        def wrap(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+            async def async_run(obj: Any) -> None:
+                config = current_config()
+                if awaits.allowed is not None and awaits.passed.get(config, 0) < awaits.allowed.get(config, 0):
+                    graph.graph.add_target(graph.OutputTarget(name="async_run", inputs=obj))
+                else:
+                    await original(obj)
+                awaits.passed[config] = awaits.passed.get(config, 0) + 1
 
-        async_workflow.async_run = tk.async_run = async_run
-        try:
+            return async_run
+
+        with async_run_wrapped(wrap):
             yield
-        finally:
-            async_workflow.async_run = tk.async_run = original
 
 
-def waiting_configs() -> List[str]:
-    """:return: the configs whose ``py()`` still waits for unfinished jobs (their graph is not complete yet)"""
-    from sisyphus.loader import config_manager
-
-    return sorted(
-        str(config) for config, task in config_manager._config_readers if task is not None and not task.done()
-    )
-
-
-def move_hand_written_clones(remap: Sequence[Tuple[str, str, str]]) -> None:
+@contextlib.contextmanager
+def hand_written_clones_moved(remap: Sequence[Tuple[str, str, str]]) -> Iterator[None]:
     """
-    In a moved build: a CloneGitRepositoryJob of a pin, however it is built, clones the moved commit.
+    In a moved build, while configs load: a CloneGitRepositoryJob of a pin, however it is built, clones the moved
+    commit.
 
     :param remap: (url, pinned commit, moved commit) of each of the set's pins
     """
     clone = job_class()
     signature = inspect.signature(clone.__init__)
-    singleton = type(clone)
-    create = singleton.__call__
 
-    def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        if cls is clone:
-            try:
-                bound = signature.bind(None, *args, **{k: v for k, v in kwargs.items() if k != "sis_tags"})
-            except TypeError:  # Sisyphus says what is wrong with the call
-                return create(cls, *args, **kwargs)
-            url, commit = bound.arguments.get("url"), bound.arguments.get("commit")
-            for locked, pinned, moved in remap:
-                if commit == pinned and isinstance(url, str) and same_repository(url, locked):
-                    names = [name for name, _ in class_parameters()]
-                    position = names.index("commit")
-                    if len(args) > position:
-                        args = (*args[:position], moved, *args[position + 1 :])
-                    else:
-                        kwargs = {**kwargs, "commit": moved}
-                    break
-        return create(cls, *args, **kwargs)
+    def wrap(create: Callable[..., Any]) -> Callable[..., Any]:
+        def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
+            if cls is clone:
+                try:
+                    bound = signature.bind(None, *args, **{k: v for k, v in kwargs.items() if k != "sis_tags"})
+                except TypeError:  # Sisyphus says what is wrong with the call
+                    return create(cls, *args, **kwargs)
+                url, commit = bound.arguments.get("url"), bound.arguments.get("commit")
+                for locked, pinned, moved in remap:
+                    if commit == pinned and isinstance(url, str) and same_repository(url, locked):
+                        names = [name for name, _ in class_parameters()]
+                        position = names.index("commit")
+                        if len(args) > position:
+                            args = (*args[:position], moved, *args[position + 1 :])
+                        else:
+                            kwargs = {**kwargs, "commit": moved}
+                        break
+            return create(cls, *args, **kwargs)
 
-    singleton.__call__ = call
+        return call
+
+    with construction_wrapped(wrap):
+        yield

@@ -14,7 +14,7 @@ import hashlib
 import inspect
 from typing import Any, Dict, Iterator, List, Set, Tuple
 
-from sispin.graph.probe.adapter import is_path
+from sispin.graph.probe.adapter import hash_bytes, hashes_as_job, is_internal, is_path, job_arguments, object_state
 from sispin.graph.probe.schema import Arg, JobRecord
 
 #: a job's argument record lists at most this many leaves; below the cut, containers are single digests (what
@@ -40,7 +40,7 @@ def record(job: Any) -> JobRecord:
     from sisyphus.job import Job
 
     excluded = type(job).__sis_hash_exclude__
-    hashed = {k: v for k, v in job._sis_kwargs.items() if not (k in excluded and excluded[k] == v)}
+    hashed = {k: v for k, v in job_arguments(job).items() if not (k in excluded and excluded[k] == v)}
     if type(job).__sis_version__ is not None:
         hashed["__sis_version__"] = type(job).__sis_version__
     records = []
@@ -71,11 +71,9 @@ def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], budget: in
 
 def _children(value: Any) -> Any:
     """(path suffix, child) pairs of a container Sisyphus hashes element by element; None for a leaf."""
-    from sisyphus.hash import get_object_state
-
     if value is None or type(value) in (int, float, bool, str, complex, bytes) or is_path(value):
         return None
-    if hasattr(value, "_sis_id") or isinstance(value, enum.Enum) or inspect.isfunction(value) or inspect.isclass(value):
+    if hashes_as_job(value) or isinstance(value, enum.Enum) or inspect.isfunction(value) or inspect.isclass(value):
         return None
     if type(value) in (list, tuple):
         return [(f"[{i}]", item) for i, item in enumerate(value)] or None
@@ -84,10 +82,10 @@ def _children(value: Any) -> Any:
     if isinstance(value, dict):
         labelled = sorted((_stable_repr(key), item) for key, item in value.items())
         return [(f"[{label}]", item) for label, item in labelled] or None
-    # an object with its own _sis_hash (i6_core's ReturnnConfig) hashes part of its state: its state is walked all
+    # an object with its own hash (i6_core's ReturnnConfig) hashes part of its state: its state is walked all
     # the same, so that a change shows at the attribute that holds it
     try:
-        state = get_object_state(value)
+        state = object_state(value)
     except TypeError:  # a kind Sisyphus refuses to hash (a list subclass): never part of an id, one leaf here
         return None
     if isinstance(state, dict):
@@ -103,15 +101,11 @@ def _stable_repr(value: Any) -> str:
     text = repr(value)
     if " at 0x" not in text:
         return text
-    from sisyphus.hash import sis_hash_helper
-
-    return f"<{type(value).__qualname__} {hashlib.sha256(sis_hash_helper(value)).hexdigest()[:8]}>"
+    return f"<{type(value).__qualname__} {hashlib.sha256(hash_bytes(value)).hexdigest()[:8]}>"
 
 
 def _leaf(value: Any) -> Tuple[str, Any]:
     """(canonical text of a leaf, id of the job that creates it when it is a path)"""
-    from sisyphus.hash import sis_hash_helper
-
     from sispin.sets import shown_overwrite
 
     if is_path(value):
@@ -120,7 +114,7 @@ def _leaf(value: Any) -> Tuple[str, Any]:
         if creator is None:
             return f"Path({value.path!r}{overwrite})", None
         return f"Path({type(creator).__name__}, {value.path!r}{overwrite})", creator.job_id()
-    if hasattr(value, "_sis_id"):
+    if hashes_as_job(value):
         return f"Job({value.job_id()})", value.job_id()
     if (
         value is None
@@ -135,7 +129,7 @@ def _leaf(value: Any) -> Tuple[str, Any]:
         return "{" + ", ".join(sorted(_stable_repr(item) for item in value)) + "}", None
     # anything else (a cut container, bytes, an enum...): Sisyphus's own bytes, shown as a type and digest
     try:
-        content = sis_hash_helper(value)
+        content = hash_bytes(value)
     except TypeError:  # Sisyphus refuses to hash it, so it sits where no id looks: its text stands for it
         content = repr(value).encode("utf-8", "backslashreplace")
     return f"<{type(value).__qualname__} {hashlib.sha256(content).hexdigest()[:8]}>", None
@@ -145,16 +139,15 @@ def hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:
     """
     Every Sisyphus path object in the job's hashed arguments, with the argument path that leads to it (e.g.
     ``returnn_config.config['rc_root']``). The walk is Sisyphus's own (``sisyphus.tools.extract_paths``: lists,
-    tuples, sets, dicts without ``_sis_`` keys, other objects through their hashed state), but keeps every path
+    tuples, sets, dicts without Sisyphus's own keys, other objects through their hashed state), but keeps every path
     object: Sisyphus's set of inputs merges a copy that carries a hash_overwrite into the original it equals.
     """
     from sisyphus.block import Block
-    from sisyphus.hash import get_object_state
 
     excluded = getattr(job, "__sis_hash_exclude__", {})
     stack: List[Tuple[str, Any]] = [
         (name, value)
-        for name, value in sorted(job._sis_kwargs.items(), reverse=True)
+        for name, value in sorted(job_arguments(job).items(), reverse=True)
         if not (name in excluded and excluded[name] == value)
     ]
     seen: Set[int] = set()
@@ -163,7 +156,7 @@ def hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:
         if id(value) in seen or value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
             continue
         seen.add(id(value))
-        if isinstance(value, (Block, enum.Enum)) or type(value) is type or hasattr(value, "_sis_id"):
+        if isinstance(value, (Block, enum.Enum)) or type(value) is type or hashes_as_job(value):
             continue  # a job among the arguments is hashed as its id: its own arguments are its own
         if is_path(value):
             yield where, value
@@ -173,12 +166,10 @@ def hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:
             stack.extend((f"{where}{{}}", item) for item in value)
         elif isinstance(value, dict):
             stack.extend(
-                (f"{where}[{key!r}]", item)
-                for key, item in reversed(list(value.items()))
-                if not (isinstance(key, str) and key.startswith("_sis_"))
+                (f"{where}[{key!r}]", item) for key, item in reversed(list(value.items())) if not is_internal(key)
             )
         else:
-            state = get_object_state(value)
+            state = object_state(value)
             if isinstance(state, dict):
                 stack.extend((f"{where}.{key}", item) for key, item in reversed(list(state.items())))
             else:

@@ -1,7 +1,7 @@
 """
 The whole state of a job, in the probe's process: every value it holds, hashed or not — its arguments as given,
 every attribute of the job object (its environment for ``set_env`` among them), and inside each object everything
-its ``__dict__`` holds, also what its ``__sis_state__`` or ``_sis_hash`` leave out of the hash. Two builds of one id
+its ``__dict__`` holds, also what its ``__sis_state__`` or its own hash leave out of the hash. Two builds of one id
 must agree on all of it (:func:`job_states`), and every job a job holds in any of it uses that job
 (:func:`referenced_jobs`).
 """
@@ -16,7 +16,16 @@ import hashlib
 import inspect
 from typing import Any, Dict, Iterator, List, Sequence, Set, Tuple
 
-from sispin.graph.probe.adapter import is_job, is_path, own_environment
+from sispin.graph.probe.adapter import (
+    input_paths,
+    is_internal,
+    is_job,
+    is_path,
+    job_arguments,
+    job_id,
+    object_state,
+    own_environment,
+)
 
 
 def _attributes(job: Any) -> Dict[str, Any]:
@@ -25,8 +34,8 @@ def _attributes(job: Any) -> Dict[str, Any]:
     it was given with ``set_env`` (what settings.py sets for every job, the store's redirects among them, is the
     setup's, not the job's).
     """
-    attributes = {"(arguments)": job._sis_kwargs}
-    attributes.update((name, value) for name, value in vars(job).items() if not name.startswith("_sis_"))
+    attributes = {"(arguments)": job_arguments(job)}
+    attributes.update((name, value) for name, value in vars(job).items() if not is_internal(name))
     environment = own_environment(job)
     if environment is not None:
         attributes["(environment)"] = environment
@@ -67,9 +76,7 @@ def _members(value: Any) -> Iterator[Tuple[Any, Any]]:
         yield from reduced
         if not isinstance(state, dict) and not slots and not reduced:
             # an object of C (a numpy array, a date): what Sisyphus hashes of it is all there is to see
-            from sisyphus.hash import get_object_state
-
-            whole = get_object_state(value)
+            whole = object_state(value)
             if whole is not value:
                 yield "", whole
 
@@ -115,7 +122,7 @@ def referenced_jobs(job: Any) -> List[Any]:
     """:return: every other job whose object or path the job holds anywhere in its state"""
     found: Dict[int, Any] = {}
     seen: Set[int] = set()
-    stack: List[Any] = list(_attributes(job).values()) + list(job._sis_inputs)
+    stack: List[Any] = list(_attributes(job).values()) + input_paths(job)
     while stack:
         value = stack.pop()
         if _leaf(value) or id(value) in seen:
@@ -168,7 +175,7 @@ def job_states(jobs: Sequence[Any]) -> Dict[str, Dict[str, str]]:
         of one id must agree on all of them
     """
     return {
-        job._sis_id_cache: {
+        job_id(job): {
             name: hashlib.sha256(_state_bytes(value, set())).hexdigest()[:16]
             for name, value in _attributes(job).items()
         }
@@ -183,10 +190,10 @@ def _state_bytes(value: Any, active: Set[int]) -> bytes:
         return kind + b":" + repr(value).encode()
     if is_path(value):
         creator = value.__dict__.get("creator")
-        who = creator._sis_id_cache if is_job(creator) else repr(creator)
+        who = job_id(creator) if is_job(creator) else repr(creator)
         return f"Path({who}, {value.path!r}, {value.hash_overwrite!r})".encode()
     if is_job(value):
-        return f"Job({value._sis_id_cache})".encode()
+        return f"Job({job_id(value)})".encode()
     if _leaf(value):
         name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or repr(value)
         return f"{kind.decode()}:{getattr(value, '__module__', '')}.{name}".encode()

@@ -3,10 +3,10 @@ Where config code takes a pinned value out of the graph as a plain value, in the
 the lock's values (``exp.commit()``, ``exp.clone_kwargs()``, ``exp.checkout()``, ``exp.imported()``, ``exp.spec``,
 ``exp.lockfile``), a clone path as text (``get_path()``, ``str()``, ``os.fspath()``, also through Sisyphus's own
 helpers such as ``DelayedFormat.get()``, a copy or a pickle), a clone job's arguments or id (``.commit``, ``.url``,
-``_sis_kwargs``, ``vars()``, ``job_id()``), and the value of a ``tk.Variable`` computed by a job that uses a pin
-(read after an ``await``: in the moved build that job has not run, and its variable reads otherwise). What is built
-from such a value no hash follows, so the set is built once more with the pins moved (:mod:`sispin.graph.moved`)
-and every job that keeps its id must keep its state.
+the arguments Sisyphus keeps, ``vars()``, ``job_id()``), and the value of a ``tk.Variable`` computed by a job that
+uses a pin (read after an ``await``: in the moved build that job has not run, and its variable reads otherwise).
+What is built from such a value no hash follows, so the set is built once more with the pins moved
+(:mod:`sispin.graph.moved`) and every job that keeps its id must keep its state.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sysconfig
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from sispin.clonejob import is_clone, job_class
-from sispin.graph.probe.adapter import SISPIN_DIR, sisyphus_dir
+from sispin.graph.probe.adapter import JOB_INTERNALS, SISPIN_DIR, job_arguments, job_id, sisyphus_dir
 from sispin.graph.probe.schema import ValueUse
 from sispin.lock.urls import same_repository
 
@@ -38,13 +38,10 @@ _CLONE_VALUES = frozenset(
         "branch",
         "patches",
         "files_to_checkout",
-        "_sis_kwargs",
         "__dict__",
         "job_id",
-        "_sis_path",
-        "_sis_id",
-        "_sis_id_cache",
         "work_path",
+        *JOB_INTERNALS,
     }
 )
 
@@ -114,7 +111,7 @@ class ValueUses:
 
     def pinned(self, job: Any) -> bool:
         # past the clone's patched __getattribute__, which asks this
-        kwargs = object.__getattribute__(job, "__dict__").get("_sis_kwargs") or {}
+        kwargs = job_arguments(job)
         return any(kwargs.get("commit") == c and same_repository(kwargs.get("url", ""), u) for u, c in self.pins)
 
     def _patches(self) -> List[Tuple[Any, str, Any]]:
@@ -170,7 +167,7 @@ class ValueUses:
                 if where and caller.f_locals.get("self") is creator:
                     where = ""
                 if where and uses.depends(creator):
-                    uses.add(f"{__name}() of a path of {creator._sis_id_cache}", where)
+                    uses.add(f"{__name}() of a path of {job_id(creator)}", where)
                 return __method(self, *args, **kwargs)
 
             patches.append((Path, name, as_text))
@@ -182,7 +179,7 @@ class ValueUses:
             def job_as_text(self: Any, __name: str = name, __method: Any = method) -> Any:
                 where = taken_at(sys._getframe(1)) if uses.pinned(self) else ""
                 if where:
-                    uses.add(f"{__name}() of {object.__getattribute__(self, '_sis_id_cache')}", where)
+                    uses.add(f"{__name}() of {job_id(self)}", where)
                 return __method(self)
 
             patches.append((clone, name, job_as_text))
@@ -190,7 +187,7 @@ class ValueUses:
         def read(self: Any, name: str) -> Any:
             where = taken_at(sys._getframe(1)) if name in _CLONE_VALUES and uses.pinned(self) else ""
             if where:
-                uses.add(f"{name} of {object.__getattribute__(self, '_sis_id_cache')}", where)
+                uses.add(f"{name} of {job_id(self)}", where)
             return attribute_of(self, name)
 
         patches.append((clone, "__getattribute__", read))
@@ -200,7 +197,7 @@ class ValueUses:
             creator = self.__dict__.get("creator")
             where = taken_at(sys._getframe(1)) if creator is not None and uses.depends(creator) else ""
             if where:
-                uses.add(f"get() of a variable of {creator._sis_id_cache}", where)
+                uses.add(f"get() of a variable of {job_id(creator)}", where)
             return variable_get(self)
 
         patches.append((Variable, "get", value_of))
