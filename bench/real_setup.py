@@ -25,16 +25,21 @@ no pin.toml: ``pin import --config --write`` makes it. Then, in that copy, each 
   (refused while the overwrite is in the code), the clone moved to ``experiment_set(NAME).repo(...)`` (every job id of
   a plain load kept) and the upgrade itself (its blast radius against the ids a plain load gives afterwards).
 
-The measured pipelines (``--pipeline``, default the first):
+The measured pipelines (``--pipeline``, default the first; each also with a code change whose report ``pin check``
+must count as two plain loads see it):
 
 - ``example_setups/librispeech/ctc_rnnt_standalone_2024``: the BPE LSTM and Transformer LMs and the CTC BPE-128
-  baseline with their LM decodings (the docs' table);
-- ``users/...``: see :data:`PIPELINES`.
+  baseline with their LM decodings (the docs' table), 639 jobs; with the upgrade scenario (i6_models);
+- ``users/zeineldeen/experiments/aed_beam_search``: ``configs/espnet_adaptive_search.py``, ESPnet beam searches of
+  models on its authors' cluster, 599 jobs built from ``tk.Path`` objects only (no data is needed for the graph); it
+  pins nothing (its one clone, SCTK, follows a branch), and the setup's settings.py names a RETURNN, as i6 setups do.
 
 What it needs: this checkout's venv with sispin installed (``pip install -e '.[setup]'``) and ``pin sync`` run (the
 setup's Sisyphus and i6_core); the pipelines' own Python dependencies in the same interpreter, from the package
-registry: ``pip install torch==2.13.0 i6-models typeguard returnn`` (see :data:`PIPELINES` for each one's). The upgrade
-rows clone the moved repository (i6_models) into a store of the run's own: with no network, ``--redirect
+registry: ``pip install torch==2.9.1 'torchaudio==2.9.*' i6-models typeguard returnn``. The first pipeline imports
+torchaudio, and a torchaudio wheel loads only beside the torch of its own version (torchaudio 2.11.1, PyPI's newest,
+fails beside torch 2.13.0: ``Could not load this library: .../_torchaudio.so``). The upgrade rows clone the moved
+repository (i6_models) into a store of the run's own: with no network, ``--redirect
 https://github.com/rwth-i6/i6_models=GITDIR`` has git take it from a local clone or mirror (``url.GITDIR.insteadOf``,
 which changes no job id); without either those rows are skipped with the reason. The plain way's figures and sispin's
 are printed next to each other with the goal each row keeps; exit 1 when a goal is missed. Nothing outside the
@@ -94,6 +99,23 @@ class Upgrade:
 
 
 @dataclass(frozen=True)
+class Change:
+    """
+    An ordinary code change of the pipeline, of the kind that gives jobs new ids.
+
+    :param file: the file changed, relative to the pipeline
+    :param old: the text replaced (its first occurrence)
+    :param new: what replaces it
+    :param what: the change, for the report
+    """
+
+    file: str
+    old: str
+    new: str
+    what: str
+
+
+@dataclass(frozen=True)
 class Pipeline:
     """
     One pipeline of i6_experiments and what this benchmark builds of it.
@@ -103,6 +125,8 @@ class Pipeline:
     :param config: ``config/real.py``: which of its experiments are built
     :param what: what that builds, for the report
     :param upgrade: the upgrade scenario, when the pipeline has one
+    :param change: a code change that ``pin check`` must report as the plain loads see it, when it has one
+    :param settings: lines the setup's settings.py needs for the pipeline (what its authors' settings.py sets)
     """
 
     path: str
@@ -110,10 +134,14 @@ class Pipeline:
     config: str
     what: str
     upgrade: Optional[Upgrade] = None
+    change: Optional[Change] = None
+    settings: str = ""
 
 
 _CTC2024 = "example_setups/librispeech/ctc_rnnt_standalone_2024"
 _CTC2024_MODULE = "i6_experiments." + _CTC2024.replace("/", ".")
+_AED_SEARCH = "users/zeineldeen/experiments/aed_beam_search"
+_AED_SEARCH_MODULE = "i6_experiments." + _AED_SEARCH.replace("/", ".")
 
 #: the measured pipelines, by their directory in i6_experiments
 PIPELINES: Dict[str, Pipeline] = {
@@ -154,6 +182,34 @@ from sispin import experiment_set
 I6_MODELS_REPO_PATH = experiment_set("{set}").repo("i6_models").copy()
 """,
         ),
+        change=Change(
+            file="experiments/ctc_bpe/baseline_128.py",
+            old="np.linspace(5e-5, 5e-4, 480)",
+            new="np.linspace(5e-5, 6e-4, 480)",
+            what="the CTC model's learning-rate schedule changed (np.linspace(5e-5, 6e-4, 480))",
+        ),
+    ),
+    # ESPnet beam searches of models on the authors' cluster, each scored twice: every input is a tk.Path (a model
+    # directory, a Python, a script), so the graph builds with no data; its one clone is SCTK at a branch
+    _AED_SEARCH: Pipeline(
+        path=_AED_SEARCH,
+        set_name="aed_search",
+        config=f"""\
+from {_AED_SEARCH_MODULE}.configs.espnet_adaptive_search import py as espnet_adaptive_search
+
+
+def py():
+    espnet_adaptive_search()
+""",
+        what="configs/espnet_adaptive_search.py: ESPnet adaptive-pruning beam searches, each scored by sclite and WER",
+        change=Change(
+            file="configs/espnet_adaptive_search.py",
+            old='"nbest": 1,',
+            new='"nbest": 2,',
+            what="the searches' baseline argument nbest changed from 1 to 2",
+        ),
+        # ReturnnComputeWERJob finds RETURNN through the settings, as in every i6 setup; no job runs here
+        settings='RETURNN_ROOT = "/opt/returnn"\nRETURNN_PYTHON_EXE = "/usr/bin/python3"\n',
     ),
 }
 
@@ -292,6 +348,9 @@ def build_setup(
     (root / "recipe" / "i6_core").symlink_to(RECIPE / "i6_core")
     (root / "tools" / "sisyphus").symlink_to(SISYPHUS)
     shutil.copy(ROOT / "settings.py", root)
+    if pipeline.settings:
+        with open(root / "settings.py", "a") as settings:
+            settings.write(f"\n# what the pipeline needs of an i6 setup's settings\n{pipeline.settings}")
     (root / "config" / "real.py").write_text(pipeline.config)
     (root / "plain.py").write_text(_PLAIN)
     # files written in the last two seconds may still change: a check does not keep a pass that read them
@@ -539,6 +598,47 @@ def bench_upgrade(setup: Setup, before: Load) -> List[Result]:
     return rows
 
 
+def bench_change(setup: Setup) -> List[Result]:
+    """:return: the rows of a code change: what ``pin check`` reports of it against two plain loads, and pin explain"""
+    change, name = setup.pipeline.change, setup.pipeline.set_name
+    if change is None:
+        return [Result("a code change", "", "", "", skipped="the pipeline has no change scenario")]
+    code = setup.pipeline_dir / change.file
+    text = code.read_text()
+    if change.old not in text:
+        return [Result(change.what, "", "", "", skipped=f"{change.file} has no {change.old!r}")]
+    unchanged = setup.load()
+    code.write_text(text.replace(change.old, change.new, 1))
+    dated_back(setup.root)
+    changed = setup.load()
+    check = setup.pin("check", "--offline")
+    explain = setup.pin("explain", name)
+    code.write_text(text)
+    gone, _ = _differ(unchanged, changed)
+    outputs = sum(1 for output, job in unchanged.outputs.items() if job != changed.outputs.get(output))
+    summary = re.search(rf"sets\.{re.escape(name)}: (\d+) outputs changed, (\d+) jobs renewed", check.out)
+    reported = (int(summary.group(1)), int(summary.group(2))) if summary and check.code == 1 else None
+    lines = [line for line in check.out.splitlines() if line.strip()]
+    return [
+        Result(
+            f"{change.what}: pin check --offline against two plain loads",
+            f"exit {check.code}, {len(lines)} lines: {summary.group(0) if summary else check.tail(1)}; "
+            f"{s(check.wall)}",
+            f"{outputs} outputs, {len(gone)} jobs with new ids",
+            "-",
+            Goal("fails, counts = plain loads'", 0),
+            abs(reported[0] - outputs) + abs(reported[1] - len(gone)) if reported else 1e9,
+        ),
+        Result(
+            f"pin explain {name} of that change",
+            f"exit {explain.code}, {len(explain.out.splitlines())} lines, {len(explain.out.encode()) / 1024:.1f} KB; "
+            f"{s(explain.wall)}",
+            "-",
+            "-",
+        ),
+    ]
+
+
 def bench_real_setup(
     work: Path, i6_experiments: Path, pipeline: Pipeline, runs: int = 5, redirects: Sequence[Tuple[str, str]] = ()
 ) -> List[Result]:
@@ -552,7 +652,8 @@ def bench_real_setup(
     rows, before = bench_adoption(setup, runs)
     if rows[-1].skipped or not (setup.root / "pin.snapshot.toml").is_file():
         return rows
-    return rows + bench_upgrade(setup, before)
+    rows += bench_upgrade(setup, before)
+    return rows + bench_change(setup)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
