@@ -22,7 +22,8 @@ no pin.toml: ``pin import --config --write`` makes it. Then, in that copy, each 
   with ``os._exit`` once their output is written (the probe inside ``pin`` does, so the plain load does too);
 - for a pipeline with an upgrade scenario (the first below): a pin moved in pin.toml under unchanged code
   (``pin check`` must fail and name the assignment of the overwrite), ``pin upgrade --dry-run --accept-drift``
-  (refused while the overwrite is in the code), the clone moved to ``experiment_set(NAME).repo(...)`` (every job id of
+  (refused while the overwrite is in the code; with ``--redirect``, its count of changing commits held against
+  ``git rev-list`` in that repository), the clone moved to ``experiment_set(NAME).repo(...)`` (every job id of
   a plain load kept) and the upgrade itself (its blast radius against the ids a plain load gives afterwards).
 
 The measured pipelines (``--pipeline``, default the first; each also with a code change whose report ``pin check``
@@ -65,7 +66,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 if __package__ in (None, ""):  # `python bench/real_setup.py`: the package it belongs to goes first on the path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import RECIPE, ROOT, SISYPHUS, Goal, Result, child_cpu, dated_back, interleaved, s  # noqa: E402
+from bench.common import RECIPE, ROOT, SISYPHUS, Goal, Result, child_cpu, dated_back, git, interleaved, s  # noqa: E402
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -281,11 +282,13 @@ class Setup:
     :param root: the setup root (where pin.toml is made)
     :param pipeline: the pipeline it builds
     :param env: the environment of every command
+    :param redirects: the local git directory that stands for each redirected URL
     """
 
     root: Path
     pipeline: Pipeline
     env: Dict[str, str] = field(default_factory=dict)
+    redirects: Dict[str, str] = field(default_factory=dict)
 
     def run(self, arguments: Sequence[str]) -> Run:
         """:return: a fresh process of this interpreter with these arguments, in the setup root, as it ended"""
@@ -363,7 +366,7 @@ def build_setup(
     for number, (url, directory) in enumerate(redirects):
         env[f"GIT_CONFIG_KEY_{number}"] = f"url.{directory}.insteadOf"
         env[f"GIT_CONFIG_VALUE_{number}"] = url
-    return Setup(root, pipeline, env)
+    return Setup(root, pipeline, env, dict(redirects))
 
 
 def _paired(setup: Setup, arguments: Sequence[str], runs: int) -> Tuple[float, float, float, float, Run]:
@@ -555,6 +558,16 @@ def bench_upgrade(setup: Setup, before: Load) -> List[Result]:
         return rows + [Result("pin upgrade (dry run, migration, upgrade)", "", "", "", skipped=skipped)]
     changing = re.search(r"(\d+) of the (\d+) new commits change what set", dry.out)
     ok = dry.code == 7 and where in dry.out
+    counted = ""
+    source = setup.redirects.get(upgrade.url)
+    if source:  # the commits between, counted by git itself: all of them, and those that touch the package
+        between = f"{upgrade.old}..{upgrade.new}"
+        total, used = (
+            int(git(Path(source), "rev-list", "--count", between, *extra) or 0)
+            for extra in ((), ("--", upgrade.package))
+        )
+        ok = ok and changing is not None and (int(changing.group(1)), int(changing.group(2))) == (used, total)
+        counted = f", commits = git rev-list ({used} of {total})"
     rows.append(
         _flag(
             f"pin upgrade {setup.pipeline.set_name} {repo} --to {upgrade.new[:7]} --dry-run --accept-drift",
@@ -562,7 +575,7 @@ def bench_upgrade(setup: Setup, before: Load) -> List[Result]:
             ok,
             f"{changing.group(0) if changing else 'no count of commits'}; exit {dry.code}, names {where}: "
             f"{where in dry.out}; {s(dry.wall)}",
-            f"refused (exit 7) naming {where}",
+            f"refused (exit 7) naming {where}{counted}",
         )
     )
 
