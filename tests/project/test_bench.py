@@ -62,3 +62,31 @@ def test_graph_benchmark_runs(bench, real_sisyphus, tmp_path: Path):
     rows = graph.bench_graph(tmp_path, jobs=20, runs=1)
     assert [row.goal.text for row in rows] == ["<= 1.5x", "<= 1.3x", "<= 2.0x", "<= 0.2x", "<= 200 B"]
     assert all(row.figure is not None for row in rows) and "10 outputs" in rows[-1].name, rows
+
+
+def test_real_setup_copies_the_checkout_and_compares_ids(bench, tmp_path: Path):
+    from bench import real_setup
+
+    # a checkout with one pipeline and a link to a place that is not there (i6_experiments has such links)
+    checkout = tmp_path / "i6_experiments"
+    pipeline = real_setup.PIPELINES["users/zeineldeen/experiments/aed_beam_search"]
+    (checkout / pipeline.path).mkdir(parents=True)
+    (checkout / pipeline.path / "a.py").write_text("X = 1\n")
+    (checkout / "users" / "dangling").symlink_to("/nonexistent/cluster/path")
+    (tmp_path / "work").mkdir()
+    setup = real_setup.build_setup(tmp_path / "work", checkout, pipeline, [("https://x/y", "/mirror/y")])
+    copied = setup.root / "recipe" / "i6_experiments"
+    assert (copied / pipeline.path / "a.py").read_text() == "X = 1\n" and (copied / "users" / "dangling").is_symlink()
+    assert (setup.root / "config" / "real.py").read_text() == pipeline.config and not (setup.root / "pin.toml").exists()
+    assert (setup.root / "settings.py").read_text().endswith(pipeline.settings)  # what the pipeline needs of it
+    assert (
+        setup.env["GIT_CONFIG_KEY_0"] == "url./mirror/y.insteadOf" and setup.env["GIT_CONFIG_VALUE_0"] == "https://x/y"
+    )
+    assert setup.env["PYTHONPATH"] == str(setup.root / "tools" / "sisyphus") and "PIN_LOCK" not in setup.env
+    # the ids of two plain loads: a row is met only when none differs
+    before = real_setup.Load({"a/Job.1": "Job", "b/ReturnnTrainingJob.2": "ReturnnTrainingJob"}, {"out": "a/Job.1"})
+    after = real_setup.Load({"a/Job.1": "Job", "b/ReturnnTrainingJob.3": "ReturnnTrainingJob"}, {"out": "a/Job.1"})
+    assert before.summary() == "2 jobs, 1 outputs, 1 trainings, 0 clones"
+    assert real_setup._equal_ids("same", before, before).met is True
+    row = real_setup._equal_ids("moved", before, after)
+    assert row.met is False and row.measured == "1 of 2 ids equal (1 gone, 1 new)"
