@@ -89,7 +89,8 @@ def render(result: CheckResult, out: Output) -> None:
     for name in result.kept:
         out.detail(f"sets.{shown_key(name)}: not built: nothing it read changed since it passed (--full builds it)")
     for name, why in result.built.items():
-        out.detail(f"sets.{shown_key(name)}: built ({why})")
+        unkept = f"; its pass is not kept: {result.unkept[name]}" if name in result.unkept else ""
+        out.detail(f"sets.{shown_key(name)}: built ({why}){unkept}")
     for line in result.summaries:
         out.result(f"summary: {line}")
     for problem in result.problems:

@@ -59,6 +59,8 @@ class CheckResult:
     :param outputs: how many outputs their graphs register
     :param kept: the sets whose earlier pass still stands (not built: nothing they read changed)
     :param built: set name -> why it was built (no earlier pass, or the first input that changed)
+    :param unkept: set name -> why its pass was not kept for the next check (what its build read that no record can
+        vouch for: the clock, a file that changed while it was read)
     """
 
     problems: List[Problem] = field(default_factory=list)
@@ -69,6 +71,7 @@ class CheckResult:
     outputs: int = 0
     kept: List[str] = field(default_factory=list)
     built: Dict[str, str] = field(default_factory=dict)
+    unkept: Dict[str, str] = field(default_factory=dict)
 
     def add(self, other: CheckResult) -> None:
         """:param other: what was found of another set, to follow what this holds"""
@@ -78,6 +81,7 @@ class CheckResult:
         self.checked, self.outputs = self.checked + other.checked, self.outputs + other.outputs
         self.kept += other.kept
         self.built.update(other.built)
+        self.unkept.update(other.unkept)
 
 
 #: sets built at once, at most: each build holds its graph in memory (a real one ~400 MB)
@@ -157,7 +161,9 @@ def _check_set_unless_kept(
         _check_set(lockfile, name, recorded, bound, result, verbose)
     if len(result.problems) == problems_before and name in result.changes:
         passed = KeptPass(result.outputs - outputs_before, result.changes[name])
-        keep_pass(lockfile, name, snapshot, bound, inputs.ledgers, passed)
+        unkept = keep_pass(lockfile, name, snapshot, bound, inputs.ledgers, passed)
+        if unkept:
+            result.unkept[name] = unkept
     else:
         forget_pass(lockfile, name)
     return result

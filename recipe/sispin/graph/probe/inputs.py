@@ -19,6 +19,7 @@ from __future__ import annotations
 
 __all__ = ["InputRecorder"]
 
+import logging
 import os
 import re
 import stat
@@ -40,6 +41,8 @@ _CLOCK = (
     "time time_ns localtime gmtime ctime asctime strftime clock_gettime clock_gettime_ns monotonic monotonic_ns "
     "perf_counter perf_counter_ns process_time process_time_ns"
 ).split()
+#: the standard library's logging package, with a separator
+_LOGGING = os.path.dirname(os.path.abspath(logging.__file__)) + os.sep
 #: datetime's clock is read in C, where no wrapper sees it: the setup's own code is searched for the calls instead
 _DATETIME_CLOCK = re.compile(rb"\.\s*(?:now|today|utcnow)\b|[\"'](?:now|today|utcnow)[\"']")
 #: os.open flags of a file made, not read
@@ -237,7 +240,7 @@ class InputRecorder:
         """:param reads: whether a call with these arguments reads what no record can hold"""
 
         def watched(*args: Any, **kwargs: Any) -> Any:
-            if self.active and self.volatile is None and reads(args):
+            if self.active and self.volatile is None and reads(args) and not _for_a_log_record():
                 self._volatile(what)  # sispin's own git, the standard library's `uname`: not the setup's
             return function(*args, **kwargs)
 
@@ -356,6 +359,17 @@ class InputRecorder:
 def _reads(flags: int) -> bool:
     """:return: whether os.open with these flags may read what was there"""
     return (flags & os.O_ACCMODE) != os.O_WRONLY and (flags & _CREATED) != _CREATED
+
+
+def _for_a_log_record() -> bool:
+    """
+    :return: whether the logging package asks (a log record's time, process id, thread: they reach the log, never
+        the graph; i6_core logs while configs load)
+    """
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.startswith(_LOGGING)
 
 
 def _reads_clock(function: str, args: Sequence[Any]) -> bool:
