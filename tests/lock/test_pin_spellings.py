@@ -159,3 +159,22 @@ def test_upgrade_drops_the_alias_in_every_spelling_and_moves_only_the_sha(histor
     pin = load_lockfile(history.lock).get_set("x").pin("rc")
     assert (pin.commit, pin.hash_overwrite) == (history.c[4], None)
     assert "LEGACY" not in after and "# pin" in after and "# the repositories" in after
+
+
+@pytest.mark.parametrize(
+    "pin, left",
+    [
+        ('{commit = "c", hash_overwrite = "H"}  # pin', '{commit = "c"}  # pin'),
+        ('{hash_overwrite = "H", commit = "c"}', '{commit = "c"}'),
+        ('{ commit = "c", hash_overwrite = "H", branch = "b" }', '{ commit = "c", branch = "b" }'),
+        ('{ hash_overwrite = "H", commit = "c", branch = "b" }', '{ commit = "c", branch = "b" }'),
+    ],
+)
+def test_a_dropped_alias_takes_its_separator_with_it(pin, left):
+    import tomlkit
+
+    from sispin.lock.editing import drop_pin_alias
+
+    document = tomlkit.parse(f"[sets.x]\nrc = {pin}\n")
+    drop_pin_alias(document, "x", "rc")
+    assert tomlkit.dumps(document) == f"[sets.x]\nrc = {left}\n"

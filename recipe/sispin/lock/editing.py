@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import tomlkit
-from tomlkit.items import Comment, InlineTable, String, StringType, Table, Trivia, Whitespace
+from tomlkit.items import Comment, InlineTable, Null, String, StringType, Table, Trivia, Whitespace
 
 from sispin.errors import LockfileError
 from sispin.lock.files import check_writable, file_lock, write_atomically
@@ -226,7 +226,26 @@ def drop_pin_alias(document: tomlkit.TOMLDocument, set_name: str, repo: str) -> 
     for path, parent, _ in list(keyed_items(document, ())):
         if path == ("sets", set_name, repo, "hash_overwrite"):
             del parent[path[-1]]
+            if isinstance(parent, InlineTable):
+                _drop_separator(parent.value.body)
             return
+
+
+def _drop_separator(body: list) -> None:
+    """
+    Remove the comma and spaces that stood between an inline table's pair tomlkit just deleted (left as a Null) and
+    its neighbour, so that ``{commit = "x", hash_overwrite = "H"}`` becomes ``{commit = "x"}``, not ``{commit = "x" }``.
+    """
+    gone = next(i for i, (key, item) in enumerate(body) if key is None and isinstance(item, Null))
+    keys = [i for i, (key, _) in enumerate(body) if key is not None]
+    if not keys:
+        return
+    between = range(keys[-1] + 1, gone) if gone > keys[-1] else range(gone + 1, keys[0]) if gone < keys[0] else None
+    if between is None:  # between two pairs: the separator of one of them goes
+        between = range(gone + 1, next(i for i in keys if i > gone))
+    for i in reversed(between):
+        if body[i][0] is None and isinstance(body[i][1], Whitespace):
+            del body[i]
 
 
 def keyed_items(container: Any, prefix: Tuple[str, ...]) -> Iterator[Tuple[Tuple[str, ...], Any, Any]]:
