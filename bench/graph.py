@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable, List
 
-from bench.common import RECIPE, ROOT, SISYPHUS, Goal, Result, child_cpu, git, interleaved, python, s
+from bench.common import RECIPE, ROOT, SISYPHUS, Goal, Result, child_cpu, dated_back, git, interleaved, python, s
 
 #: about two jobs per model (its config and a copy of it), all using the pinned clone, each with a nested net dict
 _CONFIG = """\
@@ -103,14 +103,6 @@ def _timed(action: Callable[[], object], walls: List[float]) -> float:
     return cpu
 
 
-def _dated_back(root: Path) -> None:
-    past = time.time() - 60
-    for directory, directories, files in os.walk(root):
-        for name in files + directories:  # symlinks to directories too, which walk does not enter
-            os.utime(os.path.join(directory, name), (past, past), follow_symlinks=False)
-        os.utime(directory, (past, past))
-
-
 def bench_graph(work: Path, jobs: int = 1000, runs: int = 3) -> List[Result]:
     """
     :param jobs: about how many jobs the set builds
@@ -129,7 +121,7 @@ def bench_graph(work: Path, jobs: int = 1000, runs: int = 3) -> List[Result]:
 
     built = python(["plain.py"], root, pycache).split()
     pin("snapshot")  # recorded once: the state a later check starts from
-    _dated_back(root)  # files written in the last two seconds may still change: their builds are not kept
+    dated_back(root)  # files written in the last two seconds may still change: their builds are not kept
     assert pin("check", "--offline").startswith("pin check: ok"), "the set passes, as the rows assume"
     assert "1 unchanged since the last pass" in pin("check", "--offline"), "the pass is kept, as the last row assumes"
     rows = []
