@@ -8,7 +8,6 @@ does; plain ``pin check`` of the unchanged set takes its earlier pass (see sispi
 
 from __future__ import annotations
 
-import os
 import shutil
 import statistics
 import time
