@@ -345,13 +345,40 @@ class Setup:
         return self.root / "recipe" / "i6_experiments" / self.pipeline.path
 
 
+def as_written(work: Path, i6_experiments: Path, pipeline: Pipeline) -> Tuple[Path, Path, str]:
+    """
+    The Sisyphus and i6_core a pipeline was written against: of each, the newest commit on its first-parent history
+    (this repository's pinned checkouts hold it) from before the pipeline's last change in the user's checkout.
+
+    :param work: where the two checkouts go
+    :return: the Sisyphus and the i6_core checkout, and what they are (for the report)
+    """
+    changed = git(i6_experiments, "log", "-1", "--format=%cI", "--", pipeline.path)
+    if not changed:
+        raise RuntimeError(f"{pipeline.path}: no commit in the i6_experiments checkout's history (--as-written)")
+    checkouts, said = [], []
+    for name, source in (("sisyphus", SISYPHUS), ("i6_core", RECIPE / "i6_core")):
+        commit = git(source, "rev-list", "-1", "--first-parent", f"--before={changed}", "HEAD")
+        checkout = work / "versions" / name
+        git(work, "clone", "-q", "--no-checkout", str(source), str(checkout))
+        git(checkout, "checkout", "-q", commit)
+        checkouts.append(checkout)
+        said.append(f"{name} {commit[:7]} ({git(checkout, 'log', '-1', '--format=%cs')})")
+    return checkouts[0], checkouts[1], f"as written (last change {changed[:10]}): {', '.join(said)}"
+
+
 def build_setup(
-    work: Path, i6_experiments: Path, pipeline: Pipeline, redirects: Sequence[Tuple[str, str]] = ()
+    work: Path,
+    i6_experiments: Path,
+    pipeline: Pipeline,
+    redirects: Sequence[Tuple[str, str]] = (),
+    versions: Optional[Tuple[Path, Path]] = None,
 ) -> Setup:
     """
     :param work: an empty directory: the setup copy, the store and the bytecode cache go there
     :param i6_experiments: the user's checkout (only read)
     :param redirects: (URL, local git directory) pairs: git takes each URL's repository from that directory
+    :param versions: the Sisyphus and i6_core checkouts to use (None: this repository's pinned ones)
     :return: the setup copy, with no pin.toml yet
     """
     root = work / "setup"
@@ -362,8 +389,9 @@ def build_setup(
     shutil.copytree(
         i6_experiments, root / "recipe" / "i6_experiments", symlinks=True, ignore=shutil.ignore_patterns(".git")
     )
-    (root / "recipe" / "i6_core").symlink_to(RECIPE / "i6_core")
-    (root / "tools" / "sisyphus").symlink_to(SISYPHUS)
+    sisyphus, i6_core = versions or (SISYPHUS, RECIPE / "i6_core")
+    (root / "recipe" / "i6_core").symlink_to(i6_core)
+    (root / "tools" / "sisyphus").symlink_to(sisyphus)
     shutil.copy(ROOT / "settings.py", root)
     if pipeline.settings:
         with open(root / "settings.py", "a") as settings:
@@ -669,7 +697,12 @@ def bench_change(setup: Setup) -> List[Result]:
 
 
 def bench_real_setup(
-    work: Path, i6_experiments: Path, pipeline: Pipeline, runs: int = 5, redirects: Sequence[Tuple[str, str]] = ()
+    work: Path,
+    i6_experiments: Path,
+    pipeline: Pipeline,
+    runs: int = 5,
+    redirects: Sequence[Tuple[str, str]] = (),
+    versions: Optional[Tuple[Path, Path]] = None,
 ) -> List[Result]:
     """
     :param work: an empty directory for the setup copy
@@ -677,7 +710,7 @@ def bench_real_setup(
     :param runs: runs of each side of a timed pair
     :return: every row, in the order of the docs' table
     """
-    setup = build_setup(work, i6_experiments, pipeline, redirects)
+    setup = build_setup(work, i6_experiments, pipeline, redirects, versions)
     rows, before = bench_adoption(setup, runs)
     if rows[-1].skipped or not (setup.root / "pin.snapshot.toml").is_file():
         return rows
@@ -710,6 +743,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         help="clone URL from the local git directory GITDIR (git's url.insteadOf; repeatable)",
     )
     parser.add_argument("--keep", type=Path, metavar="DIR", help="build the setup copy in DIR (empty) and keep it")
+    parser.add_argument(
+        "--as-written",
+        action="store_true",
+        help="use the Sisyphus and i6_core the pipeline was written against (the newest commit of each before the "
+        "pipeline's last change) instead of this repository's pinned ones",
+    )
     options = parser.parse_args(argv)
     from bench.run import report
 
@@ -733,7 +772,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         try:
-            results = bench_real_setup(work, checkout, pipeline, options.runs, redirects)  # type: ignore[arg-type]
+            versions = None
+            if options.as_written:
+                sisyphus, i6_core, said = as_written(work, checkout, pipeline)
+                versions = (sisyphus, i6_core)
+                print(f"  Sisyphus and i6_core {said}", file=sys.stderr)
+            results = bench_real_setup(
+                work, checkout, pipeline, options.runs, redirects, versions  # type: ignore[arg-type]
+            )
         except RuntimeError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
