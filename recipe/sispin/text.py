@@ -5,7 +5,7 @@ renders with these; errors below it are worded with them).
 
 from __future__ import annotations
 
-__all__ = ["capped", "count", "display_path", "is_bare_key", "listed", "shown_key", "shown_value"]
+__all__ = ["capped", "count", "display_path", "is_bare_key", "listed", "shown_key", "shown_value", "visible"]
 
 import json
 import re
@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import Any, List
 
 _BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
+#: what a terminal acts on instead of showing: control characters but newline and tab (an escape sequence moves the
+#: cursor and rewrites lines, a carriage return overwrites one), DEL, the C1 controls, and the marks that reorder
+#: text (bidirectional overrides and isolates)
+_UNSEEN_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 #: how long a value may be in a message before its middle is cut
 _SHOWN_LIMIT = 80
 
@@ -72,6 +76,14 @@ def display_path(path: Path) -> str:
 
 #: the longest line a problem takes (--verbose and --json carry everything)
 _LINE_LIMIT = 300
+
+
+def visible(text: str) -> str:
+    """
+    :return: text as a terminal shows it and nothing else: each character it would act on (an escape sequence in a
+        commit subject, a carriage return in a file name) written as its escape, ``\\x1b`` or ``\\u202e``
+    """
+    return _UNSEEN_RE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def capped(line: str) -> str:

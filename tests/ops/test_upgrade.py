@@ -391,3 +391,14 @@ def test_a_returnn_release_is_its_commit_time_on_master(github, write_lock, stor
     assert code == 0 and "returnn  88cdc20  already up to date" in out, (out, err)
     assert main(["upgrade", "paper", "--as-of", "2023-04-26T10:50:21+02:00", "--dry-run"]) == 0
     assert "returnn  88cdc20 -> " in capsys.readouterr().out, "a second earlier: the commit before it"
+
+
+def test_text_from_the_remote_reaches_the_terminal_as_text(history, capsys):
+    # a commit subject that would clear the screen and rewrite the review's lines, and a file name with a carriage
+    # return: shown as their escapes, every other character as it is
+    subject = "fix \x1b[2J\x1b[1Aall good\r\u202egnp.exe é"
+    git_commit(history.remote, {"a\rb.py": "x\n"}, subject)
+    assert main(["upgrade", "demo", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "fix \\x1b[2J\\x1b[1Aall good\\r\\u202egnp.exe é" in out, repr(out)
+    assert not any(character in out for character in "\x1b\r\u202e")

@@ -23,6 +23,7 @@ from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError
 from sispin.git.process import progress_to
 from sispin.git.versions import SUPPORTED_RANGE
 from sispin.lock.urls import redact_text
+from sispin.text import visible
 
 #: the exit codes that are no PinError's
 INTERNAL_ERROR, INTERRUPTED = 70, 130
@@ -111,7 +112,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.debug:
             raise
         print(
-            f"pin: internal error: {type(exc).__name__}: {_one_line(str(exc))} (pin --debug shows the traceback)",
+            visible(
+                f"pin: internal error: {type(exc).__name__}: {_one_line(str(exc))} (pin --debug shows the traceback)"
+            ),
             file=sys.stderr,
         )
         return INTERNAL_ERROR

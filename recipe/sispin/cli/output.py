@@ -2,7 +2,8 @@
 What the ``pin`` commands print, through one small layer with three levels: ``--quiet`` keeps a command's results
 (the table of ``pin status``, the problems of ``pin check``, an explanation) and its errors, the default adds what
 the command did and notes, ``--verbose`` adds the details (every output behind a summary). Results go to stdout,
-notes and errors to stderr, each line flushed: git's progress shares the terminal.
+notes and errors to stderr, each line flushed: git's progress shares the terminal. What a line holds from elsewhere
+(a commit subject, a file name, git's own words) reaches the terminal as text only: :func:`sispin.text.visible`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import json
 import os
 import sys
 from typing import Any
+
+from sispin.text import visible
 
 QUIET, NORMAL, VERBOSE = 0, 1, 2
 
@@ -60,7 +63,7 @@ class Output:
             return
         stream = sys.stdout
         try:
-            print(text, file=stream, flush=True)
+            print(visible(text), file=stream, flush=True)
         except BrokenPipeError:
             self._closed = True
             # what is still buffered would fail again when Python flushes it at exit
@@ -75,11 +78,11 @@ class Output:
     def note(self, text: str) -> None:
         """``pin: note: ...`` on stderr: something the user should know that is no error; not with ``--quiet``."""
         if self.level >= NORMAL:
-            print(f"pin: note: {text}", file=sys.stderr, flush=True)
+            print(visible(f"pin: note: {text}"), file=sys.stderr, flush=True)
 
     def error(self, text: str) -> None:
         """``pin: error: ...`` on stderr, at every level."""
-        print(f"pin: error: {text}", file=sys.stderr, flush=True)
+        print(visible(f"pin: error: {text}"), file=sys.stderr, flush=True)
 
     def json(self, data: Any) -> None:
         """The result as JSON, for scripts (indented: diffs of it stay readable)."""

@@ -208,8 +208,9 @@ def count_commits(path: Path, exclude: str, include: str) -> int:
 
 def log_oneline(path: Path, exclude: str, include: str, limit: int) -> List[str]:
     """:return: up to limit lines "<short sha> <subject>" of exclude..include, newest first"""
-    out = read_git(path, "log", f"--max-count={limit}", "--format=%h %s", f"{exclude}..{include}")
-    return out.splitlines()
+    # one NUL after each: a subject may hold a carriage return or another character str.splitlines() splits at
+    out = read_git(path, "log", f"--max-count={limit}", "--format=%h %s%x00", f"{exclude}..{include}")
+    return [line.lstrip("\n") for line in out.split("\0") if line.strip("\n")]
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,8 @@ def changes_to(path: Path, exclude: str, include: str, files: Sequence[str], lim
     for entry in out.split("\0")[1:]:
         head, _, names = entry.partition("\n")
         commit, date, subject = head.split("\x1f", 2)
-        changes.append(Change(commit, date, subject, tuple(name for name in names.splitlines() if name)))
+        # names end at newlines only (git quotes a name that holds one): a carriage return is part of a name
+        changes.append(Change(commit, date, subject, tuple(name for name in names.split("\n") if name)))
     return count, changes
 
 

@@ -137,22 +137,29 @@ def _run(
     env: Mapping[str, str],
     raw: bool = False,
 ) -> subprocess.CompletedProcess[Any]:
-    """Run git to its end; its input and output are text (UTF-8, universal newlines), or bytes when raw."""
-    text = {} if raw else {"encoding": "utf-8", "errors": "replace"}
+    """
+    Run git to its end; its input and output are text (UTF-8, undecodable bytes replaced; line endings as git wrote
+    them: universal newlines would turn a carriage return in a commit subject or a file name into a line break), or
+    bytes when raw.
+    """
+    data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
     try:
-        return subprocess.run(
+        answer = subprocess.run(
             ["git", *args],
             cwd=repository,
             env=environment(env),
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
+            input=data,
+            stdin=None if data is not None else subprocess.DEVNULL,
             capture_output=True,
             check=False,
-            **text,
         )
     except OSError as exc:
         where = f" in {repository}" if repository is not None else ""
         raise GitError(f"cannot run git {_verb(args)}{where}: {exc}") from None
+    if not raw:
+        answer.stdout = answer.stdout.decode("utf-8", "replace")
+        answer.stderr = answer.stderr.decode("utf-8", "replace")
+    return answer
 
 
 def _output(answer: subprocess.CompletedProcess[str], repository: Path, args: Sequence[str]) -> str:
