@@ -62,6 +62,18 @@ def py():
     tk.register_output("demo/rc", root)
 """
 
+#: a setup's own clone, written by hand with a legacy hash_overwrite, for ``pin import --config`` to adopt
+HAND_WRITTEN = """\
+from i6_core.tools.git import CloneGitRepositoryJob
+from sisyphus import tk
+
+
+def py():
+    root = CloneGitRepositoryJob("file://{remote}", commit="{commit}").out_repository.copy()
+    root.hash_overwrite = "RC_ROOT"
+    tk.register_output("hand/rc", root)
+"""
+
 #: what ``sis manager`` computes before its engine starts: the configs loaded, each output's job id
 PLAIN_LOAD = """\
 import asyncio, sys
@@ -183,9 +195,23 @@ def test_the_graph_commands_work_with_this_sisyphus_and_i6_core(
     assert code == 7 and "hash_overwrite 'RC' set at config/demo.py:10" in said, said
     git(root, "checkout", "-q", "config/demo.py")
 
-    # a move's dry run says what it renews
+    # a move's dry run says what it renews, and so does the status of what moving to the branch head would change
     code, said = _pin(capsys, "upgrade", "demo", "rc", "--to", newer, "--dry-run")
     assert code == 0 and "Blast radius: 2 of 2 jobs of set 'demo' get new ids" in said, said
+    code, said = _pin(capsys, "status", "--changes")
+    # behind by one commit, which touches what the set uses
+    assert code == 0 and said.splitlines()[1].split()[:3] + said.splitlines()[1].split()[4:6] == [
+        "demo",
+        "rc",
+        pinned[:7],
+        "1",
+        "1",
+    ], said
+
+    # a hand-written clone with its legacy hash_overwrite is adopted without a new id
+    (root / "config" / "hand.py").write_text(HAND_WRITTEN.format(remote=remote, commit=pinned))
+    code, said = _pin(capsys, "import", "config/hand.py", "--set", "hand", "--config", "config/hand.py", "--write")
+    assert code == 0 and "1 of 1 output keeps its job id\npin.toml: sets.hand adopted" in said, said
 
 
 def _pinned_setup(tmp_path: Path, make_repo: Any, sisyphus: str, i6_core: str, pin: Optional[str] = None) -> Path:
