@@ -8,9 +8,11 @@ snapshot`` of all sets leaves it as recorded; ``pin check`` checks it as before.
 
 from __future__ import annotations
 
-__all__ = ["add_parser", "run", "render"]
+__all__ = ["add_parser", "run", "changed_with", "render"]
 
 import argparse
+from pathlib import Path
+from typing import Callable, Sequence, Tuple
 
 from sispin.cli.options import add_command, commit_option, commit_written
 from sispin.cli.output import Output
@@ -35,20 +37,34 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
+    return changed_with(freeze, ("frozen", "frozen already"), args, out)
+
+
+def changed_with(
+    change: Callable[[Path, Sequence[str]], Freezing], said: Tuple[str, str], args: argparse.Namespace, out: Output
+) -> int:
+    """
+    Freeze or thaw the named sets, say what each is now, and commit pin.toml with ``--commit``.
+
+    :param change: :func:`sispin.ops.freeze.freeze` or :func:`~sispin.ops.freeze.thaw`
+    :param said: what a set changed is, and what one left as it was is
+    :return: 0
+    """
     path = find_lockfile()
-    result = freeze(path, args.sets)
-    code = render(result, out)
+    result = change(path, args.sets)
+    code = render(result, out, said)
     if args.commit:
         commit_written(path, *result.commit_message(), out)
     return code
 
 
-def render(result: Freezing, out: Output) -> int:
+def render(result: Freezing, out: Output, said: Tuple[str, str] = ("frozen", "frozen already")) -> int:
     """
-    :param result: what ``pin freeze`` changed
+    :param result: what ``pin freeze`` (or ``pin thaw``) changed
     :param out: a line per set named
+    :param said: what a set changed is, and what one left as it was is
     :return: 0
     """
     for name in result.names:
-        out.info(f"sets.{shown_key(name)}: {'frozen' if name in result.changed else 'frozen already'}")
+        out.info(f"sets.{shown_key(name)}: {said[0] if name in result.changed else said[1]}")
     return 0

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["add_parser", "run", "render"]
+__all__ = ["add_parser", "run"]
 
 import argparse
 
-from sispin.cli.options import add_command, commit_option, commit_written
+from sispin.cli.freeze import changed_with
+from sispin.cli.options import add_command, commit_option
 from sispin.cli.output import Output
-from sispin.lock.loading import find_lockfile
-from sispin.ops.freeze import Freezing, thaw
-from sispin.text import shown_key
+from sispin.ops.freeze import thaw
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -28,20 +27,4 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
-    path = find_lockfile()
-    result = thaw(path, args.sets)
-    code = render(result, out)
-    if args.commit:
-        commit_written(path, *result.commit_message(), out)
-    return code
-
-
-def render(result: Freezing, out: Output) -> int:
-    """
-    :param result: what ``pin thaw`` changed
-    :param out: a line per set named
-    :return: 0
-    """
-    for name in result.names:
-        out.info(f"sets.{shown_key(name)}: {'thawed' if name in result.changed else 'not frozen'}")
-    return 0
+    return changed_with(thaw, ("thawed", "not frozen"), args, out)
