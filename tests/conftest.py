@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import pytest
+from filelock import FileLock
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SISYPHUS_DIR = PROJECT_ROOT / "tools" / "sisyphus"
@@ -189,6 +190,50 @@ def real_sisyphus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     finally:
         os.chdir(cwd)
     yield SISYPHUS_DIR
+
+
+def run_directory(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """
+    The temporary directory of this run that every pytest-xdist worker sees (each has its own below it), for what
+    the workers build once and share under a file lock: it is the run's own, so neither another run on the machine
+    nor a run after an edit finds it.
+    """
+    base = tmp_path_factory.getbasetemp()
+    return base if worker_id == "master" else base.parent
+
+
+@pytest.fixture(scope="session")
+def shipped_mirrors(real_sisyphus: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """
+    The mirrors a store holds of the repositories this project's pin.toml names (returnn, returnn_common: the bundles
+    of ../shared/mirrors offline), fetched by ``pin status --fetch`` once per run: cloning RETURNN's history is the
+    dearest part of a fresh store, and the tests that work on the shipped setup each start from a copy
+    (copy_shipped_mirrors). Under pytest-xdist the first worker to need them fetches them, under a file lock.
+    """
+    from scenarios import mirrors_redirect
+
+    shared = run_directory(tmp_path_factory, worker_id)
+    store = shared / "shipped-store"
+    with FileLock(str(shared / "shipped-store.lock")):
+        if not (shared / "shipped-store.done").is_file():
+            shutil.rmtree(shared / "shipped-setup", ignore_errors=True)  # what a worker that died half-way left
+            shutil.rmtree(store, ignore_errors=True)
+            root = make_setup(shared / "shipped-setup", (PROJECT_ROOT / "pin.toml").read_text(), real_sisyphus)
+            env = {key: value for key, value in os.environ.items() if key != "PIN_LOCK"}
+            env.update(mirrors_redirect(), PIN_HOME=str(store))
+            fetched = run([sys.executable, "-m", "sispin", "status", "--fetch"], root, env)
+            assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+            (shared / "shipped-store.done").touch()
+    return store / "mirrors"
+
+
+def copy_shipped_mirrors(mirrors: Path, store: Path) -> Path:
+    """
+    A store of its own at store holding a copy of the shipped mirrors (only they: the store's list of the setups
+    that use it stays empty, as in a fresh store); its path.
+    """
+    shutil.copytree(mirrors, store / "mirrors", symlinks=True)
+    return store
 
 
 #: marker -> the fixtures that give a test what it names: the real Sisyphus + i6_core, a real SLURM

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from conftest import PROJECT_ROOT, _real_required, git, make_setup
+from conftest import PROJECT_ROOT, _real_required, copy_shipped_mirrors, git, make_setup
 from scenarios import mirrors_redirect
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.loading import parse_lockfile
@@ -131,9 +131,10 @@ def test_differing_leaves_names_every_changed_added_and_removed_leaf():
 
 
 @pytest.fixture(scope="module")
-def nn_setup(real_sisyphus, tmp_path_factory) -> Tuple[Path, Dict[str, str]]:
+def nn_setup(real_sisyphus, shipped_mirrors, tmp_path_factory) -> Tuple[Path, Dict[str, str]]:
     """
-    This project's pin.toml and config/nn_demo.py in a temp setup, its own store, and the environment to run it in.
+    This project's pin.toml and config/nn_demo.py in a temp setup, its own store (the shipped mirrors copied in), and
+    the environment to run it in.
     Needs TensorFlow and dm-tree (the nn extra): skipped without them, failed under SISPIN_REQUIRE_REAL=1.
     """
     missing = [module for module in ("tensorflow", "tree") if importlib.util.find_spec(module) is None]
@@ -147,7 +148,7 @@ def nn_setup(real_sisyphus, tmp_path_factory) -> Tuple[Path, Dict[str, str]]:
     make_setup(root, (PROJECT_ROOT / "pin.toml").read_text(), real_sisyphus, {"nn_demo.py": config})
     env = {k: v for k, v in os.environ.items() if k != "PIN_LOCK"}
     env.update(mirrors_redirect())
-    env["PIN_HOME"] = str(root.parent / "store")
+    env["PIN_HOME"] = str(copy_shipped_mirrors(shipped_mirrors, root.parent / "store"))
     env["PYTHONPATH"] = os.pathsep.join([str(real_sisyphus), str(root / "recipe")])
     return root, env
 
