@@ -5,11 +5,13 @@ setup (``pin sync`` puts them at tools/sisyphus and recipe/i6_core) when they ar
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
@@ -38,6 +40,28 @@ _SCRUBBED_PREFIXES = ("PIN_", "SISPIN_", "GIT_", "XDG_")
 _hermetic_home: Optional[str] = None
 
 
+#: the source trees that every probe, manager and task of the suite imports: the checkouts of `pin sync`, and sispin
+_SHARED_SOURCES = (SISYPHUS_DIR / "sisyphus", RECIPE_DIR / "i6_core", RECIPE_DIR / "sispin")
+
+
+def _compile_shared_sources() -> None:
+    """
+    Write the bytecode of _SHARED_SOURCES once, before any test. A probe writes none (nor does any process where
+    PYTHONDONTWRITEBYTECODE is set), so each of the suite's Sisyphus processes compiled Sisyphus, i6_core and sispin
+    again; and where bytecode is written, the first processes wrote it while the builds of other tests read those
+    trees, and a build that read a file written in its last two seconds keeps no pass (the incremental tests failed at
+    random). Hence the new files are dated back past that window too: Python checks a .pyc by the time and size of its
+    source recorded inside, not by its own time.
+    """
+    written_before = time.time() - 3
+    for tree in _SHARED_SOURCES:
+        if tree.is_dir():
+            compileall.compile_dir(str(tree), quiet=2)  # a file that does not compile is compiled by no import either
+            for compiled in tree.rglob("*.pyc"):
+                if compiled.stat().st_mtime > written_before:
+                    os.utime(compiled, (written_before, written_before))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """
     Run the suite in an environment of its own, whatever machine it is on: a fresh HOME and global git config (a
@@ -53,6 +77,8 @@ def pytest_configure(config: pytest.Config) -> None:
     gitconfig = Path(_hermetic_home) / ".gitconfig"
     gitconfig.write_text("[user]\n\tname = sispin tests\n\temail = tests@sispin.invalid\n")
     os.environ.update(HOME=_hermetic_home, GIT_CONFIG_GLOBAL=str(gitconfig), GIT_CONFIG_NOSYSTEM="1")
+    if not hasattr(config, "workerinput"):  # in the controller of pytest-xdist (or a run without it), before any worker
+        _compile_shared_sources()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
