@@ -5,15 +5,18 @@ setup (``pin sync`` puts them at tools/sisyphus and recipe/i6_core) when they ar
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import pytest
+from filelock import FileLock
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SISYPHUS_DIR = PROJECT_ROOT / "tools" / "sisyphus"
@@ -38,6 +41,28 @@ _SCRUBBED_PREFIXES = ("PIN_", "SISPIN_", "GIT_", "XDG_")
 _hermetic_home: Optional[str] = None
 
 
+#: the source trees that every probe, manager and task of the suite imports: the checkouts of `pin sync`, and sispin
+_SHARED_SOURCES = (SISYPHUS_DIR / "sisyphus", RECIPE_DIR / "i6_core", RECIPE_DIR / "sispin")
+
+
+def _compile_shared_sources() -> None:
+    """
+    Write the bytecode of _SHARED_SOURCES once, before any test. A probe writes none (nor does any process where
+    PYTHONDONTWRITEBYTECODE is set), so each of the suite's Sisyphus processes compiled Sisyphus, i6_core and sispin
+    again; and where bytecode is written, the first processes wrote it while the builds of other tests read those
+    trees, and a build that read a file written in its last two seconds keeps no pass (the incremental tests failed at
+    random). Hence the new files are dated back past that window too: Python checks a .pyc by the time and size of its
+    source recorded inside, not by its own time.
+    """
+    written_before = time.time() - 3
+    for tree in _SHARED_SOURCES:
+        if tree.is_dir():
+            compileall.compile_dir(str(tree), quiet=2)  # a file that does not compile is compiled by no import either
+            for compiled in tree.rglob("*.pyc"):
+                if compiled.stat().st_mtime > written_before:
+                    os.utime(compiled, (written_before, written_before))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """
     Run the suite in an environment of its own, whatever machine it is on: a fresh HOME and global git config (a
@@ -53,6 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
     gitconfig = Path(_hermetic_home) / ".gitconfig"
     gitconfig.write_text("[user]\n\tname = sispin tests\n\temail = tests@sispin.invalid\n")
     os.environ.update(HOME=_hermetic_home, GIT_CONFIG_GLOBAL=str(gitconfig), GIT_CONFIG_NOSYSTEM="1")
+    if not hasattr(config, "workerinput"):  # in the controller of pytest-xdist (or a run without it), before any worker
+        _compile_shared_sources()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -190,6 +217,50 @@ def real_sisyphus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     finally:
         os.chdir(cwd)
     yield SISYPHUS_DIR
+
+
+def run_directory(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """
+    The temporary directory of this run that every pytest-xdist worker sees (each has its own below it), for what
+    the workers build once and share under a file lock: it is the run's own, so neither another run on the machine
+    nor a run after an edit finds it.
+    """
+    base = tmp_path_factory.getbasetemp()
+    return base if worker_id == "master" else base.parent
+
+
+@pytest.fixture(scope="session")
+def shipped_mirrors(real_sisyphus: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """
+    The mirrors a store holds of the repositories this project's pin.toml names (returnn, returnn_common: the bundles
+    of ../shared/mirrors offline), fetched by ``pin status --fetch`` once per run: cloning RETURNN's history is the
+    dearest part of a fresh store, and the tests that work on the shipped setup each start from a copy
+    (copy_shipped_mirrors). Under pytest-xdist the first worker to need them fetches them, under a file lock.
+    """
+    from scenarios import mirrors_redirect
+
+    shared = run_directory(tmp_path_factory, worker_id)
+    store = shared / "shipped-store"
+    with FileLock(str(shared / "shipped-store.lock")):
+        if not (shared / "shipped-store.done").is_file():
+            shutil.rmtree(shared / "shipped-setup", ignore_errors=True)  # what a worker that died half-way left
+            shutil.rmtree(store, ignore_errors=True)
+            root = make_setup(shared / "shipped-setup", (PROJECT_ROOT / "pin.toml").read_text(), real_sisyphus)
+            env = {key: value for key, value in os.environ.items() if key != "PIN_LOCK"}
+            env.update(mirrors_redirect(), PIN_HOME=str(store))
+            fetched = run([sys.executable, "-m", "sispin", "status", "--fetch"], root, env)
+            assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+            (shared / "shipped-store.done").touch()
+    return store / "mirrors"
+
+
+def copy_shipped_mirrors(mirrors: Path, store: Path) -> Path:
+    """
+    A store of its own at store holding a copy of the shipped mirrors (only they: the store's list of the setups
+    that use it stays empty, as in a fresh store); its path.
+    """
+    shutil.copytree(mirrors, store / "mirrors", symlinks=True)
+    return store
 
 
 #: marker -> the fixtures that give a test what it names: the real Sisyphus + i6_core, a real SLURM

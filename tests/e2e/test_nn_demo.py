@@ -16,14 +16,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
+from filelock import FileLock
 
-from conftest import PROJECT_ROOT, _real_required, git, make_setup
+from conftest import PROJECT_ROOT, _real_required, copy_shipped_mirrors, git, make_setup, run_directory
 from scenarios import mirrors_redirect
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.loading import parse_lockfile
@@ -129,10 +131,11 @@ def test_differing_leaves_names_every_changed_added_and_removed_leaf():
     assert differing_leaves({"a": 1}, 1) == [(("a",), 1, MISSING), ((), MISSING, 1)]
 
 
-@pytest.fixture(scope="module")
-def nn_setup(real_sisyphus, tmp_path_factory) -> Tuple[Path, Dict[str, str]]:
+@pytest.fixture(scope="session")
+def nn_setup(real_sisyphus, shipped_mirrors, tmp_path_factory, worker_id) -> Tuple[Path, Dict[str, str]]:
     """
-    This project's pin.toml and config/nn_demo.py in a temp setup, its own store, and the environment to run it in.
+    This project's pin.toml and config/nn_demo.py in a temp setup, its own store (the shipped mirrors copied in), and
+    the environment to run it in: one per run, which the pytest-xdist workers share (see builds).
     Needs TensorFlow and dm-tree (the nn extra): skipped without them, failed under SISPIN_REQUIRE_REAL=1.
     """
     missing = [module for module in ("tensorflow", "tree") if importlib.util.find_spec(module) is None]
@@ -141,12 +144,18 @@ def nn_setup(real_sisyphus, tmp_path_factory) -> Tuple[Path, Dict[str, str]]:
         if _real_required():
             pytest.fail(f"SISPIN_REQUIRE_REAL=1: {reason}", pytrace=False)
         pytest.skip(reason)
-    root = tmp_path_factory.mktemp("nn") / "setup"
-    config = (PROJECT_ROOT / "config" / "nn_demo.py").read_text()
-    make_setup(root, (PROJECT_ROOT / "pin.toml").read_text(), real_sisyphus, {"nn_demo.py": config})
+    shared = run_directory(tmp_path_factory, worker_id) / "nn"
+    root = shared / "setup"
+    with FileLock(f"{shared}.lock"):
+        if not (shared / "made").is_file():
+            shutil.rmtree(shared, ignore_errors=True)  # what a worker that died half-way left
+            config = (PROJECT_ROOT / "config" / "nn_demo.py").read_text()
+            make_setup(root, (PROJECT_ROOT / "pin.toml").read_text(), real_sisyphus, {"nn_demo.py": config})
+            copy_shipped_mirrors(shipped_mirrors, shared / "store")
+            (shared / "made").touch()
     env = {k: v for k, v in os.environ.items() if k != "PIN_LOCK"}
     env.update(mirrors_redirect())
-    env["PIN_HOME"] = str(root.parent / "store")
+    env["PIN_HOME"] = str(shared / "store")
     env["PYTHONPATH"] = os.pathsep.join([str(real_sisyphus), str(root / "recipe")])
     return root, env
 
@@ -163,14 +172,25 @@ def _lock_at(root: Path, old: str, new: str) -> Path:
     return other
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def builds(nn_setup) -> Dict[str, Any]:
     """
     The set built in fresh processes, all at once: twice at the shipped pins (other string-hash seeds and memory
     layouts), after the doc-fix move, the dropout-fix move and the move to the head, once with RETURNN at its head (the
-    last line it writes to stderr when it fails); and a real ``sis manager`` run of it.
+    last line it writes to stderr when it fails); and a real ``sis manager`` run of it. Once per run: under
+    pytest-xdist the first worker to need them builds them (a minute of TensorFlow processes) under a file lock, and
+    every worker reads what they reported.
     """
-    root, env = nn_setup
+    root, _ = nn_setup
+    reported = root.parent / "builds.json"
+    with FileLock(f"{reported}.lock"):
+        if not reported.is_file():
+            reported.write_text(json.dumps(_build(*nn_setup)))
+    return json.loads(reported.read_text())
+
+
+def _build(root: Path, env: Dict[str, str]) -> Dict[str, Any]:
+    """:return: what each build of :func:`builds` reported"""
     runs = {
         "shipped": (root, "1", 0),
         "shipped again": (root, "7", 7000),
@@ -385,8 +405,10 @@ def test_branches_that_moved_different_sets_of_the_demo_setup_merge_and_check(nn
         assert result.returncode == 0, f"{command}: {result.stdout}{result.stderr}"
         return result.stdout + result.stderr
 
+    # the snapshot as shipped, which is what `pin snapshot` writes for this setup (the checked block of
+    # docs/explain.md shows it unchanged): building both sets once more here would only repeat that
+    shutil.copy(PROJECT_ROOT / "pin.snapshot.toml", root)
     run("git", "init", "-q", "-b", "main")
-    run("pin", "snapshot")
     run("pin", "merge-driver", "--install")
     run("git", "add", "-A")
     run("git", "commit", "-q", "-m", "the setup")

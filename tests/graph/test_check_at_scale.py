@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from conftest import git, git_commit, make_setup, sisyphus_entry
+from conftest import git, git_commit, make_setup, run_directory, sisyphus_entry
 from sispin.cli.main import main
 from sispin.graph.snapshot import read_snapshot
 
@@ -63,9 +63,7 @@ def snapshotted(real_sisyphus, tmp_path_factory, worker_id) -> Path:
     these tests, and each starts from a copy (``big``). Under pytest-xdist the workers share it: the first to need it
     builds it in their common temporary directory, under a file lock.
     """
-    shared = tmp_path_factory.getbasetemp()
-    if worker_id != "master":
-        shared = shared.parent  # the run's directory, above each worker's own
+    shared = run_directory(tmp_path_factory, worker_id)
     with FileLock(str(shared / "big.lock")):
         root = shared / "big" / "setup"
         if not (root / "pin.snapshot.toml").is_file():

@@ -18,7 +18,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from conftest import PROJECT_ROOT, commit_setup, make_setup
+from conftest import PROJECT_ROOT, commit_setup, copy_shipped_mirrors, make_setup
 
 #: the line that marks a block as checked
 MARK = "<!-- checked -->"
@@ -76,14 +76,8 @@ def test_the_matching_of_documented_lines():
 DOCUMENTED = [path for path in DOCUMENTS if MARK in path.read_text()]
 
 
-@pytest.fixture(scope="module")
-def docs_store(tmp_path_factory) -> Path:
-    """One store for the documents' setups: the bundles are cloned once."""
-    return tmp_path_factory.mktemp("docs-store")
-
-
 @pytest.mark.parametrize("document", DOCUMENTED, ids=[path.name for path in DOCUMENTED])
-def test_documented_output_is_what_the_commands_print(document, real_sisyphus, docs_store, tmp_path):
+def test_documented_output_is_what_the_commands_print(document, real_sisyphus, shipped_mirrors, tmp_path):
     from scenarios import mirrors_redirect
 
     root = tmp_path / "setup"
@@ -95,7 +89,9 @@ def test_documented_output_is_what_the_commands_print(document, real_sisyphus, d
     commit_setup(root)
     env = {key: value for key, value in os.environ.items() if key not in ("PIN_LOCK", "PYTHONPATH")}
     env.update(mirrors_redirect())
-    env.update(PIN_HOME=str(docs_store), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", COLUMNS="120")
+    # a store of the document's own, its mirrors fetched already: no block shows the first clone
+    store = copy_shipped_mirrors(shipped_mirrors, tmp_path / "store")
+    env.update(PIN_HOME=str(store), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", COLUMNS="120")
     for command, expected in checked_steps(document.read_text()):
         result = subprocess.run(
             ["bash", "-c", command], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
