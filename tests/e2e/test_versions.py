@@ -69,7 +69,7 @@ from sisyphus import tk
 
 
 def py():
-    root = CloneGitRepositoryJob("file://{remote}", commit="{commit}").out_repository.copy()
+    root = CloneGitRepositoryJob("file://{remote}", commit="{commit}").out_repository
     root.hash_overwrite = "RC_ROOT"
     tk.register_output("hand/rc", root)
 """
