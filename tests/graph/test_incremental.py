@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 import pytest
 
-from conftest import USE_JOB, git_commit
+from conftest import SISYPHUS_DIR, USE_JOB, git_commit
 from sispin.cli.main import main
 from sispin.graph.build import load_graph, recording_inputs
 from sispin.graph.snapshot import read_snapshot
@@ -182,6 +182,25 @@ def test_a_build_that_reads_the_clock_randomness_or_a_process_is_never_kept(inc,
     with recording_inputs() as read:
         load_graph(load_lockfile(find_lockfile()), "inc")
     assert read.ledgers[0]["volatile"] == why
+
+
+def test_a_copy_of_the_setup_does_not_take_the_originals_pass(inc, capsys, monkeypatch):
+    root = inc()
+    # Sisyphus from the environment, as a pip install gives it: nothing in pin.toml or the environment names the setup
+    lock = root / "pin.toml"
+    lock.write_text(lock.read_text().split("[setup.sisyphus]")[0])
+    monkeypatch.setenv("PYTHONPATH", str(SISYPHUS_DIR))
+    _age(root)
+    assert _check(capsys)[0] == 0
+    assert NOT_BUILT in _check(capsys)[1]
+    copy = root.with_name("setup-v2")
+    subprocess.run(["cp", "-a", str(root), str(copy)], check=True)  # its pass too, naming the original's files
+    monkeypatch.chdir(copy)
+    _replace(copy / "config" / "lr.txt", "0.001", "0.002")  # an edit in the copy only
+    code, out = _check(capsys)
+    assert code == 1 and "sets.inc: built (pin.toml, the snapshot, the setup's location" in out, out
+    monkeypatch.chdir(root)
+    assert NOT_BUILT in _check(capsys)[1], "the original keeps its own"
 
 
 def test_a_build_that_logs_is_kept(inc, capsys):

@@ -71,6 +71,8 @@ def _key(
     )
     parts = {
         "version": _VERSION,
+        # a copy of the setup (cp -a) holds this pass too, but what it read are the original's files
+        "setup_root": str(lockfile.root.absolute()),
         "python": [sys.version, sys.executable],
         "sispin": _sispin_code(),
         "sets": [repr(lockfile.sets.get(name)) for name in sorted({set_name, *sets_read})],
@@ -104,7 +106,7 @@ def kept_pass(
         if data.get("version") != _VERSION:
             return None, "no earlier pass"
         if data["key"] != _key(lockfile, set_name, data["sets"], recorded, bound):
-            return None, "pin.toml, the snapshot, Python or sispin changed"
+            return None, "pin.toml, the snapshot, the setup's location, Python or sispin changed"
         environment = probe_environment(lockfile)
         for ledger in data["ledgers"]:
             changed = changed_input(ledger, environment, str(lockfile.root))
