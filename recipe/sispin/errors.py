@@ -47,6 +47,7 @@ EXIT_CODES: Dict[int, str] = {
     11: "another process changed the same pins meanwhile (nothing written)",
     12: "the set is frozen (freeze = true: `pin thaw SET` first)",
     13: "the setup's Sisyphus or i6_core is older than sispin supports, or lacks what a pin needs",
+    14: "pin check could not see a whole graph: a config waits for unfinished jobs (--accept-waiting)",
     70: "internal error (a bug: pin --debug shows the traceback)",
     130: "interrupted",
 }

@@ -162,6 +162,18 @@ def test_a_config_waiting_for_unfinished_jobs_is_said(setup, capsys):
     )
     assert main(["snapshot"]) == 0
     assert "config/s.py waits for unfinished jobs" in capsys.readouterr().out
+    # a check that could not see what the config builds after the wait is no success
+    assert main(["check", "--offline"]) == 14
+    said = capsys.readouterr().out
+    assert said.endswith(
+        "not seen: sets.s: config/s.py waits for unfinished jobs: what it builds after that is not checked (run the "
+        "jobs it waits for, then check again; --accept-waiting accepts it)\n"
+        "pin check: not whole (1 set, 1 output, 1 set not seen whole)\n"
+    ), said
+    assert main(["check", "--offline"]) == 14, "never a kept pass: the graph depends on work/"
+    capsys.readouterr()
+    assert main(["check", "--offline", "--accept-waiting"]) == 0
+    assert capsys.readouterr().out.endswith("pin check: ok (1 set, 1 output, 1 set not seen whole, accepted)\n")
 
 
 def test_a_clone_job_changed_after_it_got_its_id_is_refused(setup, capsys):

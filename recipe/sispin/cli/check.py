@@ -16,7 +16,10 @@ from sispin.errors import LockfileError
 from sispin.git.store import Store
 from sispin.lock.loading import find_lockfile, load_lockfile
 from sispin.ops.check import CheckResult, check, check_lock_only
-from sispin.text import count, shown_key
+from sispin.text import count, listed, shown_key
+
+#: the exit code of a check that could not see a whole graph (sispin.errors.EXIT_CODES)
+WAITING_EXIT = 14
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -39,6 +42,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "read has changed since (what CI should run)",
     )
     json_output(parser)
+    parser.add_argument(
+        "--accept-waiting",
+        action="store_true",
+        help="an async config that waits for unfinished jobs (what it builds after the wait is not seen) does not "
+        "fail the check (exit 14 otherwise)",
+    )
     parser.add_argument(
         "--lock-only",
         action="store_true",
@@ -69,20 +78,24 @@ def run(args: argparse.Namespace, out: Output) -> int:
                 "sets": result.changes,
                 "skipped": result.skipped,
                 "kept": result.kept,
+                "waiting": result.waiting,
                 "problems": [str(problem) for problem in result.problems],
                 "details": details,
             }
         )
     else:
-        render(result, out)
-    return 1 if result.problems else 0
+        render(result, out, args.accept_waiting)
+    if result.problems:
+        return 1
+    return WAITING_EXIT if result.waiting and not args.accept_waiting else 0
 
 
-def render(result: CheckResult, out: Output) -> None:
+def render(result: CheckResult, out: Output, accept_waiting: bool = False) -> None:
     """
     :param result: what ``pin check`` found
     :param out: the skipped, kept and built sets, a summary per changed set, every problem (details with
-        ``--verbose``) and the verdict
+        ``--verbose``), the sets not seen whole, and the verdict
+    :param accept_waiting: whether a set not seen whole passes (``--accept-waiting``)
     """
     for name in result.skipped:
         out.info(skipped_line(name))
@@ -97,9 +110,20 @@ def render(result: CheckResult, out: Output) -> None:
         out.result(f"problem: {problem}")
         for detail in problem.details:
             out.detail(f"    {detail}")
+    for name, configs in result.waiting.items():
+        out.result(
+            f"not seen: sets.{shown_key(name)}: {listed(configs)} {'waits' if len(configs) == 1 else 'wait'} for "
+            "unfinished jobs: what it builds after that is not checked (run the jobs it waits for, then check again; "
+            "--accept-waiting accepts it)"
+        )
     if result.problems:
         out.result(f"pin check: {count(len(result.problems), 'problem')}")
     else:
         skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
         kept = f", {len(result.kept)} unchanged since the last pass" if result.kept else ""
-        out.result(f"pin check: ok ({count(result.checked, 'set')}, {count(result.outputs, 'output')}{skipped}{kept})")
+        if result.waiting:
+            kept += f", {count(len(result.waiting), 'set')} not seen whole{', accepted' if accept_waiting else ''}"
+        verdict = "ok" if accept_waiting or not result.waiting else "not whole"
+        out.result(
+            f"pin check: {verdict} ({count(result.checked, 'set')}, {count(result.outputs, 'output')}{skipped}{kept})"
+        )

@@ -83,7 +83,8 @@ def render(result: SnapshotResult, lock: Path, out: Output) -> int:
 def waiting_lines(graph: SetGraph) -> List[str]:
     """:return: a line per async config whose ``py()`` waits for unfinished jobs (what follows is not built yet)"""
     return [
-        f"sets.{shown_key(graph.set_name)}: {config} waits for unfinished jobs: what it builds after that is recorded "
+        f"sets.{shown_key(graph.set_name)}: {display_path(Path(config))} waits for unfinished jobs: what it builds "
+        "after that is recorded "
         "and checked once they finished"
         for config in graph.waiting
     ]

@@ -14,6 +14,7 @@ __all__ = ["CheckResult", "check", "check_lock_only"]
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from sispin.errors import PinError, UnsupportedVersionError
@@ -59,6 +60,8 @@ class CheckResult:
     :param outputs: how many outputs their graphs register
     :param kept: the sets whose earlier pass still stands (not built: nothing they read changed)
     :param built: set name -> why it was built (no earlier pass, or the first input that changed)
+    :param waiting: set name -> its async configs whose ``py()`` waits for unfinished jobs: what they build after the
+        wait was not seen, so the check of that set is not whole
     :param unkept: set name -> why its pass was not kept for the next check (what its build read that no record can
         vouch for: the clock, a file that changed while it was read)
     """
@@ -72,6 +75,7 @@ class CheckResult:
     kept: List[str] = field(default_factory=list)
     built: Dict[str, str] = field(default_factory=dict)
     unkept: Dict[str, str] = field(default_factory=dict)
+    waiting: Dict[str, List[str]] = field(default_factory=dict)
 
     def add(self, other: CheckResult) -> None:
         """:param other: what was found of another set, to follow what this holds"""
@@ -82,6 +86,7 @@ class CheckResult:
         self.kept += other.kept
         self.built.update(other.built)
         self.unkept.update(other.unkept)
+        self.waiting.update(other.waiting)
 
 
 #: sets built at once, at most: each build holds its graph in memory (a real one ~400 MB)
@@ -189,6 +194,8 @@ def _check_set(
         return
     result.checked += 1
     result.outputs += len(graph.outputs)
+    if graph.waiting:
+        result.waiting[name] = [display_path(Path(config)) for config in graph.waiting]
     result.problems += recording_problems(lockfile, graph, bound)
     if name not in recorded:
         target = display_path(snapshot_path(lockfile.path))
