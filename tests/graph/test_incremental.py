@@ -359,6 +359,16 @@ READS = {
         'sorted(f for _, _, fs in os.walk("data") for f in fs)',
         lambda root, mp: _retarget(root / "data" / "x", "../t"),
     ),
+    "a variable read through setdefault (read, then written)": (
+        lambda root, mp: None,
+        'os.environ.setdefault("INC_VALUE", "0.001")',
+        lambda root, mp: mp.setenv("INC_VALUE", "0.002"),
+    ),
+    "a variable read, then written back": (
+        lambda root, mp: None,
+        '(os.environ.__setitem__("INC_VALUE", os.environ.get("INC_VALUE", "d")), os.environ["INC_VALUE"])[1]',
+        lambda root, mp: mp.setenv("INC_VALUE", "e"),
+    ),
     "how many environment variables there are": (
         lambda root, mp: None,
         "len(os.environ)",

@@ -387,30 +387,37 @@ def _recording_environment(base: type, recorder: InputRecorder, name_of: Callabl
     """
     os.environ's (or os.environb's) class, recording each variable the setup's own code reads, and every variable
     when it looks at them all (copies them for a process, counts them); a variable set or removed while the configs
-    load (settings.py does) is no input: the code that set it is.
+    load (settings.py does) before anything read it is no input: the code that set it is. One read first stays an
+    input, with the value it had then.
     """
 
     class RecordingEnvironment(base):  # type: ignore[misc, valid-type]
         def __getitem__(self, key: Any) -> Any:
+            # a variable set before it was read holds the value the setup gave it: what set it is the input
+            reading = recorder.active and name_of(key) not in recorder.written and recorder.setup_caller()
             try:
                 value = super().__getitem__(key)
             except KeyError:
-                if recorder.active and recorder.setup_caller():
+                if reading:
                     recorder.environment.setdefault(name_of(key), None)
                 raise
-            if recorder.active and recorder.setup_caller():
+            if reading:
                 recorder.environment.setdefault(name_of(key), name_of(value))
             return value
 
         def __setitem__(self, key: Any, value: Any) -> None:
-            if recorder.active:
-                recorder.written.add(name_of(key))
+            self._written(key)
             super().__setitem__(key, value)
 
         def __delitem__(self, key: Any) -> None:
-            if recorder.active:
-                recorder.written.add(name_of(key))
+            self._written(key)
             super().__delitem__(key)
+
+        def _written(self, key: Any) -> None:
+            # read before it is written (os.environ.setdefault, os.environ[x] = os.environ.get(x, d)): the value it
+            # had when read stays an input
+            if recorder.active and name_of(key) not in recorder.environment:
+                recorder.written.add(name_of(key))
 
         def _all_read(self) -> None:
             if recorder.active and recorder.setup_caller():
