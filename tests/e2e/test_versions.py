@@ -64,14 +64,20 @@ def py():
 
 #: a setup's own clone, written by hand with a legacy hash_overwrite, for ``pin import --config`` to adopt
 HAND_WRITTEN = """\
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
 from i6_core.tools.git import CloneGitRepositoryJob
 from sisyphus import tk
+from sisyphus.delayed_ops import DelayedFormat
 
 
 def py():
     root = CloneGitRepositoryJob("file://{remote}", commit="{commit}").out_repository
     root.hash_overwrite = "RC_ROOT"
     tk.register_output("hand/rc", root)
+    # a path derived from it carries the overwrite on (with its suffix since Sisyphus a5b9c46, as it was before)
+    prolog = [DelayedFormat("sys.path.insert(0, {{!r}})", root.join_right("pkg"))]
+    config = ReturnnConfig(config={{"task": "train"}}, python_prolog=prolog)
+    tk.register_output("hand/returnn.config", WriteReturnnConfigJob(config).out_returnn_config_file)
 """
 
 #: what ``sis manager`` computes before its engine starts: the configs loaded, each output's job id
@@ -211,7 +217,7 @@ def test_the_graph_commands_work_with_this_sisyphus_and_i6_core(
     # a hand-written clone with its legacy hash_overwrite is adopted without a new id
     (root / "config" / "hand.py").write_text(HAND_WRITTEN.format(remote=remote, commit=pinned))
     code, said = _pin(capsys, "import", "config/hand.py", "--set", "hand", "--config", "config/hand.py", "--write")
-    assert code == 0 and "1 of 1 output keeps its job id\npin.toml: sets.hand adopted" in said, said
+    assert code == 0 and "2 of 2 outputs keep their job id\npin.toml: sets.hand adopted" in said, said
 
 
 def _pinned_setup(tmp_path: Path, make_repo: Any, sisyphus: str, i6_core: str, pin: Optional[str] = None) -> Path:

@@ -38,6 +38,7 @@ __all__ = [
     "overwrite_of",
     "overwrites_watched",
     "path_hashing_watched",
+    "suffix_follows_overwrite",
     "given_arguments",
     "held_arguments",
     "own_environment",
@@ -50,6 +51,7 @@ __all__ = [
 ]
 
 import contextlib
+import functools
 import inspect
 import os
 import sys
@@ -241,6 +243,19 @@ def overwrite_of(path: Any) -> Optional[Tuple[Any, str]]:
     state = vars(path)
     value = state["_hash_overwrite"] if "_hash_overwrite" in state else state.get("hash_overwrite")
     return (None, value) if isinstance(value, str) else value
+
+
+@functools.cache
+def suffix_follows_overwrite() -> bool:
+    """
+    :return: whether a path derived with ``join_right`` carries its suffix in its ``hash_overwrite`` too (Sisyphus
+        since a5b9c46, 2022-07); before it, the derived path kept the overwrite as it was. Asked of Sisyphus itself,
+        on a path of its own, once configs are loaded (no watch sees it)
+    """
+    from sisyphus.job_path import Path
+
+    derived = Path("sispin-asks", hash_overwrite="SISPIN_ASKS").join_right("suffix")
+    return overwrite_of(derived) != (None, "SISPIN_ASKS")
 
 
 @contextlib.contextmanager

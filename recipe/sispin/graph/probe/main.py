@@ -37,6 +37,7 @@ from sispin.graph.probe.adapter import (
     input_jobs,
     overwrite_of,
     registered_outputs,
+    suffix_follows_overwrite,
     waiting_configs,
 )
 from sispin.graph.probe.records import hashed_paths, record
@@ -196,14 +197,17 @@ def _clone(job: Any) -> Clone:
 def alias_form(path: Any, clone: Any) -> Optional[str]:
     """
     :return: the value a path of the clone carries as an alias: its string overwrite, less the suffix a
-        ``join_right``/``copy_append`` added to both the path and the overwrite; None when the overwrite names another
-        job's path (a tuple) or does not follow the path (``p = repo.join_right("x"); p.hash_overwrite = "NAME"``)
+        ``join_right``/``copy_append`` added to both the path and the overwrite (a Sisyphus whose derived paths keep
+        the overwrite as it was: the overwrite itself); None when the overwrite names another job's path (a tuple)
+        or does not follow the path (``p = repo.join_right("x"); p.hash_overwrite = "NAME"``)
     """
     creator, value = overwrite_of(path)
     own = vars(clone)["out_repository"].path
     if creator is not None or not path.path.startswith(own):
         return None
     suffix = path.path[len(own) :]
+    if not suffix_follows_overwrite():
+        return value
     return value[: len(value) - len(suffix)] if value.endswith(suffix) else None
 
 
