@@ -277,3 +277,20 @@ def test_a_sisyphus_that_needs_an_older_python_says_which(real_sisyphus, tmp_pat
     git(tmp_path / "sisyphus", "checkout", "-q", _commit(SISYPHUS_DIR, "9620433"))
     monkeypatch.setattr(versions.sys, "version_info", (3, 13, 0))
     assert versions.unsupported("sisyphus", tmp_path / "sisyphus", "tools/sisyphus") is None
+
+
+def test_a_setup_checkout_at_another_commit_builds_nothing(
+    real_sisyphus, make_repo, store_dir, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    root = _pinned_setup(tmp_path, make_repo, "HEAD", "HEAD")
+    assert _pin(capsys, "sync")[0] == 0
+    other = _commit(SISYPHUS_DIR, "bc80ae7")
+    git(root / "tools" / "sisyphus", "checkout", "-q", other)  # the pin stays: a build would be another version's
+    pinned = _commit(SISYPHUS_DIR, None)
+    said = (
+        f"pin: error: setup.sisyphus: tools/sisyphus is at {other[:12]}, pin.toml pins {pinned[:12]}: a build there "
+        "would record another version's ids; check out the pinned commit (or pin that one), then rerun\n"
+    )
+    assert _pin(capsys, "snapshot", "demo") == (6, said)
+    assert _pin(capsys, "check", "--offline") == (6, said)

@@ -27,7 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
-from sispin.errors import SisyphusError, UnsupportedVersionError
+from sispin.errors import CheckoutStateError, GitError, SisyphusError, UnsupportedVersionError
+from sispin.git.process import read_git
 from sispin.git.store import SCRATCH_CHECKOUTS_ENV
 from sispin.git.versions import unsupported_setup
 from sispin.graph.probe.schema import Reply, SetGraph
@@ -87,7 +88,10 @@ def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
     :return: the directory holding the setup's Sisyphus package (a ``[setup.*]`` checkout), or None when pin.toml
         pins no Sisyphus (then the environment's is used, as by a ``sis`` installed with pip)
     :raises SisyphusError: when pin.toml pins Sisyphus but its checkout is missing: an unpinned one must not stand in
+    :raises CheckoutStateError: when a ``[setup.*]`` checkout is at another commit than pin.toml pins (the build
+        would record the ids of a Sisyphus or i6_core the lock does not pin)
     """
+    _setup_at_its_commits(lockfile)
     for entry in lockfile.setup.values():
         candidate = lockfile.root / entry.path
         if (candidate / "sisyphus" / "toolkit.py").is_file():
@@ -96,6 +100,23 @@ def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
         if name_from_url(entry.url).lower() == "sisyphus":
             raise SisyphusError(f"setup.{entry.name}: no Sisyphus checkout at {entry.path} (run `pin sync`)")
     return None
+
+
+def _setup_at_its_commits(lockfile: Lockfile) -> None:
+    """Each ``[setup.*]`` git checkout is at its pinned commit (local changes are ``pin verify``'s to find)."""
+    for entry in lockfile.setup.values():
+        checkout = lockfile.root / entry.path
+        if not (checkout / ".git").exists():
+            continue  # missing (said below, where it matters) or not a git checkout: nothing to compare
+        try:
+            head = read_git(checkout, "rev-parse", "HEAD")
+        except GitError:
+            continue
+        if head != entry.commit:
+            raise CheckoutStateError(
+                f"setup.{entry.name}: {entry.path} is at {head[:12]}, pin.toml pins {entry.commit[:12]}: a build there "
+                "would record another version's ids; check out the pinned commit (or pin that one), then rerun"
+            )
 
 
 def _reply(result: subprocess.CompletedProcess, reply_path: Path, what: str) -> Reply:
