@@ -10,7 +10,7 @@ code of the source beside them.
 
 from __future__ import annotations
 
-__all__ = ["verify_checkout"]
+__all__ = ["verify_checkout", "checked_out_commit", "at_another_commit"]
 
 import contextlib
 import importlib.util
@@ -18,7 +18,7 @@ import marshal
 import os
 import tempfile
 from pathlib import Path
-from typing import List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from sispin.errors import CheckoutStateError, GitCommandError, GitError
 from sispin.git.process import read_git, write_git
@@ -63,21 +63,37 @@ def verify_checkout(
         raise CheckoutStateError(f"{where} does not exist (`pin sync` makes it)")
     if not is_checkout(path):
         raise CheckoutStateError(f"{where}: exists but is not a git checkout; move it away and rerun")
-    # what git would take from the checkout's own config or state to show something else: replacement objects, a
-    # core.worktree that points elsewhere (a file-system monitor's answers: see _HONEST)
-    honest = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_WORK_TREE": str(path)}
+    honest = _honest(path)
     if files is None:
-        try:
-            head = read_git(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", env=honest)
-        except GitCommandError:
-            raise CheckoutStateError(f"{where}: the checkout has no commit") from None
+        head = checked_out_commit(path)
+        if head is None:
+            raise CheckoutStateError(f"{where}: the checkout has no commit")
         if head != commit:
-            raise CheckoutStateError(f"{where} is at {head[:12]}, pin.toml pins {commit[:12]}")
+            raise CheckoutStateError(at_another_commit(where, head, commit))
     changes = _changes(path, honest, commit, where, files, patches or (), ignored)
     if changes:
         listed = ", ".join(changes[:_LISTED_CHANGES])
         more = f" and {len(changes) - _LISTED_CHANGES} more" if len(changes) > _LISTED_CHANGES else ""
         raise CheckoutStateError(f"{where} has local changes: {listed}{more}")
+
+
+def checked_out_commit(path: Path) -> Optional[str]:
+    """:return: the commit the checkout's HEAD is at, as git tells it past the checkout's own settings; None for none"""
+    try:
+        return read_git(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", env=_honest(path))
+    except GitCommandError:
+        return None
+
+
+def at_another_commit(where: str, head: str, commit: str) -> str:
+    """:return: how a checkout at head, not at the pinned commit, is said"""
+    return f"{where} is at {head[:12]}, pin.toml pins {commit[:12]}"
+
+
+def _honest(path: Path) -> Dict[str, str]:
+    # what git would take from the checkout's own config or state to show something else: replacement objects, a
+    # core.worktree that points elsewhere (a file-system monitor's answers: see _HONEST)
+    return {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_WORK_TREE": str(path)}
 
 
 #: git settings of a checkout that would let it report a changed file as unchanged

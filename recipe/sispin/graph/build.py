@@ -15,7 +15,15 @@ While :func:`recording_inputs` is in use, every graph build records what it read
 
 from __future__ import annotations
 
-__all__ = ["find_sisyphus", "probe_environment", "run_probe", "recording_inputs", "InputsRead", "load_graph"]
+__all__ = [
+    "find_sisyphus",
+    "check_setup_commits",
+    "probe_environment",
+    "run_probe",
+    "recording_inputs",
+    "InputsRead",
+    "load_graph",
+]
 
 import contextlib
 import contextvars
@@ -27,9 +35,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
-from sispin.errors import CheckoutStateError, GitError, SisyphusError, UnsupportedVersionError
-from sispin.git.process import read_git
+from sispin.errors import CheckoutStateError, SisyphusError, UnsupportedVersionError
 from sispin.git.store import SCRATCH_CHECKOUTS_ENV
+from sispin.git.verify import at_another_commit, checked_out_commit
 from sispin.git.versions import unsupported_setup
 from sispin.graph.probe.schema import Reply, SetGraph
 from sispin.lock.loading import LOCK_ENV, PROBE_TEXT_ENV
@@ -88,10 +96,7 @@ def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
     :return: the directory holding the setup's Sisyphus package (a ``[setup.*]`` checkout), or None when pin.toml
         pins no Sisyphus (then the environment's is used, as by a ``sis`` installed with pip)
     :raises SisyphusError: when pin.toml pins Sisyphus but its checkout is missing: an unpinned one must not stand in
-    :raises CheckoutStateError: when a ``[setup.*]`` checkout is at another commit than pin.toml pins (the build
-        would record the ids of a Sisyphus or i6_core the lock does not pin)
     """
-    _setup_at_its_commits(lockfile)
     for entry in lockfile.setup.values():
         candidate = lockfile.root / entry.path
         if (candidate / "sisyphus" / "toolkit.py").is_file():
@@ -102,24 +107,42 @@ def find_sisyphus(lockfile: Lockfile) -> Optional[Path]:
     return None
 
 
-def _setup_at_its_commits(lockfile: Lockfile) -> None:
-    """Each ``[setup.*]`` git checkout is at its pinned commit (local changes are ``pin verify``'s to find)."""
+def check_setup_commits(lockfile: Lockfile) -> None:
+    """
+    Before a build: each ``[setup.*]`` git checkout is at its pinned commit (local changes are ``pin verify``'s).
+
+    :raises CheckoutStateError: when one is at another commit (the build would record the ids of a Sisyphus or
+        i6_core the lock does not pin)
+    """
     for entry in lockfile.setup.values():
         checkout = lockfile.root / entry.path
         if not (checkout / ".git").exists():
-            continue  # missing (said below, where it matters) or not a git checkout: nothing to compare
-        try:
-            head = read_git(checkout, "rev-parse", "HEAD")
-        except GitError:
-            continue
-        if head != entry.commit:
+            continue  # missing (find_sisyphus says so where it matters) or not a git checkout: nothing to compare
+        head = checked_out_commit(checkout)
+        if head is not None and head != entry.commit:
             raise CheckoutStateError(
-                f"setup.{entry.name}: {entry.path} is at {head[:12]}, pin.toml pins {entry.commit[:12]}: a build there "
-                "would record another version's ids; check out the pinned commit (or pin that one), then rerun"
+                f"setup.{entry.name}: {at_another_commit(entry.path, head, entry.commit)}: a build there would record "
+                "another version's ids; check out the pinned commit (or pin that one), then rerun"
             )
 
 
-def _reply(result: subprocess.CompletedProcess, reply_path: Path, what: str) -> Reply:
+def _reply(result: subprocess.CompletedProcess, reply_path: Path, what: str, lockfile: Lockfile) -> Reply:
+    """
+    :return: what a finished probe replied
+    :raises SisyphusError: with its error, or its last line of stderr
+    :raises UnsupportedVersionError: instead, when the setup's Sisyphus or i6_core is one sispin does not support (it
+        fails in ways of its own: what it is is said, not how it failed)
+    """
+    try:
+        return _read_reply(result, reply_path, what)
+    except SisyphusError:
+        reason = unsupported_setup(lockfile)
+        if reason:
+            raise UnsupportedVersionError(reason) from None
+        raise
+
+
+def _read_reply(result: subprocess.CompletedProcess, reply_path: Path, what: str) -> Reply:
     """:return: what a finished probe replied; :raises SisyphusError: with its error, or its last line of stderr"""
     reply = Reply.from_json(json.loads(reply_path.read_text(encoding="utf-8"))) if reply_path.is_file() else None
     if reply is not None and reply.failure is not None:
@@ -168,6 +191,7 @@ def run_probe(
         (a build at pins no lockfile holds: they would stay behind)
     :raises SisyphusError: when no Sisyphus can be imported or the probe fails
     """
+    check_setup_commits(lockfile)
     env = probe_environment(lockfile)
     if arguments[0] == "graph" and request is not None:
         request = {**request, "inputs": bool(_RECORDING.get())}
@@ -195,14 +219,7 @@ def run_probe(
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             raise SisyphusError(f"{what} took over {PROBE_TIMEOUT} s") from None
-        try:
-            reply = _reply(result, reply_path, what)
-        except SisyphusError:
-            # a version sispin does not support fails in ways of its own: say what it is, not how it failed
-            reason = unsupported_setup(lockfile)
-            if reason:
-                raise UnsupportedVersionError(reason) from None
-            raise
+        reply = _reply(result, reply_path, what, lockfile)
     for found in _RECORDING.get():
         found.ledgers.append(reply.read)
     return reply.report

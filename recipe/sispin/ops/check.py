@@ -21,7 +21,7 @@ from sispin.errors import PinError, UnsupportedVersionError
 from sispin.git.history import on_a_ref
 from sispin.git.presence import missing_commits
 from sispin.git.store import Store
-from sispin.graph.build import find_sisyphus, load_graph, recording_inputs
+from sispin.graph.build import check_setup_commits, find_sisyphus, load_graph, recording_inputs
 from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
@@ -122,8 +122,10 @@ def check(
     # one per processor, and reported in pin.toml's order
     names = [spec.name for spec in specs if spec.configs]
     if names:
-        # a pinned Sisyphus that is not checked out: no set can be checked, which is no finding about a set (exit 9)
+        # a pinned Sisyphus that is not checked out (exit 9), or a setup checkout at another commit (exit 6): no set
+        # can be checked, which is no finding about a set
         find_sisyphus(lockfile)
+        check_setup_commits(lockfile)
     workers = max(1, min(len(names), len(_processors()), _PARALLEL_BUILDS))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for part in pool.map(

@@ -116,8 +116,7 @@ def sync_setup(lockfile: Lockfile, synced: Callable[[SetupSync], None]) -> Setup
         with file_lock(lockfile.root / ".pin-sync"):
             for entry in lockfile.setup.values():
                 try:
-                    outcome = _sync_one(lockfile.root, entry)
-                    done.append(SetupSync(entry, outcome, None))
+                    done.append(SetupSync(entry, _sync_one(lockfile.root, entry), None))
                 except PinError as exc:
                     done.append(SetupSync(entry, None, exc))
                 synced(done[-1])

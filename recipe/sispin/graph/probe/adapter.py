@@ -169,32 +169,35 @@ def recomputed_digest(job: Any, arguments: Dict[str, Any]) -> str:
 
 
 @contextlib.contextmanager
-def construction_wrapped(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
+def _replaced(owner: Any, name: str, wrap: Callable[[Any], Any]) -> Iterator[None]:
+    """While the context lasts, ``owner.name`` is ``wrap(what it was)``; after it, what it was."""
+    original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+    setattr(owner, name, wrap(original))
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def construction_wrapped(
+    wrap: Callable[[Callable[..., Any]], Callable[..., Any]],
+) -> contextlib.AbstractContextManager[None]:
     """
     While the context lasts, every job construction (``SomeJob(...)``, which Sisyphus turns into one job object per
     id) goes through ``wrap(create)(cls, *args, **kwargs)``, create being Sisyphus's own.
     """
     from sisyphus.job import JobSingleton
 
-    create = JobSingleton.__call__
-    JobSingleton.__call__ = wrap(create)
-    try:
-        yield
-    finally:
-        JobSingleton.__call__ = create
+    return _replaced(JobSingleton, "__call__", wrap)
 
 
-@contextlib.contextmanager
-def hashing_wrapped(wrap: Callable[[Callable[[Any], bytes]], Callable[[Any], bytes]]) -> Iterator[None]:
+def hashing_wrapped(
+    wrap: Callable[[Callable[[Any], bytes]], Callable[[Any], bytes]],
+) -> contextlib.AbstractContextManager[None]:
     """While the context lasts, Sisyphus's hash walk of each value goes through ``wrap(original)(value)``."""
     from sisyphus import hash as sisyphus_hash
 
-    original = sisyphus_hash.sis_hash_helper
-    sisyphus_hash.sis_hash_helper = wrap(original)
-    try:
-        yield
-    finally:
-        sisyphus_hash.sis_hash_helper = original
+    return _replaced(sisyphus_hash, "sis_hash_helper", wrap)
 
 
 @contextlib.contextmanager
@@ -258,21 +261,17 @@ def suffix_follows_overwrite() -> bool:
     return overwrite_of(derived) != (None, "SISPIN_ASKS")
 
 
-@contextlib.contextmanager
-def path_hashing_watched(noted: Callable[[Any], None]) -> Iterator[None]:
+def path_hashing_watched(noted: Callable[[Any], None]) -> contextlib.AbstractContextManager[None]:
     """While the context lasts, call ``noted(path)`` each time Sisyphus hashes a path (before it does)."""
-    owner = path_class()
-    original = owner.__dict__["_sis_hash"]
 
-    def hashing(path: Any) -> bytes:
-        noted(path)
-        return original(path)
+    def wrap(original: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+        def hashing(path: Any) -> bytes:
+            noted(path)
+            return original(path)
 
-    owner._sis_hash = hashing
-    try:
-        yield
-    finally:
-        owner._sis_hash = original
+        return hashing
+
+    return _replaced(path_class(), "_sis_hash", wrap)
 
 
 @contextlib.contextmanager
