@@ -74,8 +74,10 @@ def py():
     root = CloneGitRepositoryJob("file://{remote}", commit="{commit}").out_repository
     root.hash_overwrite = "RC_ROOT"
     tk.register_output("hand/rc", root)
-    # a path derived from it carries the overwrite on (with its suffix since Sisyphus a5b9c46, as it was before)
-    prolog = [DelayedFormat("sys.path.insert(0, {{!r}})", root.join_right("pkg"))]
+    # a path derived from it carries the overwrite on (with its suffix since Sisyphus a5b9c46, as it was before; no
+    # Sisyphus before 90b6b85, 2022-01, derives one)
+    derived = root.join_right("pkg") if hasattr(root, "join_right") else root
+    prolog = [DelayedFormat("sys.path.insert(0, {{!r}})", derived)]
     config = ReturnnConfig(config={{"task": "train"}}, python_prolog=prolog)
     tk.register_output("hand/returnn.config", WriteReturnnConfigJob(config).out_returnn_config_file)
 """

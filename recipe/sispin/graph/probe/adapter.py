@@ -257,6 +257,8 @@ def suffix_follows_overwrite() -> bool:
     """
     from sisyphus.job_path import Path
 
+    if not hasattr(Path, "join_right"):  # before 90b6b85 (2022-01) no path is derived from another
+        return False
     derived = Path("sispin-asks", hash_overwrite="SISPIN_ASKS").join_right("suffix")
     return overwrite_of(derived) != (None, "SISPIN_ASKS")
 
