@@ -309,3 +309,53 @@ def test_a_set_removed_on_one_branch_and_changed_on_the_other_is_a_conflict(tmp_
     code, _ = _merge(tmp_path, BASE, removed, BASE.replace(SHA["2"], SHA["3"]))
     assert code == 1
     assert capsys.readouterr().err == "pin: error: pin.toml: sets.b: removed on this branch, changed on the other\n"
+
+
+def test_a_comment_added_where_an_equal_line_stands_elsewhere_is_not_dropped(tmp_path):
+    # the line merge conflicts (the comment is right above the pin this branch moved); the same text above
+    # [sets.b] does not keep the other branch's line above sets.a's pin
+    ours = BASE.replace(SHA["1"], SHA["3"])
+    theirs = BASE.replace(f'rc = "{SHA["1"]}"', f'# b is the paper\'s set\nrc = "{SHA["1"]}"')
+    merge = _merged(tmp_path, BASE, ours, theirs)
+    if merge.conflicts:
+        assert "<<<<<<<" in merge.text
+        assert merge.conflicts == [
+            "pin.toml: a merge by value cannot keep the other branch's line \"# b is the paper's set\": resolve by hand"
+        ]
+    else:
+        assert f'# b is the paper\'s set\nrc = "{SHA["3"]}"' in merge.text
+
+
+#: a comment right above a pin: a change of the pin and of the comment are neighbours for git's line merge
+COMMENTED = BASE.replace(f"rc = '{SHA['2']}'", f"# the paper's commit\nrc = '{SHA['2']}'")
+
+
+def test_a_comment_deleted_beside_a_moved_pin_stays_deleted(tmp_path):
+    moved, deleted = COMMENTED.replace(SHA["2"], SHA["3"]), COMMENTED.replace("# the paper's commit\n", "")
+    for ours, theirs in ((moved, deleted), (deleted, moved)):
+        merge = _merged(tmp_path, COMMENTED, ours, theirs)
+        assert "# the paper's commit" not in merge.text or "<<<<<<<" in merge.text, merge.text
+        if merge.conflicts:
+            assert merge.conflicts == [
+                "pin.toml: a merge by value cannot keep the other branch's deletion of the line "
+                '"# the paper\'s commit": resolve by hand'
+            ]
+        else:
+            assert parse_lockfile(merge.text, Path("pin.toml")).sets["b"].pins["rc"].commit == SHA["3"]
+
+
+def test_equal_lines_both_branches_changed_in_different_sets_merge(tmp_path):
+    # each branch moves another set to the same commit, and both append a set (the line merge conflicts): the two
+    # equal pin lines are each the change of one branch, at its place
+    base = BASE.replace(f"rc = '{SHA['2']}'", f'rc = "{SHA["2"]}"')
+    ours = base.replace(SHA["1"], SHA["3"]) + _new_set("c", "5", "our new set")
+    theirs = base.replace(SHA["2"], SHA["3"]) + _new_set("d", "6", "their new set")
+    merge = _merged(tmp_path, base, ours, theirs)
+    assert merge.conflicts == []
+    lock = parse_lockfile(merge.text, Path("pin.toml"))
+    assert {name: spec.pins["rc"].commit for name, spec in lock.sets.items()} == {
+        "a": SHA["3"],
+        "b": SHA["3"],
+        "c": SHA["5"],
+        "d": SHA["6"],
+    }

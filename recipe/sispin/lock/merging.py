@@ -4,15 +4,16 @@ Three-way merge of pin.toml, for git's merge driver (``pin merge-driver``).
 The merge is decided on the values, key by key: a key only one branch changed takes that branch's value; a key
 both changed differently is a conflict, named with both values. The text is written by the first of these that
 holds exactly the merged values and validates: git's own line merge, or this branch's file with the other branch's
-changes applied to it (tomlkit: comments, quotes and layout of both stay).
+changes applied to it (tomlkit: comments, quotes and layout of both stay). A text is taken only when
+:func:`line_conflicts` finds every branch's line changes in it at their place (blank lines aside).
 """
 
 from __future__ import annotations
 
-__all__ = ["LockMerge", "merge_values", "apply_changes", "holds", "lost_lines"]
+__all__ = ["LockMerge", "merge_values", "apply_changes", "holds", "line_conflicts"]
 
 import difflib
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import tomlkit
 from tomlkit.items import Table
@@ -167,21 +168,132 @@ def _shown(value: Any) -> str:
     return shown_value(value)
 
 
-def lost_lines(base: str, side: str, merged: str) -> List[str]:
+class _Added(NamedTuple):
+    """A line a text has that the common ancestor has not there."""
+
+    line: str
+    #: the base lines around it: it stands after base line ``after`` and before base line ``before`` (-1 and the
+    #: base's length at the ends)
+    after: int
+    before: int
+    #: the change it is part of (the lines one change added, in order, share it)
+    change: int
+
+
+def line_conflicts(base: str, ours: str, theirs: str, merged: str) -> List[str]:
     """
+    Judge a merged text line by line against the common ancestor, by place, as git's line merge does (a text
+    written from the values can miss a comment it cannot place, or keep a line the other branch deleted): a line
+    either branch added stands where it was added (after and before the same base lines), a base line one branch
+    deleted stays deleted, a base line both kept stays, and the merged text has no other line. A table both
+    branches added alike stands once, where either put it (TOML cannot hold it twice).
+
     :param base: the common ancestor's text
-    :param side: one branch's text
+    :param ours: this branch's text
+    :param theirs: the other branch's text
     :param merged: a merge of the values, written out
-    :return: the lines the branch added or changed that the merged text does not hold (a comment the merge by
-        value cannot place): a merge that drops them is not taken
+    :return: what the merged text does not keep, one phrase per line (empty when it keeps every branch's change)
     """
-    held = {line.rstrip() for line in merged.splitlines()}
-    lines = side.splitlines()
-    lost = []
-    for tag, _, _, first, last in difflib.SequenceMatcher(None, base.splitlines(), lines, autojunk=False).get_opcodes():
-        if tag in ("insert", "replace"):
-            lost += [line for line in lines[first:last] if line.strip() and line.rstrip() not in held]
-    return lost
+    old = _content(base)
+    (our_kept, our_added), (their_kept, their_added), (kept, added) = (
+        _placed(old, _content(text)) for text in (ours, theirs, merged)
+    )
+    sides = ((our_added, "this branch's"), (their_added, "the other branch's"))
+    taken = [_taken(lines, added) for lines, _ in sides]
+    problems = []
+    for side, (lines, label) in enumerate(sides):
+        alike = _alike_tables(lines, sides[1 - side][0], taken[1 - side])
+        problems += [
+            f"cannot keep {label} line {entry.line.strip()!r}"
+            for index, entry in enumerate(lines)
+            if index not in taken[side] and entry.change not in alike
+        ]
+    for index, line in enumerate(old):
+        deleted = [
+            label
+            for side_kept, label in ((our_kept, "this branch's"), (their_kept, "the other branch's"))
+            if index not in side_kept
+        ]
+        if index in kept and deleted:
+            whose = deleted[0] if len(deleted) == 1 else "both branches'"
+            problems.append(f"cannot keep {whose} deletion of the line {line.strip()!r}")
+        elif index not in kept and not deleted:
+            problems.append(f"cannot keep the line {line.strip()!r} both branches have")
+    placed = {index for side in taken for index in side.values()}
+    problems += [
+        f"writes the line {entry.line.strip()!r}, which neither branch has there"
+        for index, entry in enumerate(added)
+        if index not in placed
+    ]
+    return problems
+
+
+def _content(text: str) -> List[str]:
+    # blank lines say nothing, and tomlkit puts them its own way around the tables it adds
+    return [line.rstrip() for line in text.splitlines() if line.strip()]
+
+
+def _placed(base: List[str], lines: List[str]) -> Tuple[Set[int], List[_Added]]:
+    """:return: the base lines a text keeps (by index), and the lines it adds with the base lines around them"""
+    kept: Set[int] = set()
+    added: List[_Added] = []
+    matcher = difflib.SequenceMatcher(None, base, lines, autojunk=False)
+    for change, (tag, first, last, start, end) in enumerate(matcher.get_opcodes()):
+        if tag == "equal":
+            kept.update(range(first, last))
+        else:
+            # between two runs of kept lines: the one that ends before first and the one that starts at last
+            added += [_Added(line, first - 1, last, change) for line in lines[start:end]]
+    return kept, added
+
+
+def _taken(side: List[_Added], merged: List[_Added]) -> Dict[int, int]:
+    """
+    :param side: the lines a branch added
+    :param merged: the lines the merged text added
+    :return: for each of the branch's lines the merged text keeps, the index of the merged line that keeps it: the
+        same line between the same base lines (or fewer of them: the other branch may have deleted some), in the
+        branch's order, one merged line for one line of the branch (an equal line elsewhere keeps nothing)
+    """
+    taken: Dict[int, int] = {}
+    start = 0
+    for index, entry in enumerate(side):
+        for candidate in range(start, len(merged)):
+            line = merged[candidate]
+            if line.line == entry.line and max(line.after, entry.after) < min(line.before, entry.before):
+                taken[index] = start = candidate
+                start += 1
+                break
+    return taken
+
+
+def _alike_tables(side: List[_Added], other: List[_Added], other_taken: Dict[int, int]) -> Set[int]:
+    """
+    :param side: the lines a branch added
+    :param other: the lines the other branch added
+    :param other_taken: which of those the merged text keeps (:func:`_taken`)
+    :return: the branch's changes that add a table the other branch added alike, in a change the merged text keeps
+        whole
+    """
+    whole = {
+        tuple(other[index].line for index in indices)
+        for indices in _by_change(other).values()
+        if all(index in other_taken for index in indices)
+    }
+    return {
+        change
+        for change, indices in _by_change(side).items()
+        if any(side[index].line.lstrip().startswith("[") for index in indices)
+        and tuple(side[index].line for index in indices) in whole
+    }
+
+
+def _by_change(lines: List[_Added]) -> Dict[int, List[int]]:
+    """:return: the indices of the added lines, by the change they are part of"""
+    changes: Dict[int, List[int]] = {}
+    for index, entry in enumerate(lines):
+        changes.setdefault(entry.change, []).append(index)
+    return changes
 
 
 def holds(text: str, values: Dict[str, Any]) -> bool:

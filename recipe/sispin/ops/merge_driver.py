@@ -17,7 +17,7 @@ from sispin.git.merge import install_driver, merge_lines
 from sispin.graph.snapshot_merge import merge_snapshots
 from sispin.lock.files import SNAPSHOT_NAME, snapshot_path
 from sispin.lock.loading import find_lockfile, parse_lockfile, parse_toml, read_lockfile_text
-from sispin.lock.merging import apply_changes, holds, lost_lines, merge_values
+from sispin.lock.merging import apply_changes, holds, line_conflicts, merge_values
 
 
 @dataclass(frozen=True)
@@ -97,13 +97,10 @@ def _merge_lockfile(base: str, ours: str, theirs: str, where: str) -> Tuple[str,
     text = next((candidate for candidate in candidates if holds(candidate, merge.values)), None)
     if text is None:
         return merge_lines(base, ours, theirs)[0], [f"{where}: the merged values cannot be written keeping the layout"]
-    for side, label in ((ours, "this branch"), (theirs, "the other branch")):
-        lost = lost_lines(base, side, text)
-        if lost:
-            # a comment edit beside a change of values: never dropped silently
-            return merge_lines(base, ours, theirs)[0], [
-                f"{where}: a merge by value cannot keep {label}'s line {lost[0].strip()!r}: resolve by hand"
-            ]
+    problems = line_conflicts(base, ours, theirs, text)
+    if problems:
+        # a comment edit beside a change of values: never dropped or brought back silently (one line: the first)
+        return merge_lines(base, ours, theirs)[0], [f"{where}: a merge by value {problems[0]}: resolve by hand"]
     try:
         parse_lockfile(text, Path(where))
     except LockfileError as exc:
