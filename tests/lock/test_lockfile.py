@@ -278,3 +278,30 @@ def test_the_snapshot_text_reads_back_as_what_was_recorded_whatever_the_names():
     bound = {'V/ä"': ["a" * 40, "b" * 40], "X": ["c" * 40]}
     data = tomllib.loads(render_snapshot(sets, bound))
     assert data["sets"] == sets and data["bound"] == bound and data["version"] == 1
+
+
+def test_the_file_locks_leave_git_status_clean_and_are_shared_through_a_symlink(tmp_path):
+    import subprocess
+
+    from filelock import FileLock, Timeout
+
+    from conftest import commit_setup
+    from sispin.lock.files import CACHE_DIR, file_lock, snapshot_path
+
+    setup = tmp_path / "setup"
+    setup.mkdir()
+    lock = setup / "pin.toml"
+    lock.write_text("[repos]\n")
+    commit_setup(setup)
+    for path in (lock, snapshot_path(lock), setup / ".pin-sync"):
+        with file_lock(path):
+            pass
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored=no"], cwd=setup, capture_output=True, text=True)
+    assert status.stdout == ""
+    # a second setup that links the first one's pin.toml takes the same lock
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "pin.toml").symlink_to(lock)
+    with file_lock(other / "pin.toml"):
+        with pytest.raises(Timeout):
+            FileLock(str(setup / CACHE_DIR / "locks" / "pin.toml.lock"), timeout=0).acquire()

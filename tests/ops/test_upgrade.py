@@ -213,7 +213,7 @@ def test_interrupted_write_leaves_the_old_file_intact(history, monkeypatch):
     monkeypatch.setattr(os, "fsync", crash)
     assert main(["upgrade", "demo"]) == 130
     assert history.text() == before
-    assert sorted(p.name for p in history.lock.parent.iterdir()) == ["pin.toml", "pin.toml.lock"]
+    assert sorted(p.name for p in history.lock.parent.iterdir()) == [".sispin-cache", "pin.toml"]
 
 
 def test_a_killed_writer_leaves_the_old_file_and_no_stale_lock(history):

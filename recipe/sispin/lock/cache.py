@@ -16,8 +16,6 @@ without source), the lockfile is validated as if there were none.
 from __future__ import annotations
 
 __all__ = [
-    "CACHE_DIR",
-    "cache_directory",
     "set_cache_file",
     "write_set_cache",
     "validating_modules",
@@ -37,11 +35,10 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sispin.lock.files import CACHE_DIR, cache_directory
 from sispin.lock.loading import load_lockfile, parse_lockfile
 from sispin.lock.lockfile import Lockfile, Pin, RepoSpec, SetSpec, SetupCheckout
 
-#: the cache directory, beside the lockfile (like .pytest_cache: it holds a .gitignore of its own)
-CACHE_DIR = ".sispin-cache"
 #: the only classes a cache file may name (anything else is a damaged or foreign file: a miss)
 _CLASSES = {cls.__name__: cls for cls in (RepoSpec, Pin, SetSpec, SetupCheckout)}
 # raised on purpose by pickle or our unpickler for bytes that are not a cache file of ours
@@ -174,20 +171,6 @@ def _read(cache: Path, key: bytes) -> Optional[Tuple[Any, Any, Any]]:
     except _UNREADABLE:
         return None
     return repos, sets, setup
-
-
-def cache_directory(root: Path) -> Path:
-    """
-    :param root: the setup root (pin.toml's directory)
-    :return: its cache directory, made (with the .gitignore that keeps it out of git) when missing
-    :raises OSError: when it cannot be made
-    """
-    directory = Path(root) / CACHE_DIR
-    directory.mkdir(exist_ok=True)
-    ignore = directory / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# sispin's caches (validated lockfiles, job records); safe to delete\n*\n")
-    return directory
 
 
 def set_cache_file(root: Path, kind: str, set_name: str) -> Path:

@@ -7,6 +7,8 @@ a read-only file, and with the temporary files of a killed writer removed.
 from __future__ import annotations
 
 __all__ = [
+    "CACHE_DIR",
+    "cache_directory",
     "file_lock",
     "check_writable",
     "replace_file",
@@ -35,20 +37,42 @@ from sispin.text import display_path
 #: file and directory times this close to a moment may still change within their granularity (coarse file system
 #: clocks): a state seen then cannot vouch for later
 RACY_NS = 2_000_000_000
+#: sispin's directory of caches and file locks in a setup (like .pytest_cache: it holds a .gitignore of its own, so
+#: that `git status` never shows them)
+CACHE_DIR = ".sispin-cache"
+
+
+def cache_directory(root: Path) -> Path:
+    """
+    :param root: the setup root (pin.toml's directory)
+    :return: its cache directory, made (with the .gitignore that keeps it out of git) when missing
+    :raises OSError: when it cannot be made
+    """
+    directory = Path(root) / CACHE_DIR
+    directory.mkdir(exist_ok=True)
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# sispin's caches (validated lockfiles, job records) and file locks; safe to delete\n*\n")
+    return directory
 
 
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """
-    Hold the lock that serialises the rewrites of a file: beside the real file, so two links to one file share it.
+    Hold the lock that serialises the rewrites of a file: in the cache directory beside the real file, so two links
+    to one file share it and git never shows it.
 
     :param path: a file sispin rewrites (pin.toml, pin.snapshot.toml), possibly a symlink
     :raises FileSystemError: when the lock file cannot be made (e.g. a read-only directory)
     """
     from filelock import FileLock  # not for the config path, which writes without locks (replace_file)
 
-    lock = FileLock(os.path.realpath(path) + ".lock")
+    real = Path(os.path.realpath(path))
+    locks = real.parent / CACHE_DIR / "locks"
+    lock = FileLock(str(locks / f"{real.name}.lock"))
     try:
+        cache_directory(real.parent)
+        locks.mkdir(exist_ok=True)
         lock.acquire()
     except OSError as exc:
         raise FileSystemError(

@@ -321,8 +321,7 @@ def _input_recorder(request_path: str) -> Any:
     import importlib.util
 
     from sispin.graph.probe.inputs import InputRecorder
-    from sispin.lock.cache import CACHE_DIR
-    from sispin.lock.files import SNAPSHOT_NAME
+    from sispin.lock.files import CACHE_DIR, SNAPSHOT_NAME
     from sispin.lock.loading import LOCK_ENV
 
     lock = os.environ[LOCK_ENV]
