@@ -87,25 +87,26 @@ def _is_snapshot(name: Optional[str], texts: Tuple[str, ...]) -> bool:
 def _merge_lockfile(base: str, ours: str, theirs: str, where: str) -> Tuple[str, List[str]]:
     """:return: the merged text (with conflict markers when there are conflicts) and the conflicts"""
     merge = merge_values(*(parse_toml(text, where) for text in (base, ours, theirs)), where)
+    # git's line merge, run once: the text left for a conflict (with its markers), and the first candidate when clean
+    lines, no_conflicts = merge_lines(base, ours, theirs)
     if merge.conflicts:
-        return merge_lines(base, ours, theirs)[0], merge.conflicts
+        return lines, merge.conflicts
     # git's line merge when it is clean and holds the merged values (say, no set appended on both branches), else
     # the other branch's changes made to this branch's file
-    clean, no_conflicts = merge_lines(base, ours, theirs)
-    candidates = [clean] if no_conflicts else []
+    candidates = [lines] if no_conflicts else []
     candidates.append(apply_changes(ours, theirs, merge.values))
     text = next((candidate for candidate in candidates if holds(candidate, merge.values)), None)
     if text is None:
-        return merge_lines(base, ours, theirs)[0], [f"{where}: the merged values cannot be written keeping the layout"]
+        return lines, [f"{where}: the merged values cannot be written keeping the layout"]
     problems = line_conflicts(base, ours, theirs, text)
     if problems:
         # a comment edit beside a change of values: never dropped or brought back silently (one line: the first)
-        return merge_lines(base, ours, theirs)[0], [f"{where}: a merge by value {problems[0]}: resolve by hand"]
+        return lines, [f"{where}: a merge by value {problems[0]}: resolve by hand"]
     try:
         parse_lockfile(text, Path(where))
     except LockfileError as exc:
         # both branches' changes are fine alone but not together (say, the same config added to two sets)
-        return merge_lines(base, ours, theirs)[0], [f"merged {exc}"]
+        return lines, [f"merged {exc}"]
     return text, []
 
 
