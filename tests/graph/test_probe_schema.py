@@ -70,6 +70,7 @@ WHOLE = SetGraph(
     collisions=(("m/Use.x", "config/demo.py:5"),),
     aliases={"rc": ("a" * 40, "RC_ROOT")},
     overwrites=(Overwrite("DATA", "/data/x", "m/Use.x", "config['data']", "config/demo.py:6"),),
+    site_modules=("numpy",),
 )
 
 

@@ -212,10 +212,16 @@ def environment_writes(source: str) -> List[int]:
     return lines
 
 
+#: the one module that may: a build forked from the probe is a process of its own, whose variables (the text of its
+#: pins) its parent gives it, as a parent gives a child its environment
+_OWN_PROCESS = PACKAGE / "graph" / "probe" / "forking.py"
+
+
 def test_sispin_never_writes_os_environ():
     found = {
         f"{path.relative_to(RECIPE_DIR)}:{line}"
         for path in PACKAGE.rglob("*.py")
+        if path != _OWN_PROCESS
         for line in environment_writes(path.read_text())
     }
     assert not found, "sispin changes the process environment (every child gets an environment of its own)"

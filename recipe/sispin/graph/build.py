@@ -22,18 +22,24 @@ __all__ = [
     "run_probe",
     "recording_inputs",
     "InputsRead",
+    "GraphBuild",
     "load_graph",
+    "load_graphs",
+    "processors",
 ]
 
 import contextlib
 import contextvars
+import dataclasses
 import json
+import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from sispin.errors import CheckoutStateError, SisyphusError, UnsupportedVersionError
 from sispin.git.store import SCRATCH_CHECKOUTS_ENV
@@ -205,40 +211,23 @@ def run_probe(
         if scratch_checkouts:
             env[SCRATCH_CHECKOUTS_ENV] = str(Path(scratch) / "checkouts")
         reply_path = Path(scratch) / "reply.json"
-        package = str(Path(__file__).resolve().parent.parent)
         extra = list(arguments[1:])
         if request is not None:
             request_path = Path(scratch) / "request.json"
             request_path.write_text(json.dumps(request), encoding="utf-8")
             extra.insert(0, str(request_path))
-        command = [sys.executable, "-c", _BOOTSTRAP, package, arguments[0], str(reply_path), *extra]
-        try:
-            result = subprocess.run(
-                command, cwd=lockfile.root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                timeout=PROBE_TIMEOUT, check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            raise SisyphusError(f"{what} took over {PROBE_TIMEOUT} s") from None
-        reply = _reply(result, reply_path, what, lockfile)
+        command = [sys.executable, "-c", _BOOTSTRAP, _PACKAGE, arguments[0], str(reply_path), *extra]
+        reply = _reply(_run_process(command, lockfile, env, PROBE_TIMEOUT, what), reply_path, what, lockfile)
     for found in _RECORDING.get():
         found.ledgers.append(reply.read)
     return reply.report
 
 
-def load_graph(
-    lockfile: Lockfile,
-    set_name: str,
-    lock_text: Optional[str] = None,
-    *,
-    states: bool = False,
-    moved: Optional[Dict[str, Any]] = None,
-    records: Union[str, Mapping[str, str], None] = None,
-    scratch_checkouts: bool = False,
-) -> SetGraph:
+@dataclasses.dataclass(frozen=True)
+class GraphBuild:
     """
-    Build the set's job graph with real Sisyphus, in a subprocess.
+    One build of a set's job graph with real Sisyphus.
 
-    :param lockfile: the setup's lockfile
     :param set_name: the set whose ``configs`` to load
     :param lock_text: load against this lockfile content instead of the file (to see a move before making it)
     :param states: report the whole state of every job (to compare with another build)
@@ -247,19 +236,170 @@ def load_graph(
     :param records: whose argument records to take (walking them costs as much as hashing): "all" (to record the
         set), or the outputs' recorded job ids (the jobs below each output whose id differs, to explain it), or None
     :param scratch_checkouts: the build is at pins no lockfile holds (``lock_text``): code it checks out goes with it
+    """
+
+    set_name: str
+    lock_text: Optional[str] = None
+    states: bool = False
+    moved: Optional[Dict[str, Any]] = None
+    records: Union[str, Mapping[str, str], None] = None
+    scratch_checkouts: bool = False
+
+
+def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = None, **options: Any) -> SetGraph:
+    """
+    Build the set's job graph with real Sisyphus, in a subprocess.
+
+    :param lockfile: the setup's lockfile
+    :param set_name: the set whose ``configs`` to load
+    :param lock_text: load against this lockfile content instead of the file
+    :param options: the other fields of :class:`GraphBuild`
     :raises SisyphusError: when Sisyphus is missing, the set has no configs, or loading them fails
     """
-    spec = lockfile.get_set(set_name)
+    build = GraphBuild(set_name, lock_text, **options)
+    request, what = _graph_request(lockfile, build)
+    report = run_probe(lockfile, ["graph"], what, lock_text, request=request, scratch_checkouts=build.scratch_checkouts)
+    return SetGraph.from_json(report)
+
+
+def load_graphs(
+    lockfile: Lockfile, builds: Sequence[GraphBuild], preload: Sequence[str] = ()
+) -> List[Union[SetGraph, SisyphusError]]:
+    """
+    Several builds at once: one process imports Sisyphus and the modules to preload, then forks a process per build,
+    as many at a time as this process may use processors. Builds whose configs import TensorFlow pay for that import
+    once instead of once each.
+
+    :param lockfile: the setup's lockfile
+    :param builds: what to build
+    :param preload: modules to import before forking: only what every build imports as it is whatever the pins (a
+        graph's ``site_modules``), so that a forked build is the build a process of its own would make
+    :return: per build, in order, its graph, or why it could not be built
+    :raises SisyphusError: when a set has no configs, or one is missing
+    :raises UnsupportedVersionError: when the setup's Sisyphus or i6_core is one sispin does not support
+    """
+    prepared = [_graph_request(lockfile, build) for build in builds]
+    check_setup_commits(lockfile)
+    env = probe_environment(lockfile)
+    recording = bool(_RECORDING.get())
+    processes = max(1, min(len(builds), len(processors())))
+    with tempfile.TemporaryDirectory(prefix="sispin-probe-") as scratch:
+        entries = [
+            _build_files(Path(scratch) / str(index), build, {**request, "inputs": recording})
+            for index, (build, (request, _)) in enumerate(zip(builds, prepared))
+        ]
+        manifest = Path(scratch) / "manifest.json"
+        manifest.write_text(
+            json.dumps({"preload": list(preload), "processes": processes, "inputs": recording, "builds": entries}),
+            encoding="utf-8",
+        )
+        codes_path = Path(scratch) / "codes.json"
+        what = f"building set {builds[0].set_name!r} {len(builds)} times"
+        command = [sys.executable, "-c", _BOOTSTRAP, _PACKAGE, "fork", str(codes_path), str(manifest)]
+        result = _run_process(command, lockfile, env, PROBE_TIMEOUT * math.ceil(len(builds) / processes), what)
+        codes = json.loads(codes_path.read_text(encoding="utf-8")) if codes_path.is_file() else None
+        results: List[Union[SetGraph, SisyphusError]] = []
+        for index, (entry, (_, build_what)) in enumerate(zip(entries, prepared)):
+            child = result  # the process that forks failed before any build: its reason is every build's
+            if codes is not None:
+                output = [Path(entry[part]).read_text(errors="replace") for part in ("stdout", "stderr")]
+                child = subprocess.CompletedProcess(command, codes[index], *output)
+            try:
+                reply = _reply(child, Path(entry["out"]), build_what, lockfile)
+            except UnsupportedVersionError:
+                raise
+            except SisyphusError as exc:
+                results.append(exc)
+                continue
+            for found in _RECORDING.get():
+                found.ledgers.append(reply.read)
+            results.append(SetGraph.from_json(reply.report))
+    return results
+
+
+def _build_files(folder: Path, build: GraphBuild, request: Dict[str, Any]) -> Dict[str, Any]:
+    """
+    Write what the probe needs for one build of :func:`load_graphs` into its folder.
+
+    :return: the build's entry in the probe's manifest (see :func:`sispin.graph.probe.forking.fork_builds`)
+    """
+    folder.mkdir()
+    entry: Dict[str, Any] = {
+        part: str(folder / name)
+        for part, name in {
+            "request": "request.json",
+            "out": "reply.json",
+            "stdout": "stdout",
+            "stderr": "stderr",
+        }.items()
+    }
+    Path(entry["request"]).write_text(json.dumps(request), encoding="utf-8")
+    entry["environment"] = {}
+    if build.lock_text is not None:
+        (folder / "pin.toml").write_text(build.lock_text, encoding="utf-8")
+        entry["environment"][PROBE_TEXT_ENV] = str(folder / "pin.toml")
+    if build.scratch_checkouts:
+        entry["environment"][SCRATCH_CHECKOUTS_ENV] = str(folder / "checkouts")
+    return entry
+
+
+#: this sispin package's directory, which the probe loads (see _BOOTSTRAP)
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+
+def _graph_request(lockfile: Lockfile, build: GraphBuild) -> Tuple[Dict[str, Any], str]:
+    """
+    :return: the probe's request for the build, and what it is doing (for error messages)
+    :raises SisyphusError: when the set has no configs, or one of them is missing or outside the setup
+    """
+    name = build.set_name
+    spec = lockfile.get_set(name)
     if not spec.configs:
-        raise SisyphusError(f"set {set_name!r} lists no configs in pin.toml (sets.{shown_key(set_name)}.configs)")
+        raise SisyphusError(f"set {name!r} lists no configs in pin.toml (sets.{shown_key(name)}.configs)")
     for config in spec.configs:
         if not (lockfile.root / config).is_file():
-            raise SisyphusError(f"sets.{shown_key(set_name)}.configs: {config} does not exist")
+            raise SisyphusError(f"sets.{shown_key(name)}.configs: {config} does not exist")
         if not inside_setup(lockfile.root, config):
-            raise SisyphusError(
-                f"sets.{shown_key(set_name)}.configs: {config} leads out of the setup through a symlink"
-            )
-    request = {"set": set_name, "configs": list(spec.configs), "states": states, "moved": moved, "records": records}
-    what = f"loading the configs of set {set_name!r}" + (" with its pins moved" if moved else "")
-    report = run_probe(lockfile, ["graph"], what, lock_text, request=request, scratch_checkouts=scratch_checkouts)
-    return SetGraph.from_json(report)
+            raise SisyphusError(f"sets.{shown_key(name)}.configs: {config} leads out of the setup through a symlink")
+    request = {
+        "set": name,
+        "configs": list(spec.configs),
+        "states": build.states,
+        "moved": build.moved,
+        "records": build.records,
+    }
+    return request, f"loading the configs of set {name!r}" + (" with its pins moved" if build.moved else "")
+
+
+def processors() -> Sequence[int]:
+    """:return: the processors this process may run on (a cluster job's share)"""
+    try:
+        return list(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def _run_process(
+    command: List[str], lockfile: Lockfile, env: Dict[str, str], timeout: float, what: str
+) -> subprocess.CompletedProcess:
+    """
+    Run a probe process in the setup root in a process group of its own, so that the processes it forks end with
+    it, also when it takes too long or this process is interrupted.
+
+    :raises SisyphusError: when it takes longer than timeout seconds
+    """
+    process = subprocess.Popen(
+        command, cwd=lockfile.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except BaseException as exc:
+        # not reaped yet, so its id is still its group's
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise SisyphusError(f"{what} took over {round(timeout)} s") from None
+        raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)

@@ -12,7 +12,7 @@ set never checks out or imports may move to a commit that exists nowhere (only i
 
 from __future__ import annotations
 
-__all__ = ["MovedPins", "moved_pins", "load_moved_graph", "moved_builds"]
+__all__ = ["MovedPins", "moved_pins", "moved_builds"]
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Tuple
 from sispin.errors import RevisionError, SisyphusError
 from sispin.git.history import branch_commit, parent_commit
 from sispin.git.store import Store
-from sispin.graph.build import load_graph
+from sispin.graph.build import GraphBuild, load_graphs
 from sispin.graph.probe.schema import SetGraph
 from sispin.lock.editing import render_lockfile
 from sispin.lock.lockfile import Lockfile
@@ -73,13 +73,12 @@ def _other_commit(mirror: Optional[Path], commit: str, branch: Optional[str]) ->
     return parent_commit(mirror, commit) or (head if head != commit else None)
 
 
-def load_moved_graph(lockfile: Lockfile, graph: SetGraph, moves: MovedPins) -> SetGraph:
+def _moved_build(lockfile: Lockfile, graph: SetGraph, moves: MovedPins) -> GraphBuild:
     """
     :param lockfile: the setup's lockfile
     :param graph: the set at its pins (its awaits are passed as far in the moved build)
     :param moves: where each pin moves
-    :return: the set's graph with its pins moved, with every job's state
-    :raises SisyphusError: when it cannot be built
+    :return: the build of the set's graph with its pins moved, with every job's state
     """
     spec = lockfile.get_set(graph.set_name)
     # a moved pin has no alias: the hash_overwrite the lock binds stands for the old commit only
@@ -92,13 +91,15 @@ def load_moved_graph(lockfile: Lockfile, graph: SetGraph, moves: MovedPins) -> S
         (lockfile.get_repo(repo).url, old, new) for repo, (old, new) in moves.commits.items()
     ]
     moved = {"remap": remap, "awaits": graph.awaits}
-    return load_graph(lockfile, graph.set_name, text, states=True, moved=moved, scratch_checkouts=True)
+    return GraphBuild(graph.set_name, text, states=True, moved=moved, scratch_checkouts=True)
 
 
 def moved_builds(lockfile: Lockfile, graph: SetGraph, store: Store) -> Tuple[List[Tuple[str, SetGraph]], List[str]]:
     """
     The set built with each pin moved on its own (one build when it has one pin): moved together, a job that hashes
-    one pin gets a new id and hides what it holds of another pin's code unhashed.
+    one pin gets a new id and hides what it holds of another pin's code unhashed. The builds run side by side, forked
+    after the modules the set's own build imported from the Python installation (see
+    :func:`sispin.graph.build.load_graphs`).
 
     :return: (the pin moved, the set built so) for each pin, and why a build cannot be made (one line each; then no
         builds)
@@ -110,13 +111,18 @@ def moved_builds(lockfile: Lockfile, graph: SetGraph, store: Store) -> Tuple[Lis
             "other commit of it to build the set with for the moved-commit check (run `pin status --fetch`)"
             for repo in moves.unmovable
         ]
+    moving = sorted(moves.commits.items())
+    built = load_graphs(
+        lockfile,
+        [_moved_build(lockfile, graph, MovedPins({repo: commits})) for repo, commits in moving],
+        graph.site_modules,
+    )
     builds = []
-    for repo, commits in sorted(moves.commits.items()):
-        try:
-            builds.append((repo, load_moved_graph(lockfile, graph, MovedPins({repo: commits}))))
-        except SisyphusError as exc:
+    for (repo, commits), result in zip(moving, built):
+        if isinstance(result, SisyphusError):
             return [], [
                 f"sets.{shown_key(graph.set_name)}: the moved-commit check cannot build the set at {repo} "
-                f"{commits[1][:7]}: {exc}"
+                f"{commits[1][:7]}: {result}"
             ]
+        builds.append((repo, result))
     return builds, []

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 __all__ = ["CheckResult", "check", "check_lock_only"]
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from sispin.errors import PinError, UnsupportedVersionError
 from sispin.git.history import on_a_ref
 from sispin.git.presence import missing_commits
 from sispin.git.store import Store
-from sispin.graph.build import check_setup_commits, find_sisyphus, load_graph, recording_inputs
+from sispin.graph.build import check_setup_commits, find_sisyphus, load_graph, processors, recording_inputs
 from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
@@ -126,20 +125,13 @@ def check(
         # can be checked, which is no finding about a set
         find_sisyphus(lockfile)
         check_setup_commits(lockfile)
-    workers = max(1, min(len(names), len(_processors()), _PARALLEL_BUILDS))
+    workers = max(1, min(len(names), len(processors()), _PARALLEL_BUILDS))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for part in pool.map(
             lambda name: _check_set_unless_kept(lockfile, name, recorded, bound, verbose, full), names
         ):
             result.add(part)
     return result
-
-
-def _processors() -> Sequence[int]:
-    try:
-        return list(os.sched_getaffinity(0))  # those this process may run on (a cluster job's share)
-    except AttributeError:  # not on Linux
-        return list(range(os.cpu_count() or 1))
 
 
 def _check_set_unless_kept(

@@ -11,7 +11,8 @@ loads a set's configs with real Sisyphus and reports the graph they build, witho
 - :mod:`~sispin.graph.probe.values`: where config code takes a pinned value out of the graph;
 - :mod:`~sispin.graph.probe.aliases`: the legacy ``hash_overwrite`` values a pin binds, and where configs assign them;
 - :mod:`~sispin.graph.probe.inputs`: what a build reads, recorded while the configs load, as
-  :mod:`~sispin.graph.probe.ledger` writes it down.
+  :mod:`~sispin.graph.probe.ledger` writes it down;
+- :mod:`~sispin.graph.probe.forking`: several builds forked from one process that imported what they share.
 
 Its modules may import :mod:`sispin.lock` and the config path, and Sisyphus and i6_core (only inside the probe's
 process, and lazily). The parent imports only :mod:`~sispin.graph.probe.schema` and

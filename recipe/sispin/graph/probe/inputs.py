@@ -19,6 +19,7 @@ from __future__ import annotations
 
 __all__ = ["InputRecorder"]
 
+import contextlib
 import logging
 import os
 import re
@@ -26,7 +27,7 @@ import stat
 import sys
 import sysconfig
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set
 
 from sispin.graph.probe.ledger import file_signature, listing, machine_state, path_state, source_of
 from sispin.lock.files import RACY_NS
@@ -95,6 +96,15 @@ class InputRecorder:
     def stop(self) -> None:
         """Record no more."""
         self.active = False
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Record nothing of what the block does (the probe's own work between builds)."""
+        active, self.active = self.active, False
+        try:
+            yield
+        finally:
+            self.active = active
 
     def _install(self) -> None:
         # wrappers of the functions that read, not an audit hook: Python calls a hook on every event, every id() too

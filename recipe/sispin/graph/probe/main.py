@@ -2,14 +2,16 @@
 Adapter side of the hash guard: load Sisyphus configs and describe the job graph they build, without running a job.
 
 Run by :mod:`sispin.graph.build` in the setup root, in a fresh process (Sisyphus keeps one global graph and one job
-object per id, so every set gets its own process), in one of three modes:
+object per id, so every build gets its own process), in one of four modes:
 
 - ``graph OUT REQUEST``: the outputs, jobs and clones a set's configs build, every clone output that reaches a job's
   hashed arguments with a ``hash_overwrite`` (directly, through ``.copy()``/``join_right``, in attributes, dicts,
   lists, ``DelayedFormat``...), and the moved-commit check of :mod:`sispin.graph.probe.moving`;
 - ``clone-ids OUT REQUEST``: job ids of hand-written CloneGitRepositoryJob calls and of their ``exp.repo()``
   replacements;
-- ``set-clones OUT SET ...``: the job id of each of the sets' clone jobs.
+- ``set-clones OUT SET ...``: the job id of each of the sets' clone jobs;
+- ``fork OUT MANIFEST``: several ``graph`` builds, each in a process forked from this one (see
+  :mod:`sispin.graph.probe.forking`).
 
 It writes JSON to OUT rather than stdout, which config code may print to. It only reads work/ (to see which jobs
 finished). Sisyphus and recipe code (i6_core, the setup's own packages) are imported the way ``sis manager`` in the
@@ -40,6 +42,7 @@ from sispin.graph.probe.adapter import (
     suffix_follows_overwrite,
     waiting_configs,
 )
+from sispin.graph.probe.forking import EnvironmentWrites, fork_builds, site_modules
 from sispin.graph.probe.records import hashed_paths, record
 from sispin.graph.probe.schema import Clone, Escape, Failure, Overwrite, RecordedOutput, Reply, SetGraph
 
@@ -47,7 +50,9 @@ from sispin.graph.probe.schema import Clone, Escape, Failure, Overwrite, Recorde
 CONFIG_FAILED = 4
 
 
-def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None) -> SetGraph:
+def describe(
+    request: Dict[str, Any], loaded: Callable[[], None] = lambda: None, site: Callable[[], Tuple[str, ...]] = tuple
+) -> SetGraph:
     """
     :param request: {"set": the set's name, "configs": its config files (relative to the setup root, the working
         directory), "states": whether to report every job's whole state, "moved": None for the set at its pins, or
@@ -56,6 +61,7 @@ def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None)
         "records": which jobs to record what their ids are made of: "all", or {output name: job id} recorded
         before (the jobs of the outputs whose id differs, and all they use), or None (none)}
     :param loaded: called once the configs are loaded (what is read after that is no input of the graph)
+    :param site: the graph's ``site_modules``
     :return: the graph the configs built (``states`` when asked for, or when a value left the graph)
     """
     from sispin.graph.probe import moving
@@ -102,6 +108,7 @@ def describe(request: Dict[str, Any], loaded: Callable[[], None] = lambda: None)
         collisions=tuple(collisions.found),
         aliases={repo: (commit, value) for _, commit, value, repo in aliases},
         overwrites=found.overwrites_given(assignments.elsewhere),
+        site_modules=site(),
     )
 
 
@@ -287,9 +294,14 @@ def _never_stale_bytecode(root: str) -> None:
 
 
 def main(argv: List[str]) -> int:
-    """:param argv: ``graph OUT REQUEST``, ``clone-ids OUT REQUEST`` or ``set-clones OUT SET ...``"""
+    """
+    :param argv: ``graph OUT REQUEST``, ``clone-ids OUT REQUEST``, ``set-clones OUT SET ...``, or ``fork OUT MANIFEST``
+        (several graph builds, see :func:`sispin.graph.probe.forking.fork_builds`)
+    """
     mode, out, rest = argv[0], argv[1], argv[2:]
     _never_stale_bytecode(os.getcwd())
+    if mode == "fork":
+        return fork_builds(out, rest[0], _answer, _input_recorder)
     request: Any = None
     if mode != "set-clones":
         with open(rest[0], encoding="utf-8") as handle:
@@ -298,15 +310,37 @@ def main(argv: List[str]) -> int:
     recorder = _input_recorder(rest[0]) if mode == "graph" and request.get("inputs") else None
     if recorder:
         recorder.start()
-    find_sisyphus()
+    return _answer(mode, out, request, rest, recorder)
+
+
+def _answer(
+    mode: str, out: str, request: Any, rest: List[str], recorder: Any, preloaded: Set[str] = frozenset()
+) -> int:
+    """
+    Import Sisyphus, build what the mode asks for, and write the Reply to out.
+
+    :param preloaded: modules imported before (see :mod:`sispin.graph.probe.forking`)
+    :return: the probe's exit code
+    """
     report: Any
-    try:
-        if mode == "graph":
-            report = describe(request, recorder.stop if recorder else lambda: None)
-        else:
-            report = set_clones(rest) if mode == "set-clones" else clone_ids(request)
-    except (Exception, SystemExit) as exc:  # the configs' own error (or exit): its place, for one line and --debug
-        reply = Reply(failure=_config_error(exc))
+    writes = EnvironmentWrites()
+    with writes.watching():
+        find_sisyphus()
+        before = set(sys.modules) - preloaded
+        try:
+            if mode == "graph":
+                # an import may read what the setup's code (settings.py too) wrote into the environment: then no
+                # build of the set imports anything before that code has run
+                def site() -> Tuple[str, ...]:
+                    return () if writes.by_setup else site_modules(before)
+
+                report = describe(request, recorder.stop if recorder else lambda: None, site)
+            else:
+                report = set_clones(rest) if mode == "set-clones" else clone_ids(request)
+        except (Exception, SystemExit) as exc:  # the configs' own error (or exit): its place, for one line and --debug
+            report = _config_error(exc)
+    if isinstance(report, Failure):
+        reply = Reply(failure=report)
     else:
         graph = isinstance(report, SetGraph)
         reply = Reply(report.to_json() if graph else report, _ledger(recorder, report) if recorder and graph else None)

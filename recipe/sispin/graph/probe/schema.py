@@ -316,6 +316,10 @@ class SetGraph(_Json):
         into a job built before with other arguments
     :param aliases: repository -> (commit, hash_overwrite) of each pin that binds a legacy overwrite to its commit
     :param overwrites: every string hash_overwrite on a path no clone created that a job hashes
+    :param site_modules: the top-level modules the configs imported from the Python installation's site directories
+        (TensorFlow, numpy...): what the builds of the set at moved pins import before they fork (see
+        :func:`sispin.graph.build.load_graphs`); none when the configs changed the environment, which an import
+        may read
     """
 
     set_name: str
@@ -336,6 +340,7 @@ class SetGraph(_Json):
     collisions: Tuple[Tuple[str, str], ...] = ()
     aliases: Dict[str, Tuple[str, str]] = dataclasses.field(default_factory=dict)
     overwrites: Tuple[Overwrite, ...] = ()
+    site_modules: Tuple[str, ...] = ()
 
     def outputs_above(self) -> Callable[[str], Tuple[str, ...]]:
         """

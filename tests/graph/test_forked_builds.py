@@ -1,0 +1,142 @@
+"""
+Several builds of a set at once (sispin.graph.build.load_graphs, as the moved-commit check and `pin upgrade` make
+them): forked from one process that imported only the Python installation's modules the set's own build imported,
+side by side, each the build a process of its own would make.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import sispin.graph.build as build_module
+from conftest import git_commit
+from sispin.errors import SisyphusError
+from sispin.graph.build import GraphBuild, load_graph, load_graphs, processors
+from sispin.lock.loading import load_lockfile
+
+#: a config whose graph holds the pinned commit, that imports an installed package (tomlkit) and recipe/marker.py
+CONFIG = """\
+import os
+import time
+
+import marker
+import tomlkit
+from i6_core.text.processing import WriteToTextFileJob
+from sisyphus import tk
+
+from sispin import experiment_set
+
+
+def py():
+    exp = experiment_set("a")
+    with open(os.environ["BUILDS_LOG"], "a") as log:
+        log.write(f"{os.getpid()} {time.time()} start\\n")
+    if exp.commit("rc") == os.environ.get("FAILING_COMMIT"):
+        raise ValueError("this commit cannot be built")
+    time.sleep(float(os.environ.get("BUILD_SECONDS", "0")))
+    tk.register_output("a/text", WriteToTextFileJob({"rc": exp.repo("rc"), "v": tomlkit.__name__}).out_file)
+    with open(os.environ["BUILDS_LOG"], "a") as log:
+        log.write(f"{os.getpid()} {time.time()} end\\n")
+"""
+#: recipe/marker.py: notes each process that imports it
+MARKER = 'import os\n\nwith open(os.environ["MARKER_LOG"], "a") as log:\n    log.write(f"{os.getpid()}\\n")\n'
+
+
+@pytest.fixture
+def setup(real_setup, make_repo, tmp_path, monkeypatch):
+    remote = make_repo("rc")
+    commits = [git_commit(remote, {"__init__.py": f"VALUE = {i}\n"}, f"v{i}") for i in range(2)]
+    tables = f'[repos.rc]\nurl = "file://{remote}"\n\n[sets.a]\nconfigs = ["config/a.py"]\nrc = "{commits[0]}"\n'
+    root = real_setup(tables, {"a.py": CONFIG})
+    (root / "recipe" / "marker.py").write_text(MARKER)
+    for name in ("BUILDS_LOG", "MARKER_LOG"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    return root, commits
+
+
+def _moved_text(root: Path, old: str, new: str) -> str:
+    return (root / "pin.toml").read_text().replace(old, new)
+
+
+def _log(name: str) -> list:
+    path = Path(os.environ[name])
+    return path.read_text().split("\n")[:-1] if path.exists() else []
+
+
+def test_forked_builds_are_the_builds_of_processes_of_their_own(setup):
+    root, (first, second) = setup
+    lockfile = load_lockfile(root / "pin.toml")
+    alone = [load_graph(lockfile, "a"), load_graph(lockfile, "a", _moved_text(root, first, second))]
+    site = alone[0].site_modules
+    assert "tomlkit" in site and "marker" not in site and "sisyphus" not in site, site
+    forked = load_graphs(lockfile, [GraphBuild("a"), GraphBuild("a", _moved_text(root, first, second))], site)
+    assert forked == alone
+    assert forked[0].outputs != forked[1].outputs  # each build had its own pins
+
+
+def test_no_code_of_the_setup_runs_before_the_fork(setup):
+    root, (first, second) = setup
+    lockfile = load_lockfile(root / "pin.toml")
+    # asked to, the forking process still imports neither the setup's modules nor Sisyphus (whose settings.py is
+    # the setup's): each build imports them itself, with its own pins
+    with open(root / "settings.py", "a") as settings:
+        settings.write("\n" + MARKER)
+    builds = [GraphBuild("a"), GraphBuild("a", _moved_text(root, first, second))]
+    load_graphs(lockfile, builds, ["marker", "sisyphus.toolkit", "i6_core", "tomlkit"])
+    builders = {line.split()[0] for line in _log("BUILDS_LOG")}
+    imported = _log("MARKER_LOG")
+    assert len(builders) == 2 and sorted(imported) == sorted(2 * list(builders)), (builders, imported)
+
+
+def test_a_setup_that_writes_the_environment_has_nothing_imported_before_its_code(setup):
+    root, _ = setup
+    lockfile = load_lockfile(root / "pin.toml")
+    with open(root / "settings.py", "a") as settings:
+        settings.write('\nimport os\n\nos.environ["SOME_LIBRARY_MODE"] = "1"\n')
+    assert load_graph(lockfile, "a").site_modules == ()
+
+
+def test_builds_run_side_by_side_and_one_that_fails_fails_alone(setup, monkeypatch):
+    root, (first, second) = setup
+    if len(processors()) < 2:
+        pytest.skip("one processor: the builds run one after the other")
+    monkeypatch.setenv("BUILD_SECONDS", "1")
+    monkeypatch.setenv("FAILING_COMMIT", second)
+    lockfile = load_lockfile(root / "pin.toml")
+    builds = [GraphBuild("a"), GraphBuild("a", _moved_text(root, first, second)), GraphBuild("a")]
+    built, failed, again = load_graphs(lockfile, builds)
+    assert built == again and built.outputs
+    assert isinstance(failed, SisyphusError)
+    assert "config/a.py" in str(failed) and "ValueError: this commit cannot be built" in str(failed), failed
+    times = {}
+    for line in _log("BUILDS_LOG"):
+        pid, at, what = line.split()
+        times.setdefault(pid, {})[what] = float(at)
+    assert len(times) == 3
+    ended = [each for each in times.values() if "end" in each]  # the two that built, one second each
+    assert max(each["start"] for each in ended) < min(each["end"] for each in ended), times
+
+
+def test_a_build_that_takes_too_long_ends_with_every_process_it_forked(setup, monkeypatch):
+    root, _ = setup
+    monkeypatch.setenv("BUILD_SECONDS", "600")
+    monkeypatch.setattr(build_module, "PROBE_TIMEOUT", 5)
+    lockfile = load_lockfile(root / "pin.toml")
+    with pytest.raises(SisyphusError, match="took over 5 s"):
+        load_graphs(lockfile, [GraphBuild("a"), GraphBuild("a")])
+    started = [int(line.split()[0]) for line in _log("BUILDS_LOG")]
+    assert started
+    time.sleep(0.5)
+    assert not [pid for pid in started if _running(pid)]
+
+
+def _running(pid: int) -> bool:
+    """Whether the process runs (a killed one whose parent is gone may stay a zombie until init reaps it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
