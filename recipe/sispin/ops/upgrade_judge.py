@@ -17,7 +17,7 @@ from sispin.errors import HashOverwriteError, PinError, RefusedMoveError, Sisyph
 from sispin.git.history import Change, changes_to
 from sispin.git.moves import LOG_LIMIT, Move, PlannedMove
 from sispin.git.store import Store
-from sispin.graph.build import load_graph, recording_inputs
+from sispin.graph.build import GraphBuild, load_graphs, recording_inputs
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
 from sispin.graph.guard import state_problems
 from sispin.graph.probe.schema import SetGraph
@@ -214,22 +214,26 @@ def judge_set(
     dropped = tuple(
         (m.repo, alias, m.old) for m in moving for alias in [spec.pins[m.repo].hash_overwrite] if alias is not None
     )
+    # side by side; what the move checks out goes with its build (a dry run leaves the store as it was)
+    builds = [
+        GraphBuild(set_name, text, states=True, records="all"),
+        GraphBuild(set_name, moved_text, states=True, records="all", scratch_checkouts=True),
+    ]
     try:
         with recording_inputs() as read:
-            before = load_graph(lockfile, set_name, lock_text=text, states=True, records="all")
+            before, after = load_graphs(lockfile, builds)
     except SisyphusError as exc:
-        return SetUpgrade(set_name, move_reports(lockfile, planned), dropped, unbuilt=str(exc))
+        before = after = exc
+    if isinstance(before, SisyphusError):
+        return SetUpgrade(set_name, move_reports(lockfile, planned), dropped, unbuilt=str(before))
     ledger = read.ledgers[0]
     measured = {move.repo: mirror_of[move.repo] for move in moving}
     used = used_code(lockfile, before, ledger, store, measured) if ledger else None
     report = SetUpgrade(set_name, move_reports(lockfile, planned, used, mirror_of), dropped)
-    try:
-        # (what the move checks out goes with the build: a dry run leaves the store as it was)
-        after = load_graph(lockfile, set_name, lock_text=moved_text, states=True, records="all", scratch_checkouts=True)
-    except SisyphusError as exc:
+    if isinstance(after, SisyphusError):
         # the set builds now: a move after which it does not would leave it unbuildable, and its snapshot behind
         targets = ", ".join(f"{move.repo} {move.new[:7]}" for move in moving)
-        refusal = SisyphusError(f"set {set_name!r} does not build at {targets}: {exc}; nothing written")
+        refusal = SisyphusError(f"set {set_name!r} does not build at {targets}: {after}; nothing written")
         return replace(report, refusal=refusal)
     graphs = (before, after)
     return _judged(lockfile, spec, moving, graphs, replace(report, before=before, after=after), drift_allowed)
