@@ -1,14 +1,20 @@
 """
 What several test files build their setups from: config texts, the slow remotes' pace, and the redirect of
-the rwth-i6 URLs to the bundles of ../shared/mirrors.
+the rwth-i6 URLs to the bundles of ../shared/mirrors; and how they run ``pin`` on a pseudo-terminal.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Dict
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
 
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, RECIPE_DIR
 
 #: a set's config: a RETURNN config holding its pin of rc and a learning rate (``.format(name=SET)``)
 FREEZE_CONFIG = """\
@@ -62,3 +68,44 @@ def mirrors_redirect() -> Dict[str, str]:
 def task_environment(variables: dict) -> dict:
     """:return: os.environ as a task's process has it after Sisyphus set variables, a DEFAULT_ENVIRONMENT_SET"""
     return {**os.environ, **{key: value.replace("$$", "$") for key, value in variables.items()}}
+
+
+def pin_on_a_terminal(setup: Path, *arguments: str) -> Tuple[int, str]:
+    """Run ``pin ARGUMENTS`` with stdout and stderr on a pseudo-terminal; :return: exit code and all it showed"""
+    code, shown = pin_on_a_terminal_timed(setup, *arguments)
+    return code, "".join(text for _, text in shown)
+
+
+def pin_on_a_terminal_timed(setup: Path, *arguments: str) -> Tuple[int, List[Tuple[float, str]]]:
+    """
+    Run ``pin ARGUMENTS`` with stdout and stderr on a pseudo-terminal (100 columns).
+
+    :return: its exit code, and what it showed, piece by piece, with the seconds from its start to each piece
+    """
+    controller, terminal = pty.openpty()
+    environ = {**os.environ, "PYTHONPATH": str(RECIPE_DIR), "COLUMNS": "100"}
+    environ.pop("PIN_LOCK", None)
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sispin", *arguments],
+        cwd=setup,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=terminal,
+    )
+    os.close(terminal)
+    shown: List[Tuple[float, str]] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([controller], [], [], 1)
+        if ready:
+            try:
+                data = os.read(controller, 65536)
+            except OSError:  # the terminal's other end is closed: pin is done
+                break
+            if not data:
+                break
+            shown.append((time.monotonic() - started, data.decode(errors="replace")))
+    os.close(controller)
+    return process.wait(timeout=30), shown

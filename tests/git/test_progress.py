@@ -7,18 +7,16 @@ The remote is a real git daemon on 127.0.0.1 behind a relay that slows it down (
 from __future__ import annotations
 
 import os
-import pty
-import select
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator, List, Tuple
+from typing import Iterator
 
 import pytest
 
 from conftest import RECIPE_DIR, git
-from scenarios import CHUNK, PAUSE
+from scenarios import CHUNK, PAUSE, pin_on_a_terminal
 from sispin.cli.main import main
 from sispin.errors import GitError
 from sispin.git import process as sispin_git
@@ -86,38 +84,8 @@ def _setup(root: Path, remotes: Path) -> Path:
     return root
 
 
-def _pin_on_a_terminal(setup: Path, *arguments: str) -> Tuple[int, str]:
-    """Run ``pin ARGUMENTS`` with stdout and stderr on a pseudo-terminal; :return: exit code and all it showed"""
-    controller, terminal = pty.openpty()
-    environ = {**os.environ, "PYTHONPATH": str(RECIPE_DIR), "COLUMNS": "100"}
-    environ.pop("PIN_LOCK", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "sispin", *arguments],
-        cwd=setup,
-        env=environ,
-        stdin=subprocess.DEVNULL,
-        stdout=terminal,
-        stderr=terminal,
-    )
-    os.close(terminal)
-    shown: List[bytes] = []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([controller], [], [], 1)
-        if ready:
-            try:
-                data = os.read(controller, 65536)
-            except OSError:  # the terminal's other end is closed: pin is done
-                break
-            if not data:
-                break
-            shown.append(data)
-    os.close(controller)
-    return process.wait(timeout=30), b"".join(shown).decode()
-
-
 def test_progress_on_a_terminal_is_one_updating_line_per_repository(remotes, tmp_path):
-    code, shown = _pin_on_a_terminal(_setup(tmp_path / "setup", remotes), "sync")
+    code, shown = pin_on_a_terminal(_setup(tmp_path / "setup", remotes), "sync")
     assert code == 0, shown
     updates = [update for update in shown.replace("\r\n", "\n").split("\r") if update.strip()]
     for name in ("a", "b"):
@@ -131,7 +99,7 @@ def test_progress_on_a_terminal_is_one_updating_line_per_repository(remotes, tmp
 
 
 def test_no_progress_with_quiet_or_off_a_terminal(remotes, tmp_path):
-    code, shown = _pin_on_a_terminal(_setup(tmp_path / "quiet", remotes), "sync", "--quiet")
+    code, shown = pin_on_a_terminal(_setup(tmp_path / "quiet", remotes), "sync", "--quiet")
     assert code == 0, shown
     assert "Receiving" not in shown and "\r" not in shown.replace("\r\n", "\n"), shown
 

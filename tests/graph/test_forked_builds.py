@@ -7,13 +7,15 @@ side by side, each the build a process of its own would make.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 import sispin.graph.build as build_module
-from conftest import git_commit
+from conftest import RECIPE_DIR, git_commit, run
+from scenarios import pin_on_a_terminal_timed
 from sispin.errors import SisyphusError
 from sispin.graph.build import GraphBuild, load_graph, load_graphs, processors
 from sispin.lock.loading import load_lockfile
@@ -140,3 +142,22 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_build_on_a_terminal_shows_one_live_line_within_a_second_and_nothing_off_it(setup, monkeypatch):
+    root, _ = setup
+    monkeypatch.setenv("BUILD_SECONDS", "2.5")
+    code, shown = pin_on_a_terminal_timed(root, "snapshot", "a")
+    text = "".join(piece for _, piece in shown)
+    assert code == 0, text
+    first = next(at for at, piece in shown if "pin: loading the configs of set 'a' (0 s)" in piece)
+    assert first < 1, f"the first line came after {first:.2f} s"
+    updates = [update for update in text.replace("\r\n", "\n").split("\r") if update.strip()]
+    seconds = [update for update in updates if update.startswith("pin: loading the configs of set 'a' (")]
+    assert len(seconds) >= 3 and len(set(seconds)) >= 3, "the line is redrawn each second"
+    assert all("\n" not in update for update in seconds), "it stays on one line"
+    assert updates[-1].lstrip(" ").startswith("a: 1 output, 2 jobs"), f"the line is cleared before the result: {text!r}"
+
+    result = run([sys.executable, "-m", "sispin", "snapshot", "a"], root, {**os.environ, "PYTHONPATH": str(RECIPE_DIR)})
+    assert result.returncode == 0, result.stderr
+    assert "loading the configs" not in result.stdout + result.stderr and "\r" not in result.stderr

@@ -1,7 +1,8 @@
 """
-Progress of clones and fetches on a terminal: one line, shared by every repository git is talking to, redrawn in
+Progress on a terminal: one line, shared by every repository git is talking to and every graph build, redrawn in
 place with the latest progress any of them reported (``returnn_common: Receiving objects:  45% (1234/2742), 1.20 MiB
-| 300.00 KiB/s``) and cleared when git is done, so that the command's own result line takes its place.
+| 300.00 KiB/s``, ``pin: loading the configs of set 'nn_demo' (4 s)``) and cleared when one is done, so that the
+command's own result line takes its place.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ __all__ = ["TerminalProgress"]
 import shutil
 import threading
 from typing import TextIO
-
-from sispin.lock.urls import name_from_url
 
 
 class TerminalProgress:
@@ -28,14 +27,14 @@ class TerminalProgress:
         # fetches run side by side: one redraw at a time
         self._drawing = threading.Lock()
 
-    def __call__(self, url: str, line: str) -> None:
+    def __call__(self, who: str, line: str) -> None:
         """
-        :param url: the repository git talks to
-        :param line: git's latest progress line; "" when git is done with it
+        :param who: who is at work (the repository git talks to, ``pin`` for a graph build)
+        :param line: its latest progress line; "" when it is done
         """
         # never wider than the terminal: a wrapped line could not be redrawn in place
         width = shutil.get_terminal_size().columns - 1
-        text = f"{name_from_url(url)}: {line}"[:width] if line else ""
+        text = f"{who}: {line}"[:width] if line else ""
         with self._drawing:
             self.stream.write("\r" + text.ljust(self._shown) + ("" if text else "\r"))
             self.stream.flush()

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 from sispin.errors import GitCommandError, GitError
-from sispin.lock.urls import ALLOWED_SCHEMES
+from sispin.lock.urls import ALLOWED_SCHEMES, name_from_url
 
 #: what sispin sets for every git process it starts
 _SISPIN_GIT_ENV = {
@@ -272,7 +272,7 @@ def network(repository: Path, url: str, verb: str, command: str, *args: str) -> 
             silent_since = time.monotonic()
             line = output.add(chunk)
             if listener is not None and line:
-                listener(url, line)
+                listener(name_from_url(url), line)
         if process.wait() != 0:
             raise GitError(f"cannot {verb} {url}: {_reason(output.text(), f'git {command} failed')}")
     finally:
@@ -280,7 +280,7 @@ def network(repository: Path, url: str, verb: str, command: str, *args: str) -> 
             _stop(process)
         stderr.close()
         if listener is not None:
-            listener(url, "")
+            listener(name_from_url(url), "")
 
 
 def remote_query(repository: Path, url: str, verb: str, *args: str) -> str:
@@ -350,8 +350,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-#: hears what clones and fetches are doing: called with the URL and git's latest progress line, and with "" when the
-#: command is over; None (the default) when nobody listens. Set by the CLI for a terminal, see :func:`progress_to`.
+#: hears what the command waits for (clones and fetches, graph builds): called with who is at work (a repository's
+#: name, ``pin``) and its latest progress line, and with "" when it is done; None (the default) when nobody listens.
+#: Set by the CLI for a terminal, see :func:`progress_to`.
 ProgressListener = Callable[[str, str], None]
 _listener: Optional[ProgressListener] = None
 
@@ -359,9 +360,9 @@ _listener: Optional[ProgressListener] = None
 @contextlib.contextmanager
 def progress_to(listener: Optional[ProgressListener]) -> Iterator[None]:
     """
-    Report the progress of every clone and fetch in the block to listener.
+    Report the progress of every clone, fetch and graph build in the block to listener.
 
-    :param listener: called with (url, latest progress line), and (url, "") when a command is over; None for nobody
+    :param listener: called with (who, latest progress line), and (who, "") when it is done; None for nobody
     """
     global _listener
     previous, _listener = _listener, listener
@@ -372,5 +373,5 @@ def progress_to(listener: Optional[ProgressListener]) -> Iterator[None]:
 
 
 def progress_listener() -> Optional[ProgressListener]:
-    """:return: who hears the progress of clones and fetches now (None: nobody)"""
+    """:return: who hears the progress of clones, fetches and graph builds now (None: nobody)"""
     return _listener

@@ -38,10 +38,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from sispin.errors import CheckoutStateError, SisyphusError, UnsupportedVersionError
+from sispin.git.process import progress_listener
 from sispin.git.store import SCRATCH_CHECKOUTS_ENV
 from sispin.git.verify import at_another_commit, checked_out_commit
 from sispin.git.versions import unsupported_setup
@@ -294,7 +297,7 @@ def load_graphs(
             encoding="utf-8",
         )
         codes_path = Path(scratch) / "codes.json"
-        what = f"building set {builds[0].set_name!r} {len(builds)} times"
+        what = prepared[0][1] + ("" if len(builds) == 1 else f" ({len(builds)} builds side by side)")
         command = [sys.executable, "-c", _BOOTSTRAP, _PACKAGE, "fork", str(codes_path), str(manifest)]
         result = _run_process(command, lockfile, env, PROBE_TIMEOUT * math.ceil(len(builds) / processes), what)
         codes = json.loads(codes_path.read_text(encoding="utf-8")) if codes_path.is_file() else None
@@ -384,22 +387,48 @@ def _run_process(
 ) -> subprocess.CompletedProcess:
     """
     Run a probe process in the setup root in a process group of its own, so that the processes it forks end with
-    it, also when it takes too long or this process is interrupted.
+    it, also when it takes too long or this process is interrupted; on a terminal, one live line says what it does.
 
     :raises SisyphusError: when it takes longer than timeout seconds
     """
-    process = subprocess.Popen(
-        command, cwd=lockfile.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except BaseException as exc:
-        # not reaped yet, so its id is still its group's
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        if isinstance(exc, subprocess.TimeoutExpired):
-            raise SisyphusError(f"{what} took over {round(timeout)} s") from None
-        raise
+    with _progress(what):
+        process = subprocess.Popen(
+            command, cwd=lockfile.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except BaseException as exc:
+            # not reaped yet, so its id is still its group's
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise SisyphusError(f"{what} took over {round(timeout)} s") from None
+            raise
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+@contextlib.contextmanager
+def _progress(what: str) -> Iterator[None]:
+    """While the block runs, tell the progress listener (a terminal) each second what is done, and for how long."""
+    listener = progress_listener()
+    if listener is None:
+        yield
+        return
+    started, done = time.monotonic(), threading.Event()
+
+    def draw() -> None:
+        while True:
+            listener("pin", f"{what} ({int(time.monotonic() - started)} s)")
+            if done.wait(1):
+                return
+
+    drawing = threading.Thread(target=draw, daemon=True)
+    drawing.start()
+    try:
+        yield
+    finally:
+        done.set()
+        drawing.join()
+        listener("pin", "")
