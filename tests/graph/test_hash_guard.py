@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import py_compile
+import time
 from pathlib import Path
 
 import pytest
@@ -186,6 +187,21 @@ def test_check_without_snapshot_or_with_a_broken_config(setup, capsys):
     err = capsys.readouterr().err
     assert 'config/exp.py", line 19, in <module>' in err, err
     assert err.rstrip().splitlines()[-1].startswith("pin: error: loading the configs of set 'exp' failed:")
+
+
+def test_a_missing_config_is_said_before_any_set_is_built(setup, capsys):
+    with open(setup.root / "pin.toml", "a") as lock:
+        lock.write('\n[sets.typo]\nconfigs = ["config/exp3.py"]\n')
+    # the other set would take a minute to build: the missing file is said without waiting for it
+    setup.config.write_text("import time\n\ntime.sleep(60)\n" + CONFIG)
+    started = time.monotonic()
+    assert setup.run("check", "--offline") == 1
+    assert time.monotonic() - started < 5
+    assert capsys.readouterr().out.splitlines() == [
+        "problem: sets.typo.configs: config/exp3.py does not exist",
+        "not built: exp, typo (no set is built until the configs above are there)",
+        "pin check: 1 problem",
+    ]
 
 
 def test_blast_radius_counts_match_a_hand_count(setup, capsys):

@@ -79,6 +79,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
                 "skipped": result.skipped,
                 "kept": result.kept,
                 "waiting": result.waiting,
+                "unchecked": result.unchecked,
                 "problems": [str(problem) for problem in result.problems],
                 "details": details,
             }
@@ -110,6 +111,9 @@ def render(result: CheckResult, out: Output, accept_waiting: bool = False) -> No
         out.result(f"problem: {problem}")
         for detail in problem.details:
             out.detail(f"    {detail}")
+    if result.unchecked:
+        unchecked = ", ".join(shown_key(name) for name in result.unchecked)
+        out.result(f"not built: {unchecked} (no set is built until the configs above are there)")
     for name, configs in result.waiting.items():
         out.result(
             f"not seen: sets.{shown_key(name)}: {listed(configs)} {'waits' if len(configs) == 1 else 'wait'} for "

@@ -18,6 +18,7 @@ from __future__ import annotations
 __all__ = [
     "find_sisyphus",
     "check_setup_commits",
+    "check_configs",
     "probe_environment",
     "run_probe",
     "recording_inputs",
@@ -359,11 +360,7 @@ def _graph_request(lockfile: Lockfile, build: GraphBuild) -> Tuple[Dict[str, Any
     spec = lockfile.get_set(name)
     if not spec.configs:
         raise SisyphusError(f"set {name!r} lists no configs in pin.toml (sets.{shown_key(name)}.configs)")
-    for config in spec.configs:
-        if not (lockfile.root / config).is_file():
-            raise SisyphusError(f"sets.{shown_key(name)}.configs: {config} does not exist")
-        if not inside_setup(lockfile.root, config):
-            raise SisyphusError(f"sets.{shown_key(name)}.configs: {config} leads out of the setup through a symlink")
+    check_configs(lockfile, name)
     request = {
         "set": name,
         "configs": list(spec.configs),
@@ -372,6 +369,21 @@ def _graph_request(lockfile: Lockfile, build: GraphBuild) -> Tuple[Dict[str, Any
         "records": build.records,
     }
     return request, f"loading the configs of set {name!r}" + (" with its pins moved" if build.moved else "")
+
+
+def check_configs(lockfile: Lockfile, set_name: str) -> None:
+    """
+    What can be known of a set's configs without building it: each is a file of the setup.
+
+    :raises SisyphusError: when one is missing or leads out of the setup
+    """
+    for config in lockfile.get_set(set_name).configs:
+        if not (lockfile.root / config).is_file():
+            raise SisyphusError(f"sets.{shown_key(set_name)}.configs: {config} does not exist")
+        if not inside_setup(lockfile.root, config):
+            raise SisyphusError(
+                f"sets.{shown_key(set_name)}.configs: {config} leads out of the setup through a symlink"
+            )
 
 
 def processors() -> Sequence[int]:

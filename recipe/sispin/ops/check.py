@@ -16,11 +16,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from sispin.errors import PinError, UnsupportedVersionError
+from sispin.errors import PinError, SisyphusError, UnsupportedVersionError
 from sispin.git.history import on_a_ref
 from sispin.git.presence import missing_commits
 from sispin.git.store import Store
-from sispin.graph.build import check_setup_commits, find_sisyphus, load_graph, processors, recording_inputs
+from sispin.graph.build import (
+    check_configs,
+    check_setup_commits,
+    find_sisyphus,
+    load_graph,
+    processors,
+    recording_inputs,
+)
 from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
@@ -63,6 +70,7 @@ class CheckResult:
         wait was not seen, so the check of that set is not whole
     :param unkept: set name -> why its pass was not kept for the next check (what its build read that no record can
         vouch for: the clock, a file that changed while it was read)
+    :param unchecked: the sets not built because a config of some set is missing (said before any build waits)
     """
 
     problems: List[Problem] = field(default_factory=list)
@@ -75,6 +83,7 @@ class CheckResult:
     built: Dict[str, str] = field(default_factory=dict)
     unkept: Dict[str, str] = field(default_factory=dict)
     waiting: Dict[str, List[str]] = field(default_factory=dict)
+    unchecked: List[str] = field(default_factory=list)
 
     def add(self, other: CheckResult) -> None:
         """:param other: what was found of another set, to follow what this holds"""
@@ -125,6 +134,17 @@ def check(
         # can be checked, which is no finding about a set
         find_sisyphus(lockfile)
         check_setup_commits(lockfile)
+    # what needs no build is said at once, not after the other sets' builds
+    unbuildable = []
+    for name in names:
+        try:
+            check_configs(lockfile, name)
+        except SisyphusError as exc:
+            unbuildable.append(Problem(str(exc)))
+    if unbuildable:
+        result.problems += unbuildable
+        result.unchecked = names
+        return result
     workers = max(1, min(len(names), len(processors()), _PARALLEL_BUILDS))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for part in pool.map(
