@@ -19,6 +19,10 @@ __all__ = [
     "PIN_KWARGS",
     "checkout_folder",
     "job_kwargs",
+    "clone_identity",
+    "identity_commit",
+    "stands_for",
+    "shown_clone",
     "pin_kwargs_of",
     "checkout_of",
     "job_class",
@@ -29,6 +33,7 @@ __all__ = [
 import functools
 import importlib
 import inspect
+import json
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 CLASS_NAME = "CloneGitRepositoryJob"
@@ -89,6 +94,46 @@ def job_kwargs(url: str, commit: str, checkout: Optional[str], pin_kwargs: Mappi
         kwargs["checkout_folder_name"] = checkout
     kwargs.update(pin_kwargs)
     return kwargs
+
+
+def clone_identity(arguments: Mapping[str, Any]) -> str:
+    """
+    What a legacy ``hash_overwrite`` alias stands for: the clone as its arguments make it, but for the URL (the same
+    repository in any spelling is the same clone). Two clones whose jobs check out the same files get the same text.
+
+    :param arguments: the job's arguments by parameter name (given ones, or all: an argument at its default counts as
+        not given)
+    :return: JSON of the commit and every other argument that is not at its default, keys sorted
+    """
+    given = {
+        name: list(value) if isinstance(value, tuple) else value
+        for name, value in arguments.items()
+        if name != "url" and DEFAULTS.get(name, REQUIRED) != value
+    }
+    return json.dumps(given, sort_keys=True)
+
+
+def identity_commit(identity: str) -> str:
+    """:return: the commit of a :func:`clone_identity`, or identity itself when it is a bare commit (written before)"""
+    return json.loads(identity)["commit"] if identity.startswith("{") else identity
+
+
+def stands_for(recorded: str, clone: str) -> bool:
+    """
+    :param recorded: a clone of a value's ``[bound]`` history, or a bare commit (recorded before the history held
+        whole clones: it stands for that commit, whatever the other arguments)
+    :param clone: a :func:`~sispin.clonejob.clone_identity`
+    """
+    return recorded == clone or (not recorded.startswith("{") and identity_commit(clone) == recorded)
+
+
+def shown_clone(clone: str) -> str:
+    """:return: a clone of the ``[bound]`` history as messages show it: ``abc1234`` or ``abc1234 (patches=[...])``"""
+    if not clone.startswith("{"):
+        return clone[:7]
+    arguments = json.loads(clone)
+    rest = ", ".join(f"{name}={value!r}" for name, value in arguments.items() if name != "commit")
+    return arguments["commit"][:7] + (f" ({rest})" if rest else "")
 
 
 def pin_kwargs_of(arguments: Mapping[str, Any]) -> Dict[str, Any]:

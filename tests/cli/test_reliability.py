@@ -435,7 +435,14 @@ DISK_CORPUS = {
         _snapshot("version = 1\n[sets.demo.outputs]\n[bound]\nLEGACY = 1\n"),
         CHECK,
         3,
-        "pin.snapshot.toml: bound: must be a table of hash_overwrite value -> list of commits",
+        "pin.snapshot.toml: bound: must be a table of hash_overwrite value -> list of clones",
+    ),
+    "snapshot bound clone without a commit": (
+        GOOD,
+        _snapshot('version = 1\n[sets.demo.outputs]\n[bound]\nLEGACY = [{patches = ["x"]}]\n'),
+        CHECK,
+        3,
+        "pin.snapshot.toml: bound: must be a table of hash_overwrite value -> list of clones",
     ),
     "snapshot output path = 1": (
         GOOD,

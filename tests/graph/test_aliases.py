@@ -131,6 +131,45 @@ def test_a_bound_value_moved_by_hand_with_its_pin_is_refused_against_the_snapsho
     assert not snapshot_taken().written, "nor is it recorded"
 
 
+@pytest.mark.parametrize(
+    "argument, shown",
+    [
+        ('patches = ["fix.diff"]', "patches=['fix.diff']"),
+        ('files_to_checkout = ["pkg"]', "files_to_checkout=['pkg']"),
+        ("clone_submodules = true", "clone_submodules=True"),
+    ],
+)
+def test_a_bound_value_stands_for_the_whole_clone_not_its_commit_alone(setup, capsys, argument, shown):
+    setup.lock(bound(setup, setup.c[1]))
+    setup.config(WITH_SISPIN)
+    recorded = ids(setup)
+    # the pin gains an argument: the clone checks out other files, the jobs that use it keep their ids
+    setup.lock(bound(setup, setup.c[1]).replace(" }", f", {argument} }}"))
+    out = problems(checked(full=True))
+    assert (
+        f"hash_overwrite 'LEGACY_ROOT' stood for {setup.c[1][:7]} when recorded in pin.snapshot.toml (in this set or "
+        f"another, also one renamed or removed since); pin.toml binds it to {setup.c[1][:7]} ({shown}) now"
+    ) in out, out
+    assert not snapshot_taken().written, "nor is it recorded"
+    setup.lock(f'{{ commit = "{setup.c[1]}", {argument} }}')  # the alias removed: the ids move, as they must
+    assert ids(setup) != recorded
+
+
+def test_a_bound_value_recorded_as_a_bare_commit_before_is_recorded_whole_by_the_next_snapshot(setup, capsys):
+    setup.lock(bound(setup, setup.c[1]))
+    setup.config(WITH_SISPIN)
+    ids(setup)
+    snapshot = setup.root / "pin.snapshot.toml"
+    text = snapshot.read_text()
+    # as sispin wrote it before its history held whole clones
+    legacy = text.replace(", arguments = {}}", "}").replace(f'{{commit = "{setup.c[1]}"}}]', f'"{setup.c[1]}"]')
+    assert legacy != text and "arguments" not in legacy and f'LEGACY_ROOT = ["{setup.c[1]}"]' in legacy, legacy
+    snapshot.write_text(legacy)
+    assert not problems(checked(full=True))
+    assert main(["snapshot"]) == 0
+    assert snapshot.read_text() == text
+
+
 def test_one_value_bound_to_two_commits_by_two_sets_is_refused(setup, capsys):
     setup.lock(bound(setup, setup.c[1]), f"\n[sets.t]\nrc = {bound(setup, setup.c[2])}\n")
     assert main(["status"]) == 3

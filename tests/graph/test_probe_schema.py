@@ -68,7 +68,7 @@ WHOLE = SetGraph(
     states={"m/Use.x": {"size": "0123456789abcdef"}},
     assignments=(Assignment("i6_core/tools/git/CloneGitRepositoryJob.abc", "RC_ROOT", "config/demo.py:4", True),),
     collisions=(("m/Use.x", "config/demo.py:5"),),
-    aliases={"rc": ("a" * 40, "RC_ROOT")},
+    aliases={"rc": (json.dumps({"commit": "a" * 40}), "RC_ROOT")},
     overwrites=(Overwrite("DATA", "/data/x", "m/Use.x", "config['data']", "config/demo.py:6"),),
     site_modules=("numpy",),
 )

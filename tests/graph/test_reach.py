@@ -14,6 +14,7 @@ import pytest
 from conftest import USE_JOB, git_commit
 from results import checked, problems, snapshot_taken
 from sispin.cli.main import main
+from sispin.clonejob import clone_identity
 from sispin.graph.build import load_graph
 from sispin.graph.snapshot import read_bound
 from sispin.lock.loading import load_lockfile
@@ -198,7 +199,10 @@ def test_a_value_once_bound_stays_bound_after_its_set_is_renamed(reach, capsys):
     lock.write_text(lock.read_text().replace(f'rc = "{rc2}"', bound.replace(rc1, rc2)))
     capsys.readouterr()
     out = "\n".join(map(str, snapshot_taken().hidden))
-    assert f"hash_overwrite 'LEGACY_ROOT' stood for {rc1[:7]} when recorded in pin.snapshot.toml" in out, out
+    assert (
+        f"hash_overwrite 'LEGACY_ROOT' stood for {rc1[:7]} (checkout_folder_name='rc') when recorded in "
+        "pin.snapshot.toml" in out
+    ), out
     assert checked().problems
 
 
@@ -275,15 +279,19 @@ def test_the_history_of_bound_values_survives_writes_while_other_aliases_are_bou
     rc1, rc2 = reach.commits["rc"][1], reach.commits["rc"][2]
     assert main(["snapshot"]) == 0
     snapshot = root / "pin.snapshot.toml"
-    assert read_bound(snapshot) == {"LEGACY": [rc1], "OTHER": [reach.commits["lib"][1]]}
+    rc_clone = clone_identity({"commit": rc1, "checkout_folder_name": "rc"})
+    lib_clone = clone_identity({"commit": reach.commits["lib"][1], "checkout_folder_name": "lib"})
+    assert read_bound(snapshot) == {"LEGACY": [rc_clone], "OTHER": [lib_clone]}
     lock = root / "pin.toml"
     bound = f'rc = {{ commit = "{rc1}", hash_overwrite = "LEGACY" }}'
     lock.write_text(lock.read_text().replace(bound, f'rc = "{rc2}"'))  # the alias dropped, as an upgrade does
     assert main(["snapshot"]) == 0
-    assert read_bound(snapshot)["LEGACY"] == [rc1], "kept while set b's alias is written beside it"
+    assert read_bound(snapshot)["LEGACY"] == [rc_clone], "kept while set b's alias is written beside it"
     lock.write_text(lock.read_text().replace(f'rc = "{rc2}"', bound.replace(rc1, rc2)))
     capsys.readouterr()
-    assert f"hash_overwrite 'LEGACY' stood for {rc1[:7]} when recorded" in "\n".join(map(str, snapshot_taken().hidden))
+    assert f"hash_overwrite 'LEGACY' stood for {rc1[:7]} (checkout_folder_name='rc') when recorded" in "\n".join(
+        map(str, snapshot_taken().hidden)
+    )
 
 
 WRAPPERS = """\

@@ -24,6 +24,7 @@ __all__ = [
 from dataclasses import dataclass
 from typing import Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from sispin.clonejob import clone_identity, job_kwargs, shown_clone, stands_for
 from sispin.git.store import Store
 from sispin.graph.explain import short_id
 from sispin.graph.moved import moved_builds
@@ -89,9 +90,10 @@ def _accepted(lockfile: Lockfile, spec: SetSpec, clone: Clone, overwrite: str, a
     """
     if alias is not None and any(
         pin.hash_overwrite == alias
-        and pin.commit == clone.commit
-        and same_repository(clone.url, lockfile.repos[repo].url)
+        and clone_identity(clone.arguments()) == clone_identity(job_kwargs(url, pin.commit, checkout, pin.job_kwargs))
+        and same_repository(clone.url, url)
         for repo, pin in spec.pins.items()
+        for url, checkout in [(lockfile.repos[repo].url, lockfile.repos[repo].checkout)]
     ):
         return True
     if _bound_elsewhere(lockfile, overwrite) is not None:
@@ -283,21 +285,22 @@ def _outputs_of(graph: SetGraph, job: str) -> str:
 def rebound_alias_problems(graph: SetGraph, bound: Mapping[str, Sequence[str]]) -> List[Problem]:
     """
     :param graph: the set now (its pins' bound hash_overwrite values)
-    :param bound: hash_overwrite value -> every commit it stood for when a set was recorded (see
+    :param bound: hash_overwrite value -> every clone it stood for when a set was recorded (see
         :func:`sispin.graph.snapshot.read_bound`)
-    :return: one line per value the lock now binds to a commit it never stood for: the old ids would pass for other
-        code (an alias dies with its commit: remove it from the pin, and the ids move as they must)
+    :return: one line per value the lock now binds to a clone it never stood for (another commit, other patches,
+        files, submodules or checkout folder): the old ids would pass for other code (an alias dies with its clone:
+        remove it from the pin, and the ids move as they must)
     """
-    # a value may stand for several commits (one overwrite on several clones, their jobs kept apart)
+    # a value may stand for several clones (one overwrite on several clones, their jobs kept apart)
     return [
         Problem(
             f"sets.{shown_key(graph.set_name)}.{shown_key(repo)}: hash_overwrite {value!r} stood for "
-            f"{', '.join(old[:7] for old in bound[value])} when recorded in pin.snapshot.toml (in this set or "
-            f"another, also one renamed or removed since); pin.toml binds it to {commit[:7]} now: the old ids would "
-            "pass for other code (remove it from the pin: the ids move, as they must; or restore the commit)"
+            f"{', '.join(shown_clone(old) for old in bound[value])} when recorded in pin.snapshot.toml (in this set or "
+            f"another, also one renamed or removed since); pin.toml binds it to {shown_clone(clone)} now: the old ids "
+            "would pass for other code (remove it from the pin: the ids move, as they must; or restore the pin)"
         )
-        for repo, (commit, value) in sorted(graph.aliases.items())
-        if value in bound and commit not in bound[value]
+        for repo, (clone, value) in sorted(graph.aliases.items())
+        if value in bound and not any(stands_for(old, clone) for old in bound[value])
     ]
 
 

@@ -31,6 +31,7 @@ from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Tup
 
 import tomlkit
 
+from sispin.clonejob import clone_identity, identity_commit
 from sispin.errors import LockfileError
 from sispin.graph.probe.schema import RecordedOutput, SetGraph
 from sispin.graph.recordcache import write_records
@@ -102,21 +103,43 @@ def parse_snapshot(text: str, where: str) -> Tuple[Dict[str, Entry], Dict[str, L
         _check_entry(where, set_name, entry)
     bound = data.get("bound", {})
     if not isinstance(bound, dict) or not all(
-        isinstance(commits, list) and all(isinstance(commit, str) for commit in commits) for commits in bound.values()
+        isinstance(clones, list) and all(_is_clone(clone) for clone in clones) for clones in bound.values()
     ):
-        raise LockfileError(f"{where}: bound: must be a table of hash_overwrite value -> list of commits")
-    history = {value: list(commits) for value, commits in bound.items()}
+        raise LockfileError(
+            f"{where}: bound: must be a table of hash_overwrite value -> list of clones ({{commit = ..., ...}})"
+        )
+    history = {value: [_clone_text(clone) for clone in clones] for value, clones in bound.items()}
     _add_aliases(history, sets)
     return sets, history
 
 
+def _is_clone(clone: Any) -> bool:
+    """Whether a ``[bound]`` entry is a clone (a table of its commit and other arguments) or a bare commit (before)."""
+    return isinstance(clone, str) or (isinstance(clone, dict) and isinstance(clone.get("commit"), str))
+
+
+def _clone_text(clone: Any) -> str:
+    """:return: a ``[bound]`` entry as the history holds it: its clone_identity, or the bare commit written before"""
+    return clone if isinstance(clone, str) else clone_identity(clone)
+
+
+def _alias_clone(alias: Mapping[str, Any]) -> str:
+    """:return: what a set's alias entry stands for (an entry without ``arguments`` was written before: its commit)"""
+    if "arguments" not in alias:
+        return alias["commit"]
+    return clone_identity({**alias["arguments"], "commit": alias["commit"]})
+
+
 def _add_aliases(history: Dict[str, List[str]], sets: Mapping[str, Entry]) -> None:
-    """Add the commit each alias of the sets binds to its value's history."""
+    """Add the clone each alias of the sets binds to its value's history."""
     for entry in sets.values():
         for alias in entry.get("aliases", {}).values():
-            commits = history.setdefault(alias["hash_overwrite"], [])
-            if alias["commit"] not in commits:
-                commits.append(alias["commit"])
+            clones = history.setdefault(alias["hash_overwrite"], [])
+            clone = _alias_clone(alias)
+            if identity_commit(clone) in clones and clone != identity_commit(clone):
+                clones.remove(identity_commit(clone))  # a bare commit of before, now recorded whole
+            if clone not in clones:
+                clones.append(clone)
 
 
 def _check_entry(where: str, set_name: str, entry: Any) -> None:
@@ -134,7 +157,9 @@ def _check_entry(where: str, set_name: str, entry: Any) -> None:
             )
     aliases = entry.get("aliases", {})
     if not isinstance(aliases, dict) or not all(
-        isinstance(alias, dict) and all(isinstance(alias.get(key), str) for key in ("commit", "hash_overwrite"))
+        isinstance(alias, dict)
+        and all(isinstance(alias.get(key), str) for key in ("commit", "hash_overwrite"))
+        and isinstance(alias.get("arguments", {}), dict)
         for alias in aliases.values()
     ):
         raise LockfileError(
@@ -170,7 +195,12 @@ def _entry(graph: SetGraph) -> Entry:
     return {
         "outputs": {name: {"job": o.job, "path": o.path} for name, o in graph.outputs.items()},
         "aliases": {
-            repo: {"commit": commit, "hash_overwrite": value} for repo, (commit, value) in graph.aliases.items()
+            repo: {
+                "commit": identity_commit(clone),
+                "hash_overwrite": value,
+                "arguments": {name: given for name, given in json.loads(clone).items() if name != "commit"},
+            }
+            for repo, (clone, value) in graph.aliases.items()
         },
     }
 
@@ -190,18 +220,33 @@ def render_snapshot(sets: Mapping[str, Entry], bound: Mapping[str, List[str]]) -
         aliases = sets[set_name].get("aliases") or {}
         if aliases:
             lines += ["", f"[sets.{_key(set_name)}.aliases]"]
-            lines += [
-                f"{_key(repo)} = {{commit = {_string(alias['commit'])}, "
-                f"hash_overwrite = {_string(alias['hash_overwrite'])}}}"
-                for repo, alias in sorted(aliases.items())
-            ]
+            lines += [f"{_key(repo)} = {_value(alias)}" for repo, alias in sorted(aliases.items())]
     if bound:
-        lines += ["", "[bound]", "# every commit each hash_overwrite value stood for: it never stands for another"]
+        lines += ["", "[bound]", "# every clone each hash_overwrite value stood for: it never stands for another"]
         lines += [
-            f"{_key(value)} = [{', '.join(_string(commit) for commit in sorted(bound[value]))}]"
+            f"{_key(value)} = [{', '.join(_value(_bound_entry(clone)) for clone in sorted(bound[value]))}]"
             for value in sorted(bound)
         ]
     return "\n".join(lines) + "\n"
+
+
+def _bound_entry(clone: str) -> Any:
+    """:return: a clone of the history as ``[bound]`` writes it: a table (commit first), or the bare commit of before"""
+    if not clone.startswith("{"):
+        return clone
+    arguments = json.loads(clone)
+    return {"commit": arguments.pop("commit"), **arguments}
+
+
+def _value(value: Any) -> str:
+    """A TOML value of the snapshot: a string, a boolean, or an inline table or array of them."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_key(name)} = {_value(item)}" for name, item in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(item) for item in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return _string(value)
 
 
 def _key(name: str) -> str:

@@ -35,12 +35,16 @@ from sispin.lock.urls import same_repository
 
 
 def bound_aliases(set_name: str) -> List[Tuple[str, str, str, str]]:
-    """:return: (url, commit, hash_overwrite, repository name) of each of the set's pins that binds one"""
+    """
+    :return: (url, clone, hash_overwrite, repository name) of each of the set's pins that binds one; the clone is
+        what the value stands for: its :func:`~sispin.clonejob.clone_identity` as the lock makes it
+    """
+    from sispin.clonejob import clone_identity
     from sispin.sets import experiment_set
 
     exp = experiment_set(set_name)
     return [
-        (exp.lockfile.repos[repo].url, pin.commit, pin.hash_overwrite, repo)
+        (exp.lockfile.repos[repo].url, clone_identity(exp.clone_kwargs(repo)), pin.hash_overwrite, repo)
         for repo, pin in exp.spec.pins.items()
         if pin.hash_overwrite is not None
     ]
@@ -48,12 +52,14 @@ def bound_aliases(set_name: str) -> List[Tuple[str, str, str, str]]:
 
 def alias_of(clone: Any, aliases: Sequence[Sequence[str]]) -> Optional[str]:
     """
-    :param aliases: (url, commit, value, ...) of the bound aliases
-    :return: the value the lock binds to this clone's repository and commit, if any
+    :param aliases: (url, clone, value, ...) of the bound aliases
+    :return: the value the lock binds to this clone (its repository, commit and every other argument), if any
     """
+    from sispin.clonejob import clone_identity
+
     kwargs = job_arguments(clone)
-    for url, commit, value, *_ in aliases:
-        if kwargs.get("commit") == commit and same_repository(kwargs.get("url", ""), url):
+    for url, identity, value, *_ in aliases:
+        if clone_identity(kwargs) == identity and same_repository(kwargs.get("url", ""), url):
             return value
     return None
 

@@ -106,7 +106,7 @@ def describe(
         states=job_states(jobs) if request.get("states") or uses.found else None,
         assignments=tuple(assignments.found),
         collisions=tuple(collisions.found),
-        aliases={repo: (commit, value) for _, commit, value, repo in aliases},
+        aliases={repo: (clone, value) for _, clone, value, repo in aliases},
         overwrites=found.overwrites_given(assignments.elsewhere),
         site_modules=site(),
     )

@@ -314,7 +314,8 @@ class SetGraph(_Json):
     :param assignments: every hash_overwrite assigned on a clone's path while the configs loaded
     :param collisions: (job id, file:line) of constructions that a hash_overwrite bound to several commits merged
         into a job built before with other arguments
-    :param aliases: repository -> (commit, hash_overwrite) of each pin that binds a legacy overwrite to its commit
+    :param aliases: repository -> (clone, hash_overwrite) of each pin that binds a legacy overwrite to its clone: the
+        :func:`~sispin.clonejob.clone_identity` of the clone as the lock makes it (its commit, patches, ...)
     :param overwrites: every string hash_overwrite on a path no clone created that a job hashes
     :param site_modules: the top-level modules the configs imported from the Python installation's site directories
         (TensorFlow, numpy...): what the builds of the set at moved pins import before they fork (see
