@@ -5,16 +5,21 @@ and the blast radius of ``pin upgrade``.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
+import pprint
 import py_compile
+import tarfile
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import git_commit, run_manager
+from results import upgraded
 from sispin.cli.main import main
+from sispin.graph.price import Cost, price_of
 from sispin.graph.snapshot import read_snapshot
 
 CONFIG = """\
@@ -217,8 +222,23 @@ def test_blast_radius_counts_match_a_hand_count(setup, capsys):
     # the 4 renewed jobs would run (none of the new ids is finished) and 3 finished jobs fall out of use
     assert (
         "Blast radius: 4 of 5 jobs of set 'exp' get new ids; 4 would run (not finished in work/), "
-        "3 finished jobs would no longer be used." in out
-    )
+        "3 finished jobs would no longer be used (" in out
+    ), out
+    # the move's price: what exactly those three jobs recorded in work/, per class and in all
+    report = upgraded(setup.root / "pin.toml", ["exp"], dry_run=True).sets[0]
+    unused = [job for job, done in report.before.jobs.items() if done and job not in report.after.jobs]
+    renewed = {job: _usage(setup.root / "work" / job) for job in unused}
+    assert len(renewed) == 3, renewed
+    price = report.radius.price
+    assert price.total.jobs == 3 and price.total.unknown == 0
+    assert price.total.cpu_hours == pytest.approx(sum(cpu for cpu, _ in renewed.values()))
+    assert price.total.peak_memory == pytest.approx(max(memory for _, memory in renewed.values()))
+    assert {name: cost.jobs for name, cost in price.by_class.items()} == {
+        "CloneGitRepositoryJob": 1,
+        "WriteReturnnConfigJob": 1,
+        "WriteToTextFileJob": 1,
+    }
+    assert "    WriteToTextFileJob: 1 job, " in out and " CPU-s, peak " in out, out
     assert "Outputs that change: exp/config, exp/copy, exp/later" in out
     assert "  3 outputs (exp/config, exp/copy, exp/later): only the pinned commit changes" in out
 
@@ -228,6 +248,39 @@ def test_blast_radius_counts_match_a_hand_count(setup, capsys):
     assert after["exp/independent"] == before["exp/independent"]
     assert after["exp/config"] != before["exp/config"], "the snapshot moved with the lock"
     assert setup.run("check", "--offline") == 0
+
+
+def test_a_price_counts_damaged_or_missing_usage_as_unknown_and_reads_cleaned_up_jobs(setup, capsys):
+    assert "All output calculated" in run_manager(setup.root, "config/exp.py")
+    work = setup.root / "work"
+    jobs = sorted(str(path.parent.relative_to(work)) for path in work.rglob("finished"))
+    assert len(jobs) == 4
+    usage = {job: next((work / job).glob("usage.*")) for job in jobs}
+    training, damaged, missing, cleaned = jobs
+    # a job that asked for two GPUs (as a training does), one whose usage file was cut short, one without
+    recorded = ast.literal_eval(usage[training].read_text())
+    usage[training].write_text(pprint.pformat({**recorded, "requested_resources": {"cpu": 4, "gpu": 2}}))
+    usage[damaged].write_text(usage[damaged].read_text()[:40])
+    usage[missing].unlink()
+    # cleaned up as Sisyphus does: everything but output/, info and work/ packed into finished.tar.gz
+    cleaned_cpu = _usage(work / cleaned)[0]
+    with tarfile.open(work / cleaned / "finished.tar.gz", "w:gz") as packed:
+        packed.add(usage[cleaned], arcname=usage[cleaned].name)
+    usage[cleaned].unlink()
+
+    price = price_of(work, jobs)
+    assert (price.total.jobs, price.total.unknown) == (2, 2)
+    assert price.total.gpu_hours == pytest.approx(2 * recorded["used_time"])
+    assert price.total.cpu_hours == pytest.approx(4 * recorded["used_time"] + cleaned_cpu)
+    assert sum(cost.unknown for cost in price.by_class.values()) == 2
+    assert price_of(work, []).total == Cost()
+
+
+def _usage(job: Path) -> tuple:
+    """(CPU-hours, peak memory in GB) of a job, read from its usage files as Sisyphus wrote them"""
+    usages = [ast.literal_eval(path.read_text()) for path in job.glob("usage.*")]
+    cpu = sum(u["used_time"] * u["requested_resources"].get("cpu", 1) for u in usages)
+    return cpu, max(u["max"]["rss"] for u in usages)
 
 
 def test_blast_radius_that_cannot_be_computed_says_why(history, capsys):

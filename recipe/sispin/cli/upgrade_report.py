@@ -11,6 +11,7 @@ __all__ = ["UpgradeReport"]
 from sispin.cli.output import Output
 from sispin.cli.snapshot import waiting_lines
 from sispin.git.moves import Move, format_log, format_move
+from sispin.graph.price import Cost
 from sispin.ops.upgrade import UpgradePlan
 from sispin.ops.upgrade_judge import BlastRadius, SetUpgrade, UsedChanges
 from sispin.text import capped, count, listed, shown_key
@@ -96,12 +97,34 @@ def _show_changes(out: Output, set_name: str, move: Move, used: UsedChanges) -> 
         out.result(f"    ... and {used.number - len(used.listed)} more that change it")
 
 
+def cost_text(cost: Cost, jobs: bool = True) -> str:
+    """
+    :param jobs: start with how many jobs
+    :return: ``4 jobs, 212.0 GPU-h, 850.3 CPU-h, peak 31.2 GB`` (GPU-hours when there are any), then the jobs whose
+        usage is unknown; ``0 h`` for none
+    """
+    parts = [count(cost.jobs, "job")] if cost.jobs and jobs else []
+    if cost.jobs:
+        parts += [_hours(cost.gpu_hours, "GPU")] if cost.gpu_hours else []
+        parts += [_hours(cost.cpu_hours, "CPU"), f"peak {cost.peak_memory:.1f} GB"]
+    unknown = f"usage unknown for {count(cost.unknown, 'job')}" if cost.unknown else ""
+    return (", ".join(parts) + ("; " if parts and unknown else "") + unknown) or "0 h"
+
+
+def _hours(hours: float, unit: str) -> str:
+    """``212.0 GPU-h``; under three minutes in seconds (``4 CPU-s``), which a tenth of an hour would show as 0"""
+    return f"{hours:.1f} {unit}-h" if hours >= 0.05 else f"{hours * 3600:.0f} {unit}-s"
+
+
 def _show_blast_radius(out: Output, set_name: str, radius: BlastRadius) -> None:
     """How much of the graph the move renews, the outputs that change, and one line per cause."""
     out.result(
         f"{radius.headline} of set {set_name!r} get new ids; {radius.would_run} would run (not finished in work/), "
-        f"{radius.unused} finished jobs would no longer be used."
+        f"{radius.unused} finished jobs would no longer be used ({cost_text(radius.price.total, jobs=False)})."
     )
+    # what the finished work it leaves unused cost, per job class, the dearest first
+    for name, cost in sorted(radius.price.by_class.items(), key=lambda item: (-item[1].gpu_hours, -item[1].cpu_hours)):
+        out.result(f"    {name}: {cost_text(cost)}")
     out.result(f"Outputs that change: {listed(list(radius.changed)) if radius.changed else 'none'}")
     for cause in radius.causes:
         names = [name for name, _ in cause.outputs]

@@ -12,6 +12,7 @@ subprocess that runs :mod:`~sispin.graph.probe` (what runs inside the Sisyphus p
 - :mod:`~sispin.graph.recordcache`: what each recorded job's id is made of, kept beside the snapshot;
 - :mod:`~sispin.graph.incremental`: the passes ``pin check`` keeps, while nothing their builds read changed;
 - :mod:`~sispin.graph.usage`: what uses a commit in work/;
+- :mod:`~sispin.graph.price`: what finished jobs cost, from the usage Sisyphus recorded in work/;
 - :mod:`~sispin.graph.used_code`: what of a repository a set uses.
 
 It may import :mod:`sispin.lock`, :mod:`sispin.git` and the config path, and of the probe only its report

@@ -20,6 +20,7 @@ from sispin.git.store import Store
 from sispin.graph.build import GraphBuild, load_graphs, recording_inputs
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
 from sispin.graph.guard import state_problems
+from sispin.graph.price import Price, price_of
 from sispin.graph.probe.schema import SetGraph
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_snapshot
@@ -86,6 +87,7 @@ class BlastRadius:
     :param unused: finished jobs the move leaves unused
     :param changed: the outputs whose jobs change
     :param causes: why they change
+    :param price: what the unused finished jobs cost to make, as their usage in work/ says
     """
 
     renewed: int
@@ -94,6 +96,7 @@ class BlastRadius:
     unused: int
     changed: Tuple[str, ...]
     causes: Tuple[Cause, ...]
+    price: Price = Price()
 
     @property
     def headline(self) -> str:
@@ -261,7 +264,7 @@ def _judged(
         )
         return replace(report, alias_setters=setters, refusal=refusal)
     kept = tuple(state_problems(before, after))
-    report = replace(report, radius=blast_radius(before, after), kept_ids=kept)
+    report = replace(report, radius=blast_radius(before, after, lockfile.root / "work"), kept_ids=kept)
     if kept:
         ids = "1 job would keep its id" if len(kept) == 1 else f"{len(kept)} jobs would keep their ids"
         refusal = HashOverwriteError(
@@ -283,10 +286,11 @@ def _alias_setters(spec: SetSpec, moving: List[Move], before: SetGraph) -> Tuple
     )
 
 
-def blast_radius(before: SetGraph, after: SetGraph) -> BlastRadius:
+def blast_radius(before: SetGraph, after: SetGraph, work: Path) -> BlastRadius:
     """
     :param before: the set's graph at its pins
     :param after: its graph after the moves
+    :param work: the setup's work/, whose usage files price the finished jobs the move leaves unused
     :return: how much of the graph the move renews, what would run, what finished work it leaves unused, and per
         output whether only the pinned commit changes or content built from the pinned code too
     """
@@ -308,6 +312,7 @@ def blast_radius(before: SetGraph, after: SetGraph) -> BlastRadius:
         len(unused),
         tuple(changed),
         tuple(Cause(cause, first, tuple(names)) for (cause, first), names in causes.items()),
+        price_of(work, unused),
     )
 
 

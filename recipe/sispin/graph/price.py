@@ -1,0 +1,113 @@
+"""
+What finished work cost, from what Sisyphus recorded in work/: each task's ``usage.<task>.<n>`` file in its job's
+directory (inside ``finished.tar.gz`` once the job was cleaned up), a Python dict with ``used_time`` in hours, the
+peak of what the task used (``max``: ``rss`` in GB) and the ``requested_resources`` it ran with (``cpu``,
+``gpu``). A task's CPU-hours are its processors requested times its time used; its GPU-hours likewise. ``pin
+upgrade`` prices a move with it: what the finished jobs it stops using cost to make.
+
+work/ is read as Sisyphus leaves it, without Sisyphus: a job's directory is ``work/<job id>``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Cost", "Price", "price_of"]
+
+import ast
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+#: the usage files' name, as Sisyphus's PLOGGING_FILE (``usage``) starts them
+_USAGE_PREFIX = "usage."
+
+
+@dataclass(frozen=True)
+class Cost:
+    """
+    What a group of finished jobs cost.
+
+    :param jobs: the finished jobs whose usage was read
+    :param cpu_hours: their processors requested times time used, summed over their tasks
+    :param gpu_hours: their GPUs requested times time used
+    :param peak_memory: the most memory one of their tasks used, in GB
+    :param unknown: the finished jobs whose usage is missing or unreadable (counted in nothing else)
+    """
+
+    jobs: int = 0
+    cpu_hours: float = 0.0
+    gpu_hours: float = 0.0
+    peak_memory: float = 0.0
+    unknown: int = 0
+
+    def plus(self, usage: Optional[Tuple[float, float, float]]) -> Cost:
+        """:param usage: one job's (CPU-hours, GPU-hours, peak memory), None when unknown"""
+        if usage is None:
+            return Cost(self.jobs, self.cpu_hours, self.gpu_hours, self.peak_memory, self.unknown + 1)
+        cpu, gpu, memory = usage
+        return Cost(
+            self.jobs + 1, self.cpu_hours + cpu, self.gpu_hours + gpu, max(self.peak_memory, memory), self.unknown
+        )
+
+
+@dataclass(frozen=True)
+class Price:
+    """
+    :param total: what all the jobs cost
+    :param by_class: job class (``ReturnnTrainingJob``) -> what its jobs among them cost
+    """
+
+    total: Cost = Cost()
+    by_class: Dict[str, Cost] = field(default_factory=dict)
+
+
+def price_of(work: Path, jobs: Iterable[str]) -> Price:
+    """
+    :param work: the setup's work/
+    :param jobs: ids of finished jobs
+    :return: what they cost, as their usage files say
+    """
+    total, by_class = Cost(), {}
+    for job in sorted(jobs):
+        usage = job_usage(work / job)
+        total = total.plus(usage)
+        name = job.rsplit("/", 1)[-1].split(".", 1)[0]
+        by_class[name] = by_class.get(name, Cost()).plus(usage)
+    return Price(total, by_class)
+
+
+def job_usage(directory: Path) -> Optional[Tuple[float, float, float]]:
+    """:return: a finished job's (CPU-hours, GPU-hours, peak memory in GB) over its tasks; None when unknown"""
+    texts = _usage_texts(directory)
+    if not texts:
+        return None
+    cpu = gpu = memory = 0.0
+    for text in texts:
+        try:
+            usage = ast.literal_eval(text)
+            hours = float(usage["used_time"])
+            requested = usage.get("requested_resources") or {}
+            cpu += hours * float(requested.get("cpu", 1))
+            gpu += hours * float(requested.get("gpu", 0) or 0)
+            memory = max(memory, float((usage.get("max") or {}).get("rss", 0)))
+        except (ValueError, TypeError, SyntaxError, KeyError, AttributeError, MemoryError, RecursionError):
+            return None  # a damaged file: the job's usage is not known, rather than less than it was
+    return cpu, gpu, memory
+
+
+def _usage_texts(directory: Path) -> List[str]:
+    """:return: the text of each usage file of the job, from its directory or from the archive a cleanup made"""
+    try:
+        texts = [path.read_text(errors="replace") for path in sorted(directory.iterdir()) if _is_usage(path.name)]
+        archive = directory / "finished.tar.gz"
+        if texts or not archive.is_file():
+            return texts
+        with tarfile.open(archive) as packed:
+            members = [member for member in packed.getmembers() if member.isfile() and _is_usage(member.name)]
+            return [packed.extractfile(member).read().decode(errors="replace") for member in members]  # type: ignore
+    except (OSError, tarfile.TarError, EOFError):
+        return []
+
+
+def _is_usage(name: str) -> bool:
+    return name.rsplit("/", 1)[-1].startswith(_USAGE_PREFIX)
