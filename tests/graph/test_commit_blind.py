@@ -62,6 +62,17 @@ class TakesArguments(Job):
         yield Task("run")
 
 
+class HoldsUnderASisyphusLikeName(Job):
+    # Sisyphus pickles every attribute into job.save: one named like its own is the job's state all the same
+
+    def __init__(self, name):
+        self._sis_root = experiment_set("s").repo("rc")
+        self.out = self.output_path("out")
+
+    def tasks(self):
+        yield Task("run")
+
+
 def py():
     rc = experiment_set("s").repo("rc")
     tk.register_output("s/plain", Use(rc).out)
@@ -81,6 +92,7 @@ def py():
     later = Use(hidden)
     later._sis_kwargs["thing"].hash_overwrite = None  # the id was computed with the overwrite
     tk.register_output("s/reset_later", later.out)
+    tk.register_output("s/sis_named_attribute", HoldsUnderASisyphusLikeName("a").out)
 """
 
 
@@ -109,7 +121,15 @@ def test_every_other_way_of_hiding_the_commit_is_caught(setup, capsys):
     lines = [line for line in captured.out.splitlines() if "keeps its id when the pinned commit of" in line]
     # a path reset after the job got its id: the job no longer holds what its id is made of
     lines += [line for line in captured.out.splitlines() if "changed after it got its id" in line]
-    hidden = ("s/post_config", "s/own_sis_hash", "s/intermediate", "s/own_hash", "s/takes_the_repo", "s/reset_later")
+    hidden = (
+        "s/post_config",
+        "s/own_sis_hash",
+        "s/intermediate",
+        "s/own_hash",
+        "s/takes_the_repo",
+        "s/reset_later",
+        "s/sis_named_attribute",
+    )
     for output in hidden:
         assert any(f"(outputs: {output})" in line for line in lines), (output, captured.out + captured.err)
     assert "s/plain" not in "".join(lines) and "s/takes_arguments" not in "".join(lines)

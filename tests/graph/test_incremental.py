@@ -198,9 +198,20 @@ def test_a_copy_of_the_setup_does_not_take_the_originals_pass(inc, capsys, monke
     monkeypatch.chdir(copy)
     _replace(copy / "config" / "lr.txt", "0.001", "0.002")  # an edit in the copy only
     code, out = _check(capsys)
-    assert code == 1 and "sets.inc: built (pin.toml, the snapshot, the setup's location" in out, out
+    assert code == 1 and "sets.inc: built (pin.toml, the snapshot, the setup's or the store's location" in out, out
     monkeypatch.chdir(root)
     assert NOT_BUILT in _check(capsys)[1], "the original keeps its own"
+
+
+def test_another_store_does_not_take_the_pass_made_with_the_first(inc, capsys, monkeypatch, tmp_path):
+    # the store's location is sispin's to read, not the setup's code's: a config may still hash a checkout's path
+    root = inc()
+    assert _check(capsys)[0] == 0
+    assert NOT_BUILT in _check(capsys)[1]
+    monkeypatch.setenv("PIN_HOME", str(tmp_path / "another-store"))
+    out = _check(capsys)[1]
+    assert "sets.inc: built (pin.toml, the snapshot, the setup's or the store's location" in out, out
+    assert root.is_dir()
 
 
 def test_a_build_that_logs_is_kept(inc, capsys):

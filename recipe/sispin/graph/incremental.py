@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from sispin.errors import PinError
+from sispin.git.store import default_store_dir
 from sispin.graph.build import probe_environment
 from sispin.graph.probe.ledger import changed_input
 from sispin.graph.probe.schema import RecordedOutput
@@ -73,6 +74,8 @@ def _key(
         "version": _VERSION,
         # a copy of the setup (cp -a) holds this pass too, but what it read are the original's files
         "setup_root": str(lockfile.root.absolute()),
+        # where the checkouts are (PIN_HOME, XDG_CACHE_HOME, HOME): sispin reads it, a config may hash a checkout's path
+        "store": str(default_store_dir()),
         "python": [sys.version, sys.executable],
         "sispin": _sispin_code(),
         "sets": [repr(lockfile.sets.get(name)) for name in sorted({set_name, *sets_read})],
@@ -106,7 +109,7 @@ def kept_pass(
         if data.get("version") != _VERSION:
             return None, "no earlier pass"
         if data["key"] != _key(lockfile, set_name, data["sets"], recorded, bound):
-            return None, "pin.toml, the snapshot, the setup's location, Python or sispin changed"
+            return None, "pin.toml, the snapshot, the setup's or the store's location, Python or sispin changed"
         environment = probe_environment(lockfile)
         for ledger in data["ledgers"]:
             changed = changed_input(ledger, environment, str(lockfile.root))

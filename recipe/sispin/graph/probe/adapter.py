@@ -54,8 +54,10 @@ import contextlib
 import functools
 import inspect
 import os
+import re
 import sys
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from sispin.clonejob import DEFAULTS, class_parameters
 
@@ -85,8 +87,22 @@ JOB_INTERNALS = frozenset({"_sis_kwargs", "_sis_path", "_sis_id", "_sis_id_cache
 
 
 def is_internal(name: Any) -> bool:
-    """:return: whether an attribute (or a state dict's key) is one Sisyphus keeps for itself"""
-    return isinstance(name, str) and name.startswith("_sis_")
+    """
+    :return: whether an attribute (or a state dict's key) is one Sisyphus keeps for itself: a ``_sis_`` name its
+        source uses (a job's own attribute of such a name is the job's state: Sisyphus pickles it into job.save)
+    """
+    return isinstance(name, str) and name.startswith("_sis_") and name in _sisyphus_names()
+
+
+@functools.cache
+def _sisyphus_names() -> FrozenSet[str]:
+    """Every ``_sis_`` name in the source of the Sisyphus this process imported (each version names its own)."""
+    import sisyphus
+
+    names: Set[str] = set()
+    for path in Path(sisyphus.__file__).parent.rglob("*.py"):
+        names.update(re.findall(r"\b_sis_\w+", path.read_text(encoding="utf-8", errors="replace")))
+    return frozenset(names)
 
 
 def job_id(job: Any) -> str:
