@@ -65,6 +65,8 @@ def _setup(work: Path, jobs: int) -> Path:
     git(remote, "add", "-A")
     git(remote, "commit", "-q", "-m", "first")
     commit = git(remote, "rev-parse", "HEAD")
+    (remote / "__init__.py").write_text("X = 2\n")
+    git(remote, "commit", "-q", "-am", "second")  # where `pin upgrade` moves the pin
     root = work / "setup"
     for folder in ("config", "recipe", "tools", "work"):
         (root / folder).mkdir(parents=True)
@@ -128,6 +130,8 @@ def bench_graph(work: Path, jobs: int = 1000, runs: int = 3) -> List[Result]:
         ("check --offline --full", ("check", "--offline", "--full"), 1.5, 1.3),
         ("snapshot", ("snapshot",), 2.0, None),
         ("check --offline (a pass kept: nothing read changed)", ("check", "--offline"), 0.2, None),
+        # both graphs (the pins now and moved) side by side, each walking every job's record: measured, no goal yet
+        ("upgrade --dry-run (graphs before and after)", ("upgrade", "big", "rc", "--dry-run"), None, None),
     ):
         walls: List[List[float]] = [[], []]
         mine, plain = interleaved(
@@ -138,7 +142,9 @@ def bench_graph(work: Path, jobs: int = 1000, runs: int = 3) -> List[Result]:
             runs,
         )
         what = f"pin {verb}, {built[0]} jobs, {built[1]} outputs, unchanged: vs a plain Sisyphus build"
-        rows.append(Result(f"{what}, CPU", s(mine), s(plain), f"{mine / plain:.2f}x", _goal(cpu_limit), mine / plain))
+        cpu_goal = _goal(cpu_limit) if cpu_limit else None
+        figure = mine / plain if cpu_goal else None
+        rows.append(Result(f"{what}, CPU", s(mine), s(plain), f"{mine / plain:.2f}x", cpu_goal, figure))
         if wall_limit:
             wall, plain_wall = statistics.median(walls[0]), statistics.median(walls[1])
             ratio = wall / plain_wall
