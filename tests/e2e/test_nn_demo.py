@@ -366,7 +366,8 @@ def test_an_upgrade_lists_the_commits_that_change_the_code_the_set_imports(nn_se
     touching = len(git(mirror, "log", "--format=%H", f"{old}..{new}", "--", *used).splitlines())
     every = int(git(mirror, "rev-list", "--count", f"{old}..{new}"))
     headline = (
-        f"    {touching} of the {every} new commits change what set 'nn_demo' uses of {repo} "
+        f"    {touching} of the {every} new commits {'changes' if touching == 1 else 'change'} what set 'nn_demo' uses "
+        f"of {repo} "
         f"({len(used)} files the manager read):"
     )
     assert headline in lines, (headline, result.stdout)

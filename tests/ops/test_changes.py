@@ -65,7 +65,7 @@ def test_the_commits_that_change_what_each_set_uses(real_setup, make_repo, tmp_p
     lines = capsys.readouterr().out.splitlines()
     assert lines[:5] == [
         f"rc  {c[0]} -> {c[3]}  (+3 commits)",
-        "    1 of the 3 new commits change what set 'imports' uses of rc (2 files the manager read):",
+        "    1 of the 3 new commits changes what set 'imports' uses of rc (2 files the manager read):",
         "    uses pkg/__init__.py",
         "    uses pkg/a.py",
         f"    + {date} {c[1]} change a  (pkg/a.py)",

@@ -83,7 +83,8 @@ def _show_changes(out: Output, set_name: str, move: Move, used: UsedChanges) -> 
     """The number of the move's commits that change what the set uses, the newest of them, and the files used."""
     noun = "dropped commit" if move.kind == "downgrade" else "new commit"
     out.result(
-        f"    {used.number} of the {count(used.commits, noun)} change what set {set_name!r} uses of {move.repo} "
+        f"    {used.number} of the {count(used.commits, noun)} {'changes' if used.number == 1 else 'change'} what set "
+        f"{set_name!r} uses of {move.repo} "
         f"({used.code.described})" + (":" if used.listed else "")
     )
     for path in used.code.paths:
