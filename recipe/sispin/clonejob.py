@@ -99,7 +99,8 @@ def job_kwargs(url: str, commit: str, checkout: Optional[str], pin_kwargs: Mappi
 def clone_identity(arguments: Mapping[str, Any]) -> str:
     """
     What a legacy ``hash_overwrite`` alias stands for: the clone as its arguments make it, but for the URL (the same
-    repository in any spelling is the same clone). Two clones whose jobs check out the same files get the same text.
+    repository in any spelling is the same clone) and the branch (the commit decides what is checked out). Two clones
+    whose jobs check out the same files get the same text.
 
     :param arguments: the job's arguments by parameter name (given ones, or all: an argument at its default counts as
         not given)
@@ -108,7 +109,7 @@ def clone_identity(arguments: Mapping[str, Any]) -> str:
     given = {
         name: list(value) if isinstance(value, tuple) else value
         for name, value in arguments.items()
-        if name != "url" and DEFAULTS.get(name, REQUIRED) != value
+        if name not in ("url", "branch") and DEFAULTS.get(name, REQUIRED) != value
     }
     return json.dumps(given, sort_keys=True)
 

@@ -13,8 +13,9 @@ import pytest
 from conftest import USE_JOB, git_commit, sisyphus_entry
 from results import checked, problems, snapshot_taken
 from sispin.cli.main import main
+from sispin.clonejob import clone_identity
 from sispin.errors import LockfileError
-from sispin.graph.snapshot import read_snapshot
+from sispin.graph.snapshot import read_bound, read_snapshot
 from sispin.lock.loading import parse_lockfile
 
 #: what existing setups do: a clone at a literal commit, its output's commit hidden behind a name
@@ -349,3 +350,22 @@ def test_one_value_stands_for_the_same_clones_in_every_set(tmp_path, sets, refus
             parse_lockfile(text, tmp_path / "pin.toml")
     else:
         parse_lockfile(text, tmp_path / "pin.toml")
+
+
+def test_a_bare_commit_of_before_stays_while_a_set_recorded_before_binds_the_value(tmp_path):
+    commit = "c" * 40
+    snapshot = tmp_path / "pin.snapshot.toml"
+    # set a was recorded by an earlier sispin (its clone not known), set b since: the bare commit still speaks for a
+    legacy_alias = f'{{commit = "{commit}", hash_overwrite = "V"}}'
+    whole_alias = f'{{commit = "{commit}", hash_overwrite = "V", arguments = {{patches = ["p.diff"]}}}}'
+    entries = {"a": legacy_alias, "b": whole_alias}
+    for order in (["a", "b"], ["b", "a"]):
+        sets = "".join(f"[sets.{name}.outputs]\n\n[sets.{name}.aliases]\nrc = {entries[name]}\n\n" for name in order)
+        snapshot.write_text(f'version = 1\n\n{sets}[bound]\nV = ["{commit}"]\n')
+        assert sorted(read_bound(snapshot)["V"]) == sorted(
+            [commit, clone_identity({"commit": commit, "patches": ["p.diff"]})]
+        ), order
+    snapshot.write_text(
+        f'version = 1\n\n[sets.b.outputs]\n\n[sets.b.aliases]\nrc = {whole_alias}\n\n[bound]\nV = ["{commit}"]\n'
+    )
+    assert read_bound(snapshot)["V"] == [clone_identity({"commit": commit, "patches": ["p.diff"]})], "recorded whole"

@@ -7,6 +7,8 @@ side by side, each the build a process of its own would make.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,7 +17,9 @@ import pytest
 
 import sispin.graph.build as build_module
 from conftest import RECIPE_DIR, git_commit, run
+from results import checked, problems
 from scenarios import pin_on_a_terminal_timed
+from sispin.cli.main import main
 from sispin.errors import SisyphusError
 from sispin.graph.build import GraphBuild, load_graph, load_graphs, processors
 from sispin.lock.loading import load_lockfile
@@ -39,6 +43,8 @@ def py():
         log.write(f"{os.getpid()} {time.time()} start\\n")
     if exp.commit("rc") == os.environ.get("FAILING_COMMIT"):
         raise ValueError("this commit cannot be built")
+    if exp.commit("rc") == os.environ.get("SLOW_COMMIT"):
+        time.sleep(600)
     time.sleep(float(os.environ.get("BUILD_SECONDS", "0")))
     tk.register_output("a/text", WriteToTextFileJob({"rc": exp.repo("rc"), "v": tomlkit.__name__}).out_file)
     with open(os.environ["BUILDS_LOG"], "a") as log:
@@ -104,8 +110,6 @@ def test_a_setup_that_writes_the_environment_has_nothing_imported_before_its_cod
 
 def test_builds_run_side_by_side_and_one_that_fails_fails_alone(setup, monkeypatch):
     root, (first, second) = setup
-    if len(processors()) < 2:
-        pytest.skip("one processor: the builds run one after the other")
     monkeypatch.setenv("BUILD_SECONDS", "1")
     monkeypatch.setenv("FAILING_COMMIT", second)
     lockfile = load_lockfile(root / "pin.toml")
@@ -120,7 +124,8 @@ def test_builds_run_side_by_side_and_one_that_fails_fails_alone(setup, monkeypat
         times.setdefault(pid, {})[what] = float(at)
     assert len(times) == 3
     ended = [each for each in times.values() if "end" in each]  # the two that built, one second each
-    assert max(each["start"] for each in ended) < min(each["end"] for each in ended), times
+    overlapping = max(each["start"] for each in ended) < min(each["end"] for each in ended)
+    assert overlapping == (len(processors()) > 1), times  # one processor: one after the other
 
 
 def test_a_build_that_takes_too_long_ends_with_every_process_it_forked(setup, monkeypatch):
@@ -161,3 +166,55 @@ def test_a_build_on_a_terminal_shows_one_live_line_within_a_second_and_nothing_o
     result = run([sys.executable, "-m", "sispin", "snapshot", "a"], root, {**os.environ, "PYTHONPATH": str(RECIPE_DIR)})
     assert result.returncode == 0, result.stderr
     assert "loading the configs" not in result.stdout + result.stderr and "\r" not in result.stderr
+
+
+def test_no_builds_is_no_probe_and_a_set_without_pins_is_checked(setup, monkeypatch):
+    root, _ = setup
+    lockfile = load_lockfile(root / "pin.toml")
+    assert load_graphs(lockfile, []) == []
+    # a set that pins nothing but takes another set's pinned value: nothing to move, one problem, no traceback
+    with open(root / "pin.toml", "a") as lock:
+        lock.write('\n[sets.b]\nconfigs = ["config/b.py"]\n')
+    (root / "config" / "b.py").write_text(
+        "from sisyphus import tk\nfrom i6_core.text.processing import WriteToTextFileJob\nfrom sispin import "
+        'experiment_set\n\n\ndef py():\n    commit = experiment_set("a").commit("rc")\n'
+        '    tk.register_output("b/text", WriteToTextFileJob(commit).out_file)\n'
+    )
+    found = problems(checked("b", full=True))
+    assert "use another set's pinned values outside the job graph" in found, found
+
+
+def test_a_moved_commit_build_that_takes_too_long_is_a_problem_of_the_set_not_a_crash(setup, monkeypatch):
+    root, (first, second) = setup
+    # a config that takes the checkout out of the graph: the set is built once more at its pin's branch head
+    config = root / "config" / "a.py"
+    config.write_text(
+        config.read_text().replace('exp = experiment_set("a")\n', 'exp = experiment_set("a")\n    exp.checkout("rc")\n')
+    )
+    assert main(["status", "--fetch"]) == 0  # the store's mirror holds the commit it moves to
+    monkeypatch.setenv("SLOW_COMMIT", second)
+    monkeypatch.setattr(build_module, "PROBE_TIMEOUT", 8)
+    found = problems(checked("a", full=True))
+    assert "sets.a: the moved-commit check cannot build the set: " in found and "took over 8 s" in found, found
+
+
+def test_ctrl_c_stops_a_check_and_every_build_at_once(setup, monkeypatch):
+    root, _ = setup
+    monkeypatch.setenv("BUILD_SECONDS", "600")
+    environ = {**os.environ, "PYTHONPATH": str(RECIPE_DIR)}
+    # Ctrl-C on a terminal: SIGINT to the foreground process group, pin's and its builds'
+    pin = subprocess.Popen(
+        [sys.executable, "-m", "sispin", "check", "--offline", "--full"], cwd=root, env=environ,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not _log("BUILDS_LOG") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _log("BUILDS_LOG"), "the build started"
+    os.killpg(pin.pid, signal.SIGINT)
+    started = time.monotonic()
+    _, stderr = pin.communicate(timeout=30)
+    assert time.monotonic() - started < 10, "not after the build's 600 s"
+    assert pin.returncode == 130 and "pin: interrupted" in stderr, (pin.returncode, stderr)
+    time.sleep(0.5)
+    assert not [pid for pid in (int(line.split()[0]) for line in _log("BUILDS_LOG")) if _running(pid)]

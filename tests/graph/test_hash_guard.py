@@ -204,7 +204,7 @@ def test_a_missing_config_is_said_before_any_set_is_built(setup, capsys):
     assert time.monotonic() - started < 5
     assert capsys.readouterr().out.splitlines() == [
         "problem: sets.typo.configs: config/exp3.py does not exist",
-        "not built: exp, typo (no set is built until the configs above are there)",
+        "not checked: exp, typo (no set is built until the configs above are there)",
         "pin check: 1 problem",
     ]
 

@@ -113,7 +113,7 @@ def render(result: CheckResult, out: Output, accept_waiting: bool = False) -> No
             out.detail(f"    {detail}")
     if result.unchecked:
         unchecked = ", ".join(shown_key(name) for name in result.unchecked)
-        out.result(f"not built: {unchecked} (no set is built until the configs above are there)")
+        out.result(f"not checked: {unchecked} (no set is built until the configs above are there)")
     for name, configs in result.waiting.items():
         out.result(
             f"not seen: sets.{shown_key(name)}: {listed(configs)} {'waits' if len(configs) == 1 else 'wait'} for "

@@ -36,6 +36,7 @@ __all__ = [
     "ProgressListener",
     "progress_to",
     "progress_listener",
+    "stop_process_tree",
 ]
 
 import contextlib
@@ -277,7 +278,7 @@ def network(repository: Path, url: str, verb: str, command: str, *args: str) -> 
             raise GitError(f"cannot {verb} {url}: {_reason(output.text(), f'git {command} failed')}")
     finally:
         if process.poll() is None:
-            _stop(process)
+            stop_process_tree(process)
         stderr.close()
         if listener is not None:
             listener(name_from_url(url), "")
@@ -302,7 +303,7 @@ def remote_query(repository: Path, url: str, verb: str, *args: str) -> str:
             raise GitError(f"cannot {verb} {url}: no answer for {INACTIVITY_TIMEOUT:g} s (git was stopped)") from None
         finally:
             if process.poll() is None:
-                _stop(process)
+                stop_process_tree(process)
     if process.returncode != 0:
         reason = _reason(stderr.decode("utf-8", "replace"), f"git {_verb(args)} failed")
         raise GitError(f"cannot {verb} {url}: {reason}")
@@ -330,8 +331,11 @@ class _Progress:
         return "\n".join(self._lines + [self._pending])
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Kill a git process and what it started (index-pack, a remote helper holding the connection)."""
+def stop_process_tree(process: subprocess.Popen) -> None:
+    """
+    Kill a process and what it started (git's index-pack or a remote helper holding the connection; the builds a
+    probe forked), then reap it.
+    """
     try:
         children = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, text=True).stdout
     except OSError:  # no ps: its children see their pipes close and end by themselves

@@ -35,7 +35,6 @@ import dataclasses
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from sispin.errors import CheckoutStateError, SisyphusError, UnsupportedVersionError
-from sispin.git.process import progress_listener
+from sispin.git.process import progress_listener, stop_process_tree
 from sispin.git.store import SCRATCH_CHECKOUTS_ENV
 from sispin.git.verify import at_another_commit, checked_out_commit
 from sispin.git.versions import unsupported_setup
@@ -279,9 +278,12 @@ def load_graphs(
     :param preload: modules to import before forking: only what every build imports as it is whatever the pins (a
         graph's ``site_modules``), so that a forked build is the build a process of its own would make
     :return: per build, in order, its graph, or why it could not be built
-    :raises SisyphusError: when a set has no configs, or one is missing
+    :raises SisyphusError: when a set has no configs, or one is missing, or the builds take longer than
+        :data:`PROBE_TIMEOUT` each
     :raises UnsupportedVersionError: when the setup's Sisyphus or i6_core is one sispin does not support
     """
+    if not builds:
+        return []
     prepared = [_graph_request(lockfile, build) for build in builds]
     check_setup_commits(lockfile)
     env = probe_environment(lockfile)
@@ -398,23 +400,21 @@ def _run_process(
     command: List[str], lockfile: Lockfile, env: Dict[str, str], timeout: float, what: str
 ) -> subprocess.CompletedProcess:
     """
-    Run a probe process in the setup root in a process group of its own, so that the processes it forks end with
-    it, also when it takes too long or this process is interrupted; on a terminal, one live line says what it does.
+    Run a probe process in the setup root (in the terminal's process group, so that Ctrl-C reaches it and the builds
+    it forks); when it takes too long, or this thread stops waiting, it is killed with what it forked. On a terminal,
+    one live line says what it does.
 
     :raises SisyphusError: when it takes longer than timeout seconds
     """
     with _progress(what):
         process = subprocess.Popen(
             command, cwd=lockfile.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, start_new_session=True,
+            stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except BaseException as exc:
-            # not reaped yet, so its id is still its group's
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            stop_process_tree(process)
             if isinstance(exc, subprocess.TimeoutExpired):
                 raise SisyphusError(f"{what} took over {round(timeout)} s") from None
             raise

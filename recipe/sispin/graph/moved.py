@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from sispin.errors import RevisionError, SisyphusError
+from sispin.errors import RevisionError, SisyphusError, UnsupportedVersionError
 from sispin.git.history import branch_commit, parent_commit
 from sispin.git.store import Store
 from sispin.graph.build import GraphBuild, load_graphs
@@ -112,11 +112,16 @@ def moved_builds(lockfile: Lockfile, graph: SetGraph, store: Store) -> Tuple[Lis
             for repo in moves.unmovable
         ]
     moving = sorted(moves.commits.items())
-    built = load_graphs(
-        lockfile,
-        [_moved_build(lockfile, graph, MovedPins({repo: commits})) for repo, commits in moving],
-        graph.site_modules,
-    )
+    try:
+        built = load_graphs(
+            lockfile,
+            [_moved_build(lockfile, graph, MovedPins({repo: commits})) for repo, commits in moving],
+            graph.site_modules,
+        )
+    except UnsupportedVersionError:
+        raise
+    except SisyphusError as exc:  # the builds took too long: no finding about the set, and no check of it either
+        return [], [f"sets.{shown_key(graph.set_name)}: the moved-commit check cannot build the set: {exc}"]
     builds = []
     for (repo, commits), result in zip(moving, built):
         if isinstance(result, SisyphusError):

@@ -76,7 +76,7 @@ def _load(path: Path) -> Dict[str, Entry]:
 
 def _load_all(path: Path) -> Tuple[Dict[str, Entry], Dict[str, List[str]]]:
     """
-    :return: the snapshot's sets (see :func:`_load`), and every commit each hash_overwrite value was ever bound to
+    :return: the snapshot's sets (see :func:`_load`), and every clone each hash_overwrite value was ever bound to
         (its ``bound`` table, with the aliases of the sets in it)
     :raises LockfileError: when it is malformed or cannot be read (naming file and key)
     """
@@ -89,7 +89,7 @@ def parse_snapshot(text: str, where: str) -> Tuple[Dict[str, Entry], Dict[str, L
     """
     :param text: a snapshot's text
     :param where: how messages name the file
-    :return: its sets, checked: set name -> entry, and every commit each hash_overwrite value was ever bound to (its
+    :return: its sets, checked: set name -> entry, and every clone each hash_overwrite value was ever bound to (its
         ``bound`` table, with the aliases of the sets in it)
     :raises LockfileError: when it is malformed (naming file and key)
     """
@@ -131,15 +131,19 @@ def _alias_clone(alias: Mapping[str, Any]) -> str:
 
 
 def _add_aliases(history: Dict[str, List[str]], sets: Mapping[str, Entry]) -> None:
-    """Add the clone each alias of the sets binds to its value's history."""
-    for entry in sets.values():
-        for alias in entry.get("aliases", {}).values():
-            clones = history.setdefault(alias["hash_overwrite"], [])
-            clone = _alias_clone(alias)
-            if identity_commit(clone) in clones and clone != identity_commit(clone):
-                clones.remove(identity_commit(clone))  # a bare commit of before, now recorded whole
-            if clone not in clones:
-                clones.append(clone)
+    """
+    Add the clone each alias of the sets binds to its value's history. A bare commit of before gives way to the whole
+    clone once no set's entry of that value is one of before (the clone such an entry stands for is not known).
+    """
+    aliases = [alias for entry in sets.values() for alias in entry.get("aliases", {}).values()]
+    unknown = {alias["hash_overwrite"] for alias in aliases if "arguments" not in alias}
+    for alias in aliases:
+        clones, clone = history.setdefault(alias["hash_overwrite"], []), _alias_clone(alias)
+        bare = identity_commit(clone)
+        if clone != bare and bare in clones and alias["hash_overwrite"] not in unknown:
+            clones.remove(bare)
+        if clone not in clones:
+            clones.append(clone)
 
 
 def _check_entry(where: str, set_name: str, entry: Any) -> None:
@@ -183,7 +187,7 @@ def read_snapshot(path: Path) -> Snapshot:
 def read_bound(path: Path) -> Dict[str, List[str]]:
     """
     :param path: the snapshot file
-    :return: hash_overwrite value -> every commit a pin bound it to when a set was recorded, in this set or any
+    :return: hash_overwrite value -> every clone a pin bound it to when a set was recorded, in this set or any
         other, also in sets renamed or removed since (the ids made with it stand for those commits only, for good)
     :raises LockfileError: when it is malformed
     """

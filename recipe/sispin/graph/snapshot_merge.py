@@ -4,7 +4,7 @@ Three-way merge of pin.snapshot.toml, for git's merge driver (``pin merge-driver
 A set's entry is one build's result, so it is merged whole: the entry of the branch that changed it. A set both
 branches changed differently has no entry that fits it (its pins or configs come from both): it is stale, and
 ``pin snapshot SET`` writes it after the merge. The ``bound`` history of hash_overwrite values only grows: the
-merge keeps every commit either branch bound a value to.
+merge keeps every clone either branch bound a value to.
 """
 
 from __future__ import annotations

@@ -110,7 +110,8 @@ def fork_builds(out: str, manifest_path: str, answer: Answer, input_recorder: Ca
         recorder.start()
     before = set(sys.modules)
     # no code of the setup's may run here (settings.py runs as Sisyphus is imported, in each build with its pins)
-    sys.meta_path.insert(0, _SitePackagesOnly())
+    only_site = _SitePackagesOnly()
+    sys.meta_path.insert(0, only_site)
     try:
         for name in manifest["preload"]:
             try:
@@ -118,7 +119,7 @@ def fork_builds(out: str, manifest_path: str, answer: Answer, input_recorder: Ca
             except Exception:  # noqa: S110  the build that imports it says why it cannot
                 pass
     finally:
-        sys.meta_path.pop(0)
+        sys.meta_path.remove(only_site)
     preloaded = set(sys.modules) - before
     builds, running = manifest["builds"], {}
     codes: List[Optional[int]] = [None] * len(builds)
@@ -150,7 +151,7 @@ class _SitePackagesOnly:
         """:raises ImportError: for a module elsewhere"""
         if name.split(".")[0] == "sisyphus":
             raise ImportError(f"{name} is imported by each build")
-        for finder in sys.meta_path[1:]:
+        for finder in [finder for finder in sys.meta_path if finder is not self]:
             spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
             if spec is None:
                 continue
