@@ -299,7 +299,7 @@ def github() -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     """
     Mark each test by what it needs: ``real``, ``cluster`` and ``network`` from its fixtures (MARKING_FIXTURES),
-    ``slow`` by name (SLOW_TESTS); and run the tests of the shipped setup first.
+    ``slow`` by name (SLOW_TESTS).
     """
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
@@ -308,9 +308,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
                 item.add_marker(marker)
         if getattr(item, "originalname", item.name) in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
-    # the tests of the shipped setup build its TensorFlow set, the longest of the suite by far (the docs' tours, the
-    # nn_demo end to end): first, so that pytest-xdist's workers share them rather than one ending the run with them
-    items.sort(key=lambda item: "shipped_mirrors" not in getattr(item, "fixturenames", ()))
 
 
 _skipped: list = []
