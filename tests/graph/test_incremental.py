@@ -214,6 +214,17 @@ def test_another_store_does_not_take_the_pass_made_with_the_first(inc, capsys, m
     assert root.is_dir()
 
 
+def test_an_online_check_keeps_its_pass_while_the_remote_did_not_move(inc, capsys):
+    # each online check fetches the store's mirror first, which the build reads (settings.py's redirect)
+    root = inc()
+    for _ in range(2):
+        assert main(["check", "--verbose"]) == 0
+        _age(root, Path(os.environ["PIN_HOME"]))
+    capsys.readouterr()
+    assert main(["check", "--verbose"]) == 0
+    assert NOT_BUILT in capsys.readouterr().out
+
+
 def test_a_build_that_logs_is_kept(inc, capsys):
     # a log record's time stamp is the logging module's: it reaches the log, never the graph (i6_core logs a warning
     # while a config loads when it looks up an executable)

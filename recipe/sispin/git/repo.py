@@ -182,5 +182,12 @@ def _follow_remote_head(url: str, path: Path) -> None:
     for line in answer.splitlines():
         target, _, name = line.partition("\t")
         if name == "HEAD" and target.startswith("ref: refs/heads/"):
-            write_git(path, "symbolic-ref", "HEAD", target[len("ref: ") :])
+            branch = target[len("ref: ") :]
+            try:
+                current: Optional[str] = read_git(path, "symbolic-ref", "--quiet", "HEAD")
+            except GitCommandError:  # a detached HEAD
+                current = None
+            # written only when it moved: a build that read HEAD (settings.py's redirect to the store) keeps its pass
+            if current != branch:
+                write_git(path, "symbolic-ref", "HEAD", branch)
             return

@@ -60,7 +60,12 @@ class Store:
         """
         digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
         # the digest tells URLs apart; the name is for people, and must leave the file name short enough
-        return self.directory / "mirrors" / f"{name_from_url(url)[:_NAME_LIMIT]}-{digest}.git"
+        return self.mirrors_directory / f"{name_from_url(url)[:_NAME_LIMIT]}-{digest}.git"
+
+    @property
+    def mirrors_directory(self) -> Path:
+        """The store's mirrors (what a graph build reads of them is no input: sispin keys on the commits itself)."""
+        return self.directory / "mirrors"
 
     def mirror(self, url: str) -> Optional[Path]:
         """

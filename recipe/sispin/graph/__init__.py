@@ -3,7 +3,7 @@ The job-graph room, on the parent's side of the process seam: a set's graph as r
 subprocess that runs :mod:`~sispin.graph.probe` (what runs inside the Sisyphus process, and the report it writes).
 
 - :mod:`~sispin.graph.build`: running the probe (with the setup's Sisyphus, recording what each build read) and a
-  set's graph as it reports it;
+  set's graph as it reports it; :mod:`~sispin.graph.running`: one probe process, its time limit and its live line;
 - :mod:`~sispin.graph.guard`: what makes a graph untrustworthy, one problem per root cause;
 - :mod:`~sispin.graph.moved`: the set built once more with its pins moved, for the guard;
 - :mod:`~sispin.graph.explain`: why an output's job id changed, down to the inputs that did;

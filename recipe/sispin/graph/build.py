@@ -38,17 +38,15 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from sispin.errors import CheckoutStateError, SisyphusError, UnsupportedVersionError
-from sispin.git.process import progress_listener, stop_process_tree
-from sispin.git.store import SCRATCH_CHECKOUTS_ENV
+from sispin.git.store import SCRATCH_CHECKOUTS_ENV, Store
 from sispin.git.verify import at_another_commit, checked_out_commit
 from sispin.git.versions import unsupported_setup
 from sispin.graph.probe.schema import Reply, SetGraph
+from sispin.graph.running import run_probe_process
 from sispin.lock.loading import LOCK_ENV, PROBE_TEXT_ENV
 from sispin.lock.lockfile import Lockfile, inside_setup
 from sispin.lock.urls import name_from_url
@@ -203,7 +201,7 @@ def run_probe(
     check_setup_commits(lockfile)
     env = probe_environment(lockfile)
     if arguments[0] == "graph" and request is not None:
-        request = {**request, "inputs": bool(_RECORDING.get())}
+        request = {**request, "inputs": _recorded_inputs()}
     with tempfile.TemporaryDirectory(prefix="sispin-probe-") as scratch:
         if lock_text is not None:
             # the text only: the lockfile stays where it is, so that the setup root, the configs' owners
@@ -220,7 +218,7 @@ def run_probe(
             request_path.write_text(json.dumps(request), encoding="utf-8")
             extra.insert(0, str(request_path))
         command = [sys.executable, "-c", _BOOTSTRAP, _PACKAGE, arguments[0], str(reply_path), *extra]
-        reply = _reply(_run_process(command, lockfile, env, PROBE_TIMEOUT, what), reply_path, what, lockfile)
+        reply = _reply(run_probe_process(command, lockfile.root, env, PROBE_TIMEOUT, what), reply_path, what, lockfile)
     for found in _RECORDING.get():
         found.ledgers.append(reply.read)
     return reply.report
@@ -287,7 +285,7 @@ def load_graphs(
     prepared = [_graph_request(lockfile, build) for build in builds]
     check_setup_commits(lockfile)
     env = probe_environment(lockfile)
-    recording = bool(_RECORDING.get())
+    recording = _recorded_inputs()
     processes = max(1, min(len(builds), len(processors())))
     with tempfile.TemporaryDirectory(prefix="sispin-probe-") as scratch:
         entries = [
@@ -302,7 +300,9 @@ def load_graphs(
         codes_path = Path(scratch) / "codes.json"
         what = prepared[0][1] + ("" if len(builds) == 1 else f" ({len(builds)} builds side by side)")
         command = [sys.executable, "-c", _BOOTSTRAP, _PACKAGE, "fork", str(codes_path), str(manifest)]
-        result = _run_process(command, lockfile, env, PROBE_TIMEOUT * math.ceil(len(builds) / processes), what)
+        result = run_probe_process(
+            command, lockfile.root, env, PROBE_TIMEOUT * math.ceil(len(builds) / processes), what
+        )
         codes = json.loads(codes_path.read_text(encoding="utf-8")) if codes_path.is_file() else None
         results: List[Union[SetGraph, SisyphusError]] = []
         for index, (entry, (_, build_what)) in enumerate(zip(entries, prepared)):
@@ -388,59 +388,18 @@ def check_configs(lockfile: Lockfile, set_name: str) -> None:
             )
 
 
+def _recorded_inputs() -> Optional[Dict[str, List[str]]]:
+    """
+    :return: whether the probe records what its builds read (None: not), and which places are no inputs besides its
+        own files: the store's mirrors, which a fetch rewrites (settings.py's redirect looks at them) while every pin
+        is in pin.toml
+    """
+    return {"ignored": [str(Store().mirrors_directory)]} if _RECORDING.get() else None
+
+
 def processors() -> Sequence[int]:
     """:return: the processors this process may run on (a cluster job's share)"""
     try:
         return list(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return list(range(os.cpu_count() or 1))
-
-
-def _run_process(
-    command: List[str], lockfile: Lockfile, env: Dict[str, str], timeout: float, what: str
-) -> subprocess.CompletedProcess:
-    """
-    Run a probe process in the setup root (in the terminal's process group, so that Ctrl-C reaches it and the builds
-    it forks); when it takes too long, or this thread stops waiting, it is killed with what it forked. On a terminal,
-    one live line says what it does.
-
-    :raises SisyphusError: when it takes longer than timeout seconds
-    """
-    with _progress(what):
-        process = subprocess.Popen(
-            command, cwd=lockfile.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        except BaseException as exc:
-            stop_process_tree(process)
-            if isinstance(exc, subprocess.TimeoutExpired):
-                raise SisyphusError(f"{what} took over {round(timeout)} s") from None
-            raise
-    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
-
-
-@contextlib.contextmanager
-def _progress(what: str) -> Iterator[None]:
-    """While the block runs, tell the progress listener (a terminal) each second what is done, and for how long."""
-    listener = progress_listener()
-    if listener is None:
-        yield
-        return
-    started, done = time.monotonic(), threading.Event()
-
-    def draw() -> None:
-        while True:
-            listener("pin", f"{what} ({int(time.monotonic() - started)} s)")
-            if done.wait(1):
-                return
-
-    drawing = threading.Thread(target=draw, daemon=True)
-    drawing.start()
-    try:
-        yield
-    finally:
-        done.set()
-        drawing.join()
-        listener("pin", "")

@@ -89,23 +89,24 @@ class EnvironmentWrites:
             os.environ.__class__ = base
 
 
-def fork_builds(out: str, manifest_path: str, answer: Answer, input_recorder: Callable[[str], Any]) -> int:
+def fork_builds(out: str, manifest_path: str, answer: Answer, input_recorder: Callable[[str, Any], Any]) -> int:
     """
     ``fork OUT MANIFEST``: several ``graph`` builds, each in a process forked from this one once the manifest's
     modules are imported, so that they pay for those imports once and run side by side.
 
     :param out: where to write the builds' exit codes (a JSON list, in the manifest's order)
     :param answer: what makes one build and writes its reply (the probe's)
-    :param input_recorder: the probe's recorder of what a build reads, for a file of the probe's scratch folder
-    :param manifest_path: JSON {"preload": module names, "processes": how many builds run at once, "inputs": whether
-        to record what the builds read, "builds": [{"request", "out", "stdout", "stderr": paths, "environment": the
-        variables this build sets}]}
+    :param input_recorder: the probe's recorder of what a build reads, for a file of the probe's scratch folder and
+        the manifest's "inputs"
+    :param manifest_path: JSON {"preload": module names, "processes": how many builds run at once, "inputs": None,
+        or {"ignored": places} to record what the builds read, "builds": [{"request", "out", "stdout", "stderr":
+        paths, "environment": the variables this build sets}]}
     """
     import importlib
 
     with open(manifest_path, encoding="utf-8") as handle:
         manifest = json.load(handle)
-    recorder = input_recorder(manifest_path) if manifest["inputs"] else None
+    recorder = input_recorder(manifest_path, manifest["inputs"]) if manifest["inputs"] else None
     if recorder:
         recorder.start()
     before = set(sys.modules)

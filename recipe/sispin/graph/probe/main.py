@@ -307,7 +307,7 @@ def main(argv: List[str]) -> int:
         with open(rest[0], encoding="utf-8") as handle:
             request = json.load(handle)
     # from before Sisyphus is imported: its settings.py is an input of the build too
-    recorder = _input_recorder(rest[0]) if mode == "graph" and request.get("inputs") else None
+    recorder = _input_recorder(rest[0], request["inputs"]) if mode == "graph" and request.get("inputs") else None
     if recorder:
         recorder.start()
     return _answer(mode, out, request, rest, recorder)
@@ -349,7 +349,7 @@ def _answer(
     return CONFIG_FAILED if reply.failure else 0
 
 
-def _input_recorder(request_path: str) -> Any:
+def _input_recorder(request_path: str, inputs: Dict[str, List[str]]) -> Any:
     """An InputRecorder for this build: the setup's own code is what lies below the root but outside sispin and
     Sisyphus; pin.toml, the caches and the probe's scratch files are keyed on by the core (or are no input)."""
     import importlib.util
@@ -366,6 +366,7 @@ def _input_recorder(request_path: str) -> Any:
         foreign.append(os.path.dirname(found.origin))
     root = os.path.dirname(lock)
     ignored = [lock, os.path.join(root, SNAPSHOT_NAME), os.path.join(root, CACHE_DIR), os.path.dirname(request_path)]
+    ignored += inputs["ignored"]
     # the user's PYTHONPATH (after the Sisyphus checkout sispin puts first): recipe code of the setup's own
     elsewhere = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]
     return InputRecorder(os.getcwd(), foreign, ignored, elsewhere)
