@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
-from sispin.clonejob import ADDED_IN, checkout_folder, class_parameters, job_class, job_kwargs
+from sispin.clonejob import ADDED_IN, checkout_folder, class_parameters, job_class
 from sispin.errors import GitError, HashOverwriteError, UnknownNameError, UnsupportedVersionError
 from sispin.text import shown_key
 
@@ -68,9 +68,7 @@ class ExperimentSet:
         :param repo: repository name
         :return: the keyword arguments of the CloneGitRepositoryJob for it, exactly as a person would write them
         """
-        pin = self.spec.pins.get(repo) or self.spec.pin(repo)
-        spec = self.lockfile.repos.get(repo) or self.lockfile.get_repo(repo)
-        return job_kwargs(spec.url, pin.commit, spec.checkout, pin.job_kwargs)
+        return self.lockfile.clone_kwargs(self.name, repo)
 
     def clone_job(self, repo: str) -> CloneGitRepositoryJob:
         """

@@ -24,7 +24,7 @@ __all__ = [
 from dataclasses import dataclass
 from typing import Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from sispin.clonejob import clone_identity, job_kwargs, shown_clone, stands_for
+from sispin.clonejob import clone_identity, shown_clone, stands_for
 from sispin.git.store import Store
 from sispin.graph.explain import short_id
 from sispin.graph.moved import moved_builds
@@ -90,10 +90,9 @@ def _accepted(lockfile: Lockfile, spec: SetSpec, clone: Clone, overwrite: str, a
     """
     if alias is not None and any(
         pin.hash_overwrite == alias
-        and clone_identity(clone.arguments()) == clone_identity(job_kwargs(url, pin.commit, checkout, pin.job_kwargs))
-        and same_repository(clone.url, url)
+        and clone_identity(clone.arguments()) == clone_identity(lockfile.clone_kwargs(spec.name, repo))
+        and same_repository(clone.url, lockfile.repos[repo].url)
         for repo, pin in spec.pins.items()
-        for url, checkout in [(lockfile.repos[repo].url, lockfile.repos[repo].checkout)]
     ):
         return True
     if _bound_elsewhere(lockfile, overwrite) is not None:

@@ -28,8 +28,9 @@ __all__ = [
 import os
 import re
 from pathlib import Path
-from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+from sispin.clonejob import job_kwargs
 from sispin.errors import FrozenSetError, UnknownNameError
 from sispin.text import display_path, shown_key
 
@@ -195,6 +196,16 @@ class Lockfile(NamedTuple):
         :raises UnknownNameError: listing the known repositories
         """
         return self._lookup(self.repos, name, "repository", "repositories")
+
+    def clone_kwargs(self, set_name: str, repo: str) -> Dict[str, Any]:
+        """
+        :param set_name: a set
+        :param repo: a repository it pins
+        :return: the keyword arguments of the set's CloneGitRepositoryJob for it, exactly as a person would write them
+        :raises UnknownNameError: when the set or the repository is unknown, or the set does not pin it
+        """
+        spec, pin = self.get_repo(repo), self.get_set(set_name).pin(repo)
+        return job_kwargs(spec.url, pin.commit, spec.checkout, pin.job_kwargs)
 
     def _lookup(self, table: Mapping[str, Any], name: str, kind: str, kinds: str) -> Any:
         try:
