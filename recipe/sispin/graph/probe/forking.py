@@ -28,6 +28,13 @@ def _site_places() -> Tuple[str, ...]:
     return tuple(os.path.join(os.path.abspath(path), "") for path in places)
 
 
+def _stdlib_place() -> str:
+    """:return: the standard library's directory, with a separator"""
+    import sysconfig
+
+    return os.path.join(sysconfig.get_paths()["stdlib"], "")
+
+
 def site_modules(before: Set[str]) -> Tuple[str, ...]:
     """
     :param before: the modules imported before the configs loaded
@@ -60,9 +67,7 @@ class EnvironmentWrites:
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
         """Watch os.environ while the block runs."""
-        import sysconfig
-
-        places, stdlib = _site_places(), os.path.join(sysconfig.get_paths()["stdlib"], "")
+        places, stdlib = _site_places(), _stdlib_place()
         base, writes = type(os.environ), self
 
         def note() -> None:
@@ -144,9 +149,7 @@ class _SitePackagesOnly:
     """An import finder that lets only the Python installation's modules be imported (and never Sisyphus)."""
 
     def __init__(self) -> None:
-        import sysconfig
-
-        self.places = _site_places() + (os.path.join(sysconfig.get_paths()["stdlib"], ""),)
+        self.places = _site_places() + (_stdlib_place(),)
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
         """:raises ImportError: for a module elsewhere"""
