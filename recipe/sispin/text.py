@@ -5,13 +5,24 @@ renders with these; errors below it are worded with them).
 
 from __future__ import annotations
 
-__all__ = ["capped", "count", "display_path", "is_bare_key", "listed", "shown_key", "shown_value", "visible"]
+__all__ = [
+    "capped",
+    "count",
+    "did_you_mean",
+    "display_path",
+    "is_bare_key",
+    "listed",
+    "shown_key",
+    "shown_value",
+    "visible",
+]
 
+import difflib
 import json
 import re
 import reprlib
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Iterable, List
 
 _BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
 #: what a terminal acts on instead of showing: control characters but newline and tab (an escape sequence moves the
@@ -95,3 +106,13 @@ def listed(names: List[str], shown: int = 5) -> str:
     """:return: the first few names, and how many more"""
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return (", ".join(names[:shown]) + more) or "none registered"
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """
+    :param word: a name as typed (``stauts``)
+    :param choices: the names it may have meant
+    :return: ``did you mean 'status'?`` for the closest choice, as git and cargo say it, or ``""`` when none is close
+    """
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""

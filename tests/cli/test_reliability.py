@@ -137,7 +137,7 @@ CORPUS = {
     "not UTF-8": (b"version = 1\n\xff\n", ["status"], 3, "pin.toml: cannot read"),
     "no lockfile": (None, ["status"], 3, "no pin.toml in .* or any parent directory"),
     # command lines
-    "unknown command": (GOOD, ["frobnicate"], 2, "invalid choice: 'frobnicate'"),
+    "unknown command": (GOOD, ["frobnicate"], 2, "'frobnicate' is not a pin command"),
     "unknown option": (GOOD, ["status", "--colour"], 2, "unrecognized arguments: --colour"),
     "upgrade without a set": (GOOD, ["upgrade"], 2, r"upgrade needs SET \(or --all\)"),
     "unknown set": (GOOD, ["upgrade", "nope"], 4, r"no experiment set 'nope' \(known sets: demo\)"),

@@ -7,23 +7,23 @@ each PinError subclass carries its own.
 
 from __future__ import annotations
 
-__all__ = ["main"]
+__all__ = ["build_parser", "command_parser", "main"]
 
 import argparse
 import importlib
 import sys
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from sispin import __version__
 from sispin.cli.commands import COMMANDS, PASSES_ON
 from sispin.cli.options import check_commit, output_of
 from sispin.cli.output import Output
 from sispin.cli.progress import TerminalProgress
-from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError
+from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError, UsageError
 from sispin.git.process import progress_to
 from sispin.git.versions import SUPPORTED_RANGE
 from sispin.lock.urls import redact_text
-from sispin.text import visible
+from sispin.text import did_you_mean, visible
 
 #: the exit codes that are no PinError's
 INTERNAL_ERROR, INTERRUPTED = 70, 130
@@ -37,12 +37,37 @@ _EPILOG = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad command line is one line on stderr like every other error (exit 2)."""
+    """argparse, but a bad command line is one line on stderr like every other error (exit 2), and a command's help
+    ends with its examples."""
+
+    #: (command line, what it does) pairs shown under "examples:" (:data:`sispin.cli.commands.EXAMPLES`)
+    examples: Sequence[Tuple[str, str]] = ()
 
     def error(self, message: str):  # type: ignore[override]
         # "pin upgrade: ..." names the subcommand; the top-level parser's prog is "pin" itself, said once
         where = f"{self.prog}: " if self.prog != "pin" else ""
         self.exit(2, f"pin: error: {where}{message} (see {self.prog} --help)\n")
+
+    def format_help(self) -> str:
+        if not self.examples:
+            return super().format_help()
+        width = max(len(line) for line, _ in self.examples)
+        shown = "".join(f"  {line:<{width}}  # {what}\n" for line, what in self.examples)
+        return f"{super().format_help()}\nexamples:\n{shown}"
+
+
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """
+    :param name: a command of :data:`~sispin.cli.commands.COMMANDS`
+    :return: the parser of ``pin NAME`` (what ``pin help NAME`` shows)
+    """
+    return _commands(build_parser([name]))[name]
+
+
+def _commands(parser: argparse.ArgumentParser) -> Dict[str, argparse.ArgumentParser]:
+    """:return: the subcommand parsers of ``pin``'s parser, by name"""
+    action = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    return action.choices
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
@@ -77,8 +102,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     :return: the process exit code
     """
     argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
+    if not [word for word in argv if word != "--debug"]:
+        # bare `pin`, as git and uv answer it: the overview, and the exit of a command line that asked for nothing
+        parser.print_help()
+        return UsageError.exit_code
     try:
-        args = _parse(build_parser(argv), argv)
+        args = _parse(parser, argv)
     except SystemExit as exc:  # --help, --version and command-line errors (already printed)
         return int(exc.code or 0)
     out = output_of(args)
@@ -123,6 +153,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """:raises SystemExit: for --help, --version and a bad command line (said in one line)"""
     named = next((word for word in argv if not word.startswith("-")), None)
+    if named is not None and named not in COMMANDS:
+        hint = did_you_mean(named, COMMANDS)
+        parser.error(f"{named!r} is not a pin command{'; ' + hint if hint else ''}")
     passed_on: List[str] = []
     if named in PASSES_ON and "--" in argv:
         cut = list(argv).index("--")
@@ -146,7 +179,9 @@ def _parse_words(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argpar
     if extras and trailing and not any(word.startswith("-") for word in extras):
         getattr(args, trailing).extend(extras)
     elif extras:
-        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        command = _commands(parser)[args.command]
+        hint = did_you_mean(extras[0].partition("=")[0], command._option_string_actions)
+        command.error(f"unrecognized arguments: {' '.join(extras)}{'; ' + hint if hint else ''}")
     return args
 
 

@@ -27,7 +27,7 @@ import re
 from pathlib import Path, PurePath
 from typing import Any, Callable, Sequence
 
-from sispin.cli.commands import COMMANDS
+from sispin.cli.commands import COMMANDS, EXAMPLES
 from sispin.cli.output import NORMAL, QUIET, VERBOSE, Output
 from sispin.errors import UsageError
 
@@ -65,6 +65,7 @@ def add_command(
     :return: the command's parser, for its own arguments
     """
     parser = subparsers.add_parser(name, help=COMMANDS[name][1], description=description, parents=[_LEVELS])
+    parser.examples = EXAMPLES[name]
     parser.set_defaults(run=run)
     return parser
 

@@ -25,7 +25,7 @@ from sispin.git.store import Store
 from sispin.graph.probe.schema import RecordedOutput
 from sispin.lock.lockfile import Lockfile, is_sha_prefix
 from sispin.lock.urls import name_from_url, same_repository
-from sispin.text import display_path
+from sispin.text import did_you_mean, display_path
 
 #: (url, commit) -> whether it is what was asked about
 Matcher = Callable[[str, str], bool]
@@ -48,10 +48,11 @@ def target_matcher(lockfile: Lockfile, target: str) -> Matcher:
     if is_sha_prefix(target.lower()):
         prefix = target.lower()
         return lambda _, commit: commit.startswith(prefix)
-    known = ", ".join(sorted({*lockfile.repos, *lockfile.setup})) or "none"
+    names = {*lockfile.repos, *lockfile.setup}
+    hint = did_you_mean(target, names)
     raise UnknownNameError(
-        f"{display_path(lockfile.path)}: {target!r} is neither a repository (known: {known}) nor a commit "
-        "(4 to 40 hex digits)"
+        f"{display_path(lockfile.path)}: {target!r} is neither a repository{'; ' + hint if hint else ''} (known: "
+        f"{', '.join(sorted(names)) or 'none'}) nor a commit (4 to 40 hex digits)"
     )
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "is_full_sha",
     "is_sha_prefix",
     "known_names",
+    "unknown_name",
     "valid_name",
     "valid_branch",
     "inside_setup",
@@ -32,7 +33,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 
 from sispin.clonejob import job_kwargs
 from sispin.errors import FrozenSetError, UnknownNameError
-from sispin.text import display_path, shown_key
+from sispin.text import did_you_mean, display_path, shown_key
 
 SUPPORTED_VERSION = 1
 
@@ -134,9 +135,7 @@ class SetSpec(NamedTuple):
         try:
             return self.pins[repo]
         except KeyError:
-            raise UnknownNameError(
-                f"experiment set {self.name!r} pins no repository {repo!r} (it pins: {known_names(self.pins)})"
-            ) from None
+            raise unknown_name(f"experiment set {self.name!r} pins no repository", repo, "it pins", self.pins) from None
 
 
 class SetupCheckout(NamedTuple):
@@ -211,9 +210,19 @@ class Lockfile(NamedTuple):
         try:
             return table[name]
         except KeyError:
-            raise UnknownNameError(
-                f"{display_path(self.path)}: no {kind} {name!r} (known {kinds}: {known_names(table)})"
-            ) from None
+            raise unknown_name(f"{display_path(self.path)}: no {kind}", name, f"known {kinds}", table) from None
+
+
+def unknown_name(problem: str, name: str, listed_as: str, known: Mapping[str, Any]) -> UnknownNameError:
+    """
+    :param problem: what is wrong, up to the name (``pin.toml: no experiment set``)
+    :param name: the name as given
+    :param listed_as: what the known names are (``known sets``)
+    :param known: the names that exist
+    :return: the error that says so, with the known name the given one probably meant
+    """
+    hint = did_you_mean(name, known)
+    return UnknownNameError(f"{problem} {name!r}{'; ' + hint if hint else ''} ({listed_as}: {known_names(known)})")
 
 
 def known_names(names: Mapping[str, Any]) -> str:

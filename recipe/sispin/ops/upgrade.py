@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from sispin.errors import PinError, RefusedMoveError, RevisionError, UnknownNameError, UsageError
+from sispin.errors import PinError, RefusedMoveError, RevisionError, UsageError
 from sispin.git.moves import Allowed, Move, PlannedMove, Target, plan_repo_move, refusal
 from sispin.git.store import Store
 from sispin.lock.files import check_writable
 from sispin.lock.loading import parse_lockfile, read_lockfile_text
-from sispin.lock.lockfile import Lockfile
+from sispin.lock.lockfile import Lockfile, unknown_name
 from sispin.ops.upgrade_judge import SetUpgrade, judge_set, move_reports
 from sispin.ops.upgrade_write import Written, moved_text, write_moves
 
@@ -221,7 +221,8 @@ def plan_moves(
         chosen[set_name] = [name for name in names if name in spec.pins] if names else list(spec.pins)
     for name in names:
         if not any(name in pins for pins in chosen.values()):
-            raise UnknownNameError(f"none of the sets {', '.join(set_names)} pins a repository {name!r}")
+            pinned = {repo: None for pins in (lockfile.get_set(s).pins for s in set_names) for repo in pins}
+            raise unknown_name(f"none of the sets {', '.join(set_names)} pins a repository", name, "they pin", pinned)
     left_out = tuple(set_name for set_name, pins in chosen.items() if names and not pins)
     moving = list(dict.fromkeys(repo for pins in chosen.values() for repo in pins))
     fetched = store.fetch_all(list(dict.fromkeys(lockfile.get_repo(repo).url for repo in moving)))
