@@ -1,4 +1,5 @@
 # Two commands for a fresh clone (each may be run again: a step does only what is missing):
+#   make help   this list (also what bare `make` prints)
 #   make demo   set up (venv, sispin, `pin sync`, work/), then run the demo set: output/demo/
 #   make test   set up for the tests, then run the whole suite (.ci/run runs this)
 #   make test-fast  the fast loop (under a minute): every test that needs neither Sisyphus + i6_core, SLURM, the
@@ -15,8 +16,12 @@ PYTEST_ARGS ?=
 FAST = not real and not cluster and not network and not slow
 PIP = $(VENV)/bin/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test test-fast test-matrix docs venv
+.PHONY: help demo test test-fast test-matrix docs venv
+.DEFAULT_GOAL := help
 MATRIX ?=
+
+help:
+	@sed -n '/^[^#]/q; s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 venv:
 	@echo "== virtual environment $(VENV) ($$($(PYTHON) --version))"

@@ -1,0 +1,20 @@
+"""``make`` and ``make help`` list every target a user may run, from the Makefile's own header."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import PROJECT_ROOT
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
+def test_bare_make_and_make_help_list_every_target():
+    makefile = (PROJECT_ROOT / "Makefile").read_text()
+    targets = set(re.search(r"^\.PHONY: (.*)$", makefile, re.M).group(1).split()) - {"venv"}
+    for command in (["make"], ["make", "help"]):
+        shown = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, check=True).stdout
+        assert {word for word in targets if f"  make {word} " in shown} == targets, command
