@@ -22,11 +22,6 @@ def _setup(real_setup, make_repo, configs):
     return real_setup(tables, {f"{name}.py": text for name, text in configs.items()}), commits
 
 
-def test_pin_without_a_command_says_so_once(capsys):
-    assert main([]) == 2
-    assert capsys.readouterr().err == "pin: error: the following arguments are required: COMMAND (see pin --help)\n"
-
-
 def test_explain_takes_an_output_as_printed_and_names_the_outputs_there_are(real_setup, make_repo, capsys):
     root, _ = _setup(real_setup, make_repo, {"a": FREEZE_CONFIG.format(name="a")})
     assert main(["snapshot"]) == 0
@@ -120,3 +115,22 @@ def test_pin_run_runs_the_manager_and_stops_at_a_config_that_does_not_load(real_
     assert capsys.readouterr().err == (
         "pin: error: loading the configs of set 'a' failed: config/a.py:2: RuntimeError: broken on purpose\n"
     )
+
+
+def test_pin_run_again_without_a_terminal_answers_the_manager_and_prints_no_traceback(real_setup, make_repo):
+    clone_only = "from sisyphus import tk\n\nfrom sispin import experiment_set\n\n\ndef py():\n"
+    clone_only += '    tk.register_output("a/rc", experiment_set("a").repo("rc"))\n'
+    root, commits = _setup(real_setup, make_repo, {"a": clone_only})
+    command = [sys.executable, "-m", "sispin", "run", "a", "--", "-r"]
+    first = subprocess.run(command, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0 and "Traceback" not in first.stderr
+    (root / "output" / "a" / "rc").unlink()  # what a second run is for: the outputs are made again
+    again = subprocess.run(command, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "Traceback" not in again.stdout + again.stderr
+    assert "(pin run: no terminal to ask; outputs and aliases are updated)" in again.stdout
+    assert git(root / "output" / "a" / "rc", "rev-parse", "HEAD") == commits[0]
+    (root / "work").rename(root / "elsewhere")  # the manager's question whether to create work/: not answered
+    asked = subprocess.run(command, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert asked.returncode == 2 and "Traceback" not in asked.stderr
+    assert asked.stderr.splitlines()[-1].startswith("pin: error: sis manager asks ")

@@ -25,7 +25,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Run `sis manager` on the configs of the sets named, in the setup root, with the Sisyphus of "
         "pin.toml ([setup.*]; else the environment's). Their configs are loaded once before: a config or lock that "
         "fails to load is one line with its file:line and exit 9 (the manager would log a traceback and exit 0). "
-        "Arguments after -- go to the manager (pin run demo -- -r). Its exit code is pin run's. Sets whose pins of "
+        "Arguments after -- go to the manager (pin run demo -- -r). Its exit code is pin run's. With no terminal on "
+        "stdin, the manager's question when every job is finished is answered u (update outputs and aliases) and any "
+        "other question ends it with one line and exit 2. Sets whose pins of "
         "one package differ cannot share one manager process when their configs import that package: run them "
         "one at a time.",
     )

@@ -13,10 +13,36 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from sispin.errors import SisyphusError
+from sispin.errors import SisyphusError, UsageError
 from sispin.graph.build import load_graph, probe_environment
 from sispin.lock.loading import load_lockfile
 from sispin.text import shown_key
+
+#: ``python -m sisyphus``, but with no terminal to ask (``make demo``, a batch job) the manager's questions get an
+#: answer or end it in one line: ``input()`` would raise EOFError, which the manager prints as a traceback and exits 0.
+#: Its question when every job is finished is answered "u" (update outputs and aliases, what a run that finishes them
+#: does); any other (work/ missing, ``-i``) ends it with exit 2. Nothing of sispin is imported: the configs import
+#: the sispin they always do.
+_MANAGER = f"""\
+import builtins, os, runpy, sys
+if not sys.stdin.isatty():
+    def _input(prompt=""):
+        if prompt.startswith("All calculations are done"):
+            print(prompt + "u  (pin run: no terminal to ask; outputs and aliases are updated)", flush=True)
+            return "u"
+        sys.stdout.flush()
+        sys.stderr.write(
+            "pin: error: sis manager asks %r and no terminal can answer (run pin run in a terminal)\\n"
+            % prompt.strip()
+        )
+        sys.stderr.flush()
+        os._exit({UsageError.exit_code})
+    builtins.input = _input
+import importlib.util
+# as -m has it before Sisyphus starts: its settings take sys.argv[0] as the command that runs a job's tasks
+sys.argv[0] = os.path.join(os.path.dirname(importlib.util.find_spec("sisyphus").origin), "__main__.py")
+runpy.run_module("sisyphus", run_name="__main__", alter_sys=True)
+"""
 
 
 def run_sets(
@@ -46,7 +72,7 @@ def run_sets(
         load_graph(lockfile, spec.name)
     configs = list(dict.fromkeys(config for spec in specs for config in spec.configs))
     starting([*manager_args, *configs])
-    command = [sys.executable, "-m", "sisyphus", "manager", *manager_args, *configs]
+    command = [sys.executable, "-c", _MANAGER, "manager", *manager_args, *configs]
     try:
         return subprocess.run(command, cwd=lockfile.root, env=probe_environment(lockfile), check=False).returncode
     except OSError as exc:
