@@ -81,6 +81,18 @@ BAD = {
     "repos not a table": ("version = 1\nrepos = 3\n", "pin.toml: repos: must be a table"),
     "repo not a table": ("version = 1\n[repos]\nrc = 'x'\n", "pin.toml: repos.rc: must be a table"),
     "unknown repo key": (f"version = 1\n{REPO}tag = 'v1'\n", "pin.toml: repos.rc.tag: unknown key"),
+    "misspelt repo key names the likely one": (
+        f"version = 1\n{REPO}brnach = 'main'\n",
+        r"pin.toml: repos.rc.brnach: unknown key; did you mean 'branch'\? \(allowed: ",
+    ),
+    "misspelt set key is no pin of an undeclared repository": (
+        f"version = 1\n{REPO}[sets.demo]\nconfig = ['a.py']\n",
+        r"pin.toml: sets.demo.config: unknown key; did you mean 'configs'\? \(the keys of a set: ",
+    ),
+    "misspelt repository of a pin names the declared one": (
+        f"version = 1\n{REPO}[sets.demo]\nrcc = '{'a' * 40}'\n",
+        r"sets.demo.rcc: repository 'rcc' is not declared under \[repos\]; did you mean 'rc'\? \(declared: rc\)",
+    ),
     "missing url": ("version = 1\n[repos.rc]\nbranch = 'main'\n", "pin.toml: repos.rc.url: missing"),
     "empty url": ("version = 1\n[repos.rc]\nurl = ''\n", "pin.toml: repos.rc.url: must be a non-empty string"),
     "url not a URL": ("version = 1\n[repos.rc]\nurl = 'just/a/path'\n", "repos.rc.url: 'just/a/path' is not a URL"),

@@ -33,7 +33,7 @@ from sispin.lock.lockfile import (
     valid_name,
 )
 from sispin.lock.urls import check_url, same_repository
-from sispin.text import shown_key, shown_value
+from sispin.text import did_you_mean, shown_key, shown_value
 
 #: the longest file name (one path component) file systems take, in bytes
 _NAME_MAX = 255
@@ -232,7 +232,8 @@ class _Validator:
         for name in table:
             if name not in allowed:
                 full = f"{key}.{shown_key(name)}" if key else shown_key(name)
-                raise self.fail(full, f"unknown key (allowed: {', '.join(allowed)})")
+                hint = did_you_mean(name, allowed)
+                raise self.fail(full, f"unknown key{'; ' + hint if hint else ''} (allowed: {', '.join(allowed)})")
 
     def printable(self, key: str, value: str, allowed: str = "") -> str:
         """
@@ -302,10 +303,19 @@ class _Validator:
         for repo, value in table.items():
             if repo in SET_KEYS:
                 continue
-            if repo not in repos:
+            if repo not in repos and did_you_mean(repo, SET_KEYS) and not did_you_mean(repo, repos):
+                # `config = [...]`: a misspelt key of the set, not a pin of an undeclared repository
                 raise self.fail(
                     f"{key}.{shown_key(repo)}",
-                    f"repository {shown_value(repo)} is not declared under [repos] (declared: {known_names(repos)})",
+                    f"unknown key; {did_you_mean(repo, SET_KEYS)} (the keys of a set: {', '.join(SET_KEYS)}, and "
+                    f"its pins: {known_names(repos)})",
+                )
+            if repo not in repos:
+                hint = did_you_mean(repo, repos)
+                raise self.fail(
+                    f"{key}.{shown_key(repo)}",
+                    f"repository {shown_value(repo)} is not declared under [repos]{'; ' + hint if hint else ''} "
+                    f"(declared: {known_names(repos)})",
                 )
             pins[repo] = self.pin(f"{key}.{repo}", repo, value)
         lists.setdefault("configs", ())
