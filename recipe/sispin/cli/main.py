@@ -12,12 +12,13 @@ __all__ = ["build_parser", "command_parser", "main"]
 import argparse
 import importlib
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 from sispin import __version__
 from sispin.cli.commands import COMMANDS, PASSES_ON
 from sispin.cli.options import check_commit, output_of
 from sispin.cli.output import Output
+from sispin.cli.parser import CommandLineParser, subcommands
 from sispin.cli.progress import TerminalProgress
 from sispin.errors import EXIT_CODES, FileSystemError, LockfileError, PinError, UsageError
 from sispin.git.process import progress_to
@@ -36,38 +37,12 @@ _EPILOG = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad command line is one line on stderr like every other error (exit 2), and a command's help
-    ends with its examples."""
-
-    #: (command line, what it does) pairs shown under "examples:" (:data:`sispin.cli.commands.EXAMPLES`)
-    examples: Sequence[Tuple[str, str]] = ()
-
-    def error(self, message: str):  # type: ignore[override]
-        # "pin upgrade: ..." names the subcommand; the top-level parser's prog is "pin" itself, said once
-        where = f"{self.prog}: " if self.prog != "pin" else ""
-        self.exit(2, f"pin: error: {where}{message} (see {self.prog} --help)\n")
-
-    def format_help(self) -> str:
-        if not self.examples:
-            return super().format_help()
-        width = max(len(line) for line, _ in self.examples)
-        shown = "".join(f"  {line:<{width}}  # {what}\n" for line, what in self.examples)
-        return f"{super().format_help()}\nexamples:\n{shown}"
-
-
 def command_parser(name: str) -> argparse.ArgumentParser:
     """
     :param name: a command of :data:`~sispin.cli.commands.COMMANDS`
     :return: the parser of ``pin NAME`` (what ``pin help NAME`` shows)
     """
-    return _commands(build_parser([name]))[name]
-
-
-def _commands(parser: argparse.ArgumentParser) -> Dict[str, argparse.ArgumentParser]:
-    """:return: the subcommand parsers of ``pin``'s parser, by name"""
-    action = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
-    return action.choices
+    return subcommands(build_parser([name]))[name]
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
@@ -77,7 +52,7 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         imported, when it names none it knows)
     """
     named = next((word for word in argv if not word.startswith("-")), None)
-    parser = _Parser(
+    parser = CommandLineParser(
         prog="pin",
         description="Pin the recipe repositories of Sisyphus experiment sets (pin.toml).",
         epilog=_EPILOG,
@@ -179,7 +154,7 @@ def _parse_words(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argpar
     if extras and trailing and not any(word.startswith("-") for word in extras):
         getattr(args, trailing).extend(extras)
     elif extras:
-        command = _commands(parser)[args.command]
+        command = subcommands(parser)[args.command]
         hint = did_you_mean(extras[0].partition("=")[0], command._option_string_actions)
         command.error(f"unrecognized arguments: {' '.join(extras)}{'; ' + hint if hint else ''}")
     return args
