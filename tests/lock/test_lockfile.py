@@ -73,7 +73,26 @@ def test_unknown_set_and_repo_list_the_known_ones():
 REPO = '[repos.rc]\nurl = "https://github.com/rwth-i6/returnn_common"\n'
 
 BAD = {
-    "bad TOML names the line": ("version = 1\n[repos.rc\n", "pin.toml: invalid TOML: .*line 2"),
+    "bad TOML names the line": (
+        "version = 1\n[repos.rc\n",
+        r"pin.toml: invalid TOML at line 2, column 10: a \[table\] header is not closed: end it with '\]'$",
+    ),
+    "an unclosed string says so": (
+        'version = 1\n[sets.demo]\nconfigs = ["a.py]\n',
+        "pin.toml: invalid TOML at line 3, column 18: the line ends inside a string: close it with the quote that",
+    ),
+    "a duplicate key names both lines": (
+        f'version = 1\n{REPO}branch = "a"\nbranch = "b"\n',
+        r"pin.toml: invalid TOML at line 5, column 13: key branch is set twice \(first on line 4\): keep one$",
+    ),
+    "a duplicate table names both lines": (
+        f"version = 1\n{REPO}[sets.a]\n{REPO}",
+        r"invalid TOML at line 5, column 10: table \[repos.rc\] is declared twice \(first on line 2\): merge the",
+    ),
+    "a bare word value says what a string needs": (
+        "version = 1\nx = abc\n",
+        r"pin.toml: invalid TOML at line 2, column 5: not a TOML value: a string needs quotes",
+    ),
     "missing version": ("[repos]\n", "pin.toml: version: missing"),
     "unknown version": ("version = 2\n", "pin.toml: version: unsupported version 2"),
     "boolean version": ("version = true\n", "pin.toml: version: unsupported version True"),

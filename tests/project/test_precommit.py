@@ -39,7 +39,10 @@ def test_lock_only_validates_lock_and_snapshot_without_git_or_sisyphus(history, 
     snapshot = history.lock.with_name("pin.snapshot.toml")
     snapshot.write_text("version = 1\n<<<<<<< HEAD\n")
     assert main(["check", "--lock-only"]) == 3
-    assert capsys.readouterr().err.startswith("pin: error: pin.snapshot.toml: invalid TOML: ")
+    assert capsys.readouterr().err == (
+        "pin: error: pin.snapshot.toml: invalid TOML at line 2, column 1: a merge conflict marker: resolve the "
+        "conflict (pin merge-driver --install merges these files)\n"
+    )
     snapshot.unlink()
 
     history.lock.write_text(history.text().replace(history.c[0], history.c[0][:7]))
