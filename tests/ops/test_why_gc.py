@@ -282,7 +282,7 @@ def test_why_names_what_in_work_it_could_not_read(shared):
             "pin: error: pin.toml: 'abc' is neither a repository (known: rc) nor a commit (4 to 40 hex digits)",
         ),
         (["why"], 2, "pin: error: pin why: the following arguments are required: COMMIT|REPO (see pin why --help)"),
-        (["gc", "demo"], 2, "pin: error: unrecognized arguments: demo (see pin --help)"),
+        (["gc", "demo"], 2, "pin: error: pin gc: unrecognized arguments: demo (see pin gc --help)"),
     ],
 )
 def test_why_and_gc_refuse_bad_input_in_one_line(history, monkeypatch, capsys, argv, code, message):
