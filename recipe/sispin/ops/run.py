@@ -25,7 +25,7 @@ from sispin.text import shown_key
 #: the sispin they always do.
 _MANAGER = f"""\
 import builtins, os, runpy, sys
-if not sys.stdin.isatty():
+if sys.stdin is None or not sys.stdin.isatty():
     def _input(prompt=""):
         if prompt.startswith("All calculations are done"):
             print(prompt + "u  (pin run: no terminal to ask; outputs and aliases are updated)", flush=True)
