@@ -28,7 +28,8 @@ import builtins, os, runpy, sys
 if sys.stdin is None or not sys.stdin.isatty():
     def _input(prompt=""):
         if prompt.startswith("All calculations are done"):
-            print(prompt + "u  (pin run: no terminal to ask; outputs and aliases are updated)", flush=True)
+            sys.stdout.write(prompt + "u  (pin run: no terminal to ask; outputs and aliases are updated)\\n")
+            sys.stdout.flush()
             return "u"
         sys.stdout.flush()
         sys.stderr.write(
