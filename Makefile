@@ -1,4 +1,4 @@
-# Two commands for a fresh clone (each may be run again: a step does only what is missing):
+# The commands for a fresh clone (each may be run again: a step does only what is missing):
 #   make help   this list (also what bare `make` prints)
 #   make demo   set up (venv, sispin, `pin sync`, work/), then run the demo set: output/demo/
 #   make test   set up for the tests, then run the whole suite (.ci/run runs this)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "capped",
+    "closest",
     "count",
     "did_you_mean",
     "display_path",
@@ -22,8 +23,10 @@ import json
 import re
 import reprlib
 from pathlib import Path
-from typing import Any, Iterable, List
+from typing import Any, Iterable, List, Tuple
 
+#: how similar (difflib's ratio) a name must be to another to be offered as what was meant
+_CLOSE = 0.6
 _BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
 #: what a terminal acts on instead of showing: control characters but newline and tab (an escape sequence moves the
 #: cursor and rewrites lines, a carriage return overwrites one), DEL, the C1 controls, and the marks that reorder
@@ -108,11 +111,29 @@ def listed(names: List[str], shown: int = 5) -> str:
     return (", ".join(names[:shown]) + more) or "none registered"
 
 
+def closest(word: str, choices: Iterable[str]) -> Tuple[str, float]:
+    """
+    :param word: a name as typed (``stauts``, ``merge``)
+    :param choices: the names it may have meant
+    :return: the choice it most probably meant and how close it is (0 to 1; a choice the word begins, as ``merge``
+        begins ``merge-driver``, counts as close as the cutoff at least), or ``("", 0.0)`` when there are no choices
+    """
+    best, best_ratio = "", 0.0
+    for choice in choices:
+        ratio = difflib.SequenceMatcher(None, word, choice).ratio()
+        if len(word) >= 3 and choice.startswith(word):
+            ratio = max(ratio, _CLOSE)
+        if ratio > best_ratio:
+            best, best_ratio = choice, ratio
+    return best, best_ratio
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """
     :param word: a name as typed (``stauts``)
     :param choices: the names it may have meant
-    :return: ``did you mean 'status'?`` for the closest choice, as git and cargo say it, or ``""`` when none is close
+    :return: ``; did you mean 'status'?`` for the closest choice, as git and cargo say it, to follow what is wrong;
+        ``""`` when none is close
     """
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else ""
+    choice, ratio = closest(word, choices)
+    return f"; did you mean {choice!r}?" if ratio >= _CLOSE else ""

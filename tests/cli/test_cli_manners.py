@@ -36,6 +36,7 @@ def test_pin_help_is_the_overview_and_pin_help_command_its_help(capsys):
     [
         (["stauts"], "pin: error: 'stauts' is not a pin command; did you mean 'status'? (see pin --help)"),
         (["help", "upgarde"], "pin: error: 'upgarde' is not a pin command; did you mean 'upgrade'? (see pin --help)"),
+        (["help", "merge"], "pin: error: 'merge' is not a pin command; did you mean 'merge-driver'? (see pin --help)"),
         (["--debug", "chekc"], "pin: error: 'chekc' is not a pin command; did you mean 'check'? (see pin --help)"),
         (["zzzz"], "pin: error: 'zzzz' is not a pin command (see pin --help)"),
         (

@@ -108,6 +108,10 @@ BAD = {
         f"version = 1\n{REPO}[sets.demo]\nconfig = ['a.py']\n",
         r"pin.toml: sets.demo.config: unknown key; did you mean 'configs'\? \(the keys of a set: ",
     ),
+    "misspelt set key beside a repository of a close name": (
+        f"version = 1\n{REPO}[repos.config2]\nurl = 'https://h/config2'\n[sets.demo]\nconfig = ['a.py']\n",
+        r"pin.toml: sets.demo.config: unknown key; did you mean 'configs'\? \(the keys of a set: ",
+    ),
     "misspelt repository of a pin names the declared one": (
         f"version = 1\n{REPO}[sets.demo]\nrcc = '{'a' * 40}'\n",
         r"sets.demo.rcc: repository 'rcc' is not declared under \[repos\]; did you mean 'rc'\? \(declared: rc\)",

@@ -32,7 +32,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.result(build_parser([]).format_help().rstrip("\n"))
         return 0
     if args.topic not in COMMANDS:
-        hint = did_you_mean(args.topic, COMMANDS)
-        raise UsageError(f"{args.topic!r} is not a pin command{'; ' + hint if hint else ''} (see pin --help)")
+        raise UsageError(f"{args.topic!r} is not a pin command{did_you_mean(args.topic, COMMANDS)} (see pin --help)")
     out.result(command_parser(args.topic).format_help().rstrip("\n"))
     return 0

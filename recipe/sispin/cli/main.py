@@ -129,8 +129,7 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Nam
     """:raises SystemExit: for --help, --version and a bad command line (said in one line)"""
     named = next((word for word in argv if not word.startswith("-")), None)
     if named is not None and named not in COMMANDS:
-        hint = did_you_mean(named, COMMANDS)
-        parser.error(f"{named!r} is not a pin command{'; ' + hint if hint else ''}")
+        parser.error(f"{named!r} is not a pin command{did_you_mean(named, COMMANDS)}")
     passed_on: List[str] = []
     if named in PASSES_ON and "--" in argv:
         cut = list(argv).index("--")
@@ -155,8 +154,10 @@ def _parse_words(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argpar
         getattr(args, trailing).extend(extras)
     elif extras:
         command = subcommands(parser)[args.command]
-        hint = did_you_mean(extras[0].partition("=")[0], command._option_string_actions)
-        command.error(f"unrecognized arguments: {' '.join(extras)}{'; ' + hint if hint else ''}")
+        option = extras[0].partition("=")[0]
+        command.error(
+            f"unrecognized arguments: {' '.join(extras)}{did_you_mean(option, command._option_string_actions)}"
+        )
     return args
 
 

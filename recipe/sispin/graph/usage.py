@@ -49,9 +49,8 @@ def target_matcher(lockfile: Lockfile, target: str) -> Matcher:
         prefix = target.lower()
         return lambda _, commit: commit.startswith(prefix)
     names = {*lockfile.repos, *lockfile.setup}
-    hint = did_you_mean(target, names)
     raise UnknownNameError(
-        f"{display_path(lockfile.path)}: {target!r} is neither a repository{'; ' + hint if hint else ''} (known: "
+        f"{display_path(lockfile.path)}: {target!r} is neither a repository{did_you_mean(target, names)} (known: "
         f"{', '.join(sorted(names)) or 'none'}) nor a commit (4 to 40 hex digits)"
     )
 

@@ -221,8 +221,7 @@ def unknown_name(problem: str, name: str, listed_as: str, known: Mapping[str, An
     :param known: the names that exist
     :return: the error that says so, with the known name the given one probably meant
     """
-    hint = did_you_mean(name, known)
-    return UnknownNameError(f"{problem} {name!r}{'; ' + hint if hint else ''} ({listed_as}: {known_names(known)})")
+    return UnknownNameError(f"{problem} {name!r}{did_you_mean(name, known)} ({listed_as}: {known_names(known)})")
 
 
 def known_names(names: Mapping[str, Any]) -> str:

@@ -33,7 +33,7 @@ from sispin.lock.lockfile import (
     valid_name,
 )
 from sispin.lock.urls import check_url, same_repository
-from sispin.text import did_you_mean, shown_key, shown_value
+from sispin.text import closest, did_you_mean, shown_key, shown_value
 
 #: the longest file name (one path component) file systems take, in bytes
 _NAME_MAX = 255
@@ -232,8 +232,7 @@ class _Validator:
         for name in table:
             if name not in allowed:
                 full = f"{key}.{shown_key(name)}" if key else shown_key(name)
-                hint = did_you_mean(name, allowed)
-                raise self.fail(full, f"unknown key{'; ' + hint if hint else ''} (allowed: {', '.join(allowed)})")
+                raise self.fail(full, f"unknown key{did_you_mean(name, allowed)} (allowed: {', '.join(allowed)})")
 
     def printable(self, key: str, value: str, allowed: str = "") -> str:
         """
@@ -303,18 +302,16 @@ class _Validator:
         for repo, value in table.items():
             if repo in SET_KEYS:
                 continue
-            if repo not in repos and did_you_mean(repo, SET_KEYS) and not did_you_mean(repo, repos):
-                # `config = [...]`: a misspelt key of the set, not a pin of an undeclared repository
+            if repo not in repos and _is_misspelt_set_key(repo, value, repos):
                 raise self.fail(
                     f"{key}.{shown_key(repo)}",
-                    f"unknown key; {did_you_mean(repo, SET_KEYS)} (the keys of a set: {', '.join(SET_KEYS)}, and "
+                    f"unknown key{did_you_mean(repo, SET_KEYS)} (the keys of a set: {', '.join(SET_KEYS)}, and "
                     f"its pins: {known_names(repos)})",
                 )
             if repo not in repos:
-                hint = did_you_mean(repo, repos)
                 raise self.fail(
                     f"{key}.{shown_key(repo)}",
-                    f"repository {shown_value(repo)} is not declared under [repos]{'; ' + hint if hint else ''} "
+                    f"repository {shown_value(repo)} is not declared under [repos]{did_you_mean(repo, repos)} "
                     f"(declared: {known_names(repos)})",
                 )
             pins[repo] = self.pin(f"{key}.{repo}", repo, value)
@@ -369,3 +366,14 @@ def _distinct(clones: List[Tuple[Any, ...]]) -> List[Tuple[Any, ...]]:
         if not any(_same_clone(clone, other) for other in found):
             found.append(clone)
     return found
+
+
+def _is_misspelt_set_key(name: str, value: Any, repos: Mapping[str, Any]) -> bool:
+    """
+    :return: whether ``name = value`` in a set's table is a set key typed wrong (``config = [...]``), not the pin of
+        an undeclared repository: a list is never a pin, and otherwise the name is closer to a set key than to any
+        declared repository
+    """
+    if isinstance(value, list):
+        return True
+    return did_you_mean(name, SET_KEYS) != "" and closest(name, SET_KEYS)[1] > closest(name, repos)[1]
