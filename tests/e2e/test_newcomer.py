@@ -130,6 +130,10 @@ def test_pin_run_again_without_a_terminal_answers_the_manager_and_prints_no_trac
     assert "Traceback" not in again.stdout + again.stderr
     assert "(pin run: no terminal to ask; outputs and aliases are updated)" in again.stdout
     assert git(root / "output" / "a" / "rc", "rev-parse", "HEAD") == commits[0]
+    (root / "output" / "a" / "rc").unlink()
+    cancelled = subprocess.run(command, cwd=root, input="c\n", capture_output=True, text=True, timeout=120)
+    assert cancelled.returncode == 0 and "pin run: no terminal" not in cancelled.stdout  # a piped answer is the answer
+    assert not (root / "output" / "a" / "rc").exists()
     (root / "work").rename(root / "elsewhere")  # the manager's question whether to create work/: not answered
     asked = subprocess.run(command, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert asked.returncode == 2 and "Traceback" not in asked.stderr

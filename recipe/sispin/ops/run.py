@@ -19,18 +19,25 @@ from sispin.lock.loading import load_lockfile
 from sispin.text import shown_key
 
 #: ``python -m sisyphus``, but with no terminal to ask (``make demo``, a batch job) the manager's questions get an
-#: answer or end it in one line: ``input()`` would raise EOFError, which the manager prints as a traceback and exits 0.
-#: Its question when every job is finished is answered "u" (update outputs and aliases, what a run that finishes them
-#: does); any other (work/ missing, ``-i``) ends it with exit 2. Nothing of sispin is imported: the configs import
-#: the sispin they always do.
+#: answer or end it in one line: ``input()`` at the end of stdin would raise EOFError, which the manager prints as a
+#: traceback and exits 0. Answers piped in (``echo u | pin run``) are read as ``input()`` reads them; once stdin is
+#: spent (or is /dev/null, or closed), the question when every job is finished is answered "u" (update outputs and
+#: aliases, what a run that finishes them does) and any other (work/ missing, ``-i``) ends it with exit 2. Nothing of
+#: sispin is imported: the configs import the sispin they always do.
 _MANAGER = f"""\
 import builtins, os, runpy, sys
 if sys.stdin is None or not sys.stdin.isatty():
     def _input(prompt=""):
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        answer = sys.stdin.readline() if sys.stdin is not None else ""
+        if answer:
+            return answer.rstrip("\\n")
         if prompt.startswith("All calculations are done"):
-            sys.stdout.write(prompt + "u  (pin run: no terminal to ask; outputs and aliases are updated)\\n")
+            sys.stdout.write("u  (pin run: no terminal to ask; outputs and aliases are updated)\\n")
             sys.stdout.flush()
             return "u"
+        sys.stdout.write("\\n")
         sys.stdout.flush()
         sys.stderr.write(
             "pin: error: sis manager asks %r and no terminal can answer (run pin run in a terminal)\\n"
