@@ -39,6 +39,9 @@ _GIT_FIXTURE_ENV = {
 _KEPT_VARIABLES = ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "SISPIN_REQUIRE_REAL", "SISPIN_MATRIX")
 _SCRUBBED_PREFIXES = ("PIN_", "SISPIN_", "GIT_", "XDG_")
 _hermetic_home: Optional[str] = None
+#: the temporary directory of this run (None when --basetemp was given), and whether the run passed
+_run_basetemp: Optional[str] = None
+_passed = False
 
 
 #: the source trees that every probe, manager and task of the suite imports: the checkouts of `pin sync`, and sispin
@@ -63,14 +66,19 @@ def _compile_shared_sources() -> None:
                     os.utime(compiled, (written_before, written_before))
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's tmp_path plugin reads --basetemp
 def pytest_configure(config: pytest.Config) -> None:
     """
-    Run the suite in an environment of its own, whatever machine it is on: a fresh HOME and global git config (a
+    Run the suite in an environment of its own, whatever machine it is on: a temporary directory of its own (pytest's
+    default, /tmp/pytest-of-USER, keeps the newest three runs and deletes older ones, a run still going on the same
+    machine included; removed when the run passes), a fresh HOME and global git config (a
     researcher's ~/.gitconfig may redirect github.com, their ~/.cache hold a store), no system git config, and none
     of the caller's PYTHONPATH, PIN_*, SISPIN_*, GIT_* or XDG_* variables but those in _KEPT_VARIABLES. Tests that
     need one of them set it themselves.
     """
-    global _hermetic_home
+    global _hermetic_home, _run_basetemp
+    if not hasattr(config, "workerinput") and config.option.basetemp is None:
+        _run_basetemp = config.option.basetemp = tempfile.mkdtemp(prefix="sispin-tests-")
     _hermetic_home = tempfile.mkdtemp(prefix="sispin-tests-home-")
     for name in list(os.environ):
         if name == "PYTHONPATH" or (name.startswith(_SCRUBBED_PREFIXES) and not name.startswith(_KEPT_VARIABLES)):
@@ -85,6 +93,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _hermetic_home is not None:
         shutil.rmtree(_hermetic_home, ignore_errors=True)
+    if _run_basetemp is not None and _passed:
+        shutil.rmtree(_run_basetemp, ignore_errors=True)
 
 
 #: a Sisyphus job that hashes whatever it is given, for the configs tests write (needs `from sisyphus import Job, Task`)
@@ -320,8 +330,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Under SISPIN_REQUIRE_REAL=1 (CI) a run that skipped any test fails."""
+    global _passed
     if _real_required() and _skipped and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    _passed = session.exitstatus == pytest.ExitCode.OK
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
