@@ -87,7 +87,7 @@ BAD = {
     ),
     "a duplicate table names both lines": (
         f"version = 1\n{REPO}[sets.a]\n{REPO}",
-        r"invalid TOML at line 5, column 10: table \[repos.rc\] is declared twice \(first on line 2\): merge the",
+        r"invalid TOML at line 5, column 10: \[repos.rc\] is declared twice \(first on line 2\): merge the",
     ),
     "a bare word value says what a string needs": (
         "version = 1\nx = abc\n",

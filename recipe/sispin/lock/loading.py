@@ -20,10 +20,9 @@ __all__ = [
 ]
 
 import os
-import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict
 
 from sispin.errors import LockfileError
 from sispin.lock.lockfile import Lockfile
@@ -118,55 +117,8 @@ def parse_toml(text: str, where: str) -> Dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        from sispin.lock.toml_words import toml_problem  # the words of a problem: only when there is one
+
         raise LockfileError(f"{where}: invalid TOML{toml_problem(str(exc), text)}") from None
     except RecursionError:
         raise LockfileError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
-
-
-#: where tomllib (and tomli) says a problem is
-_AT_RE = re.compile(r"^(?P<what>.*) \(at (?:line (?P<line>\d+), column (?P<column>\d+)|end of document)\)$", re.S)
-#: tomllib's words for a problem -> what is wrong and how to fix it, in a user's words
-_TOML_WORDS = {
-    "Illegal character '\\n'": "the line ends inside a string: close it with the quote that opened it",
-    "Expected ']' at the end of a table declaration": "a [table] header is not closed: end it with ']'",
-    "Invalid value": 'not a TOML value: a string needs quotes ("..."), a list brackets ([...])',
-    "Expected '=' after a key in a key/value pair": "a key without '= value'",
-    "Unclosed array": "a list is not closed: end it with ']'",
-    "Expected newline or end of document after a statement": "more after the value: one key = value per line",
-}
-
-
-def toml_problem(message: str, text: str) -> str:
-    """
-    :param message: tomllib's message (``Cannot overwrite a value (at line 4, column 10)``)
-    :param text: the text it was parsing
-    :return: where and what, in words with the fix (`` at line 4, column 10: key url is set twice (first on line
-        3): keep one``), else ``: `` and tomllib's own words
-    """
-    found = _AT_RE.match(message)
-    if not found:
-        return f": {message}"
-    what, line = found["what"], int(found["line"] or 0)
-    where = f" at line {line}, column {found['column']}" if line else " at the end of the file"
-    lines = text.splitlines()
-    if 0 < line <= len(lines) and lines[line - 1].startswith(("<<<<<<<", "=======", ">>>>>>>")):
-        return f"{where}: a merge conflict marker: resolve the conflict (pin merge-driver --install merges these files)"
-    if what == "Cannot overwrite a value" and 0 < line <= len(lines):
-        key = lines[line - 1].partition("=")[0].strip()
-        first = _earlier_line(lines, line, lambda other: "=" in other and other.partition("=")[0].strip() == key, True)
-        return f"{where}: key {key} is set twice{first}: keep one"
-    if what.startswith("Cannot declare") and 0 < line <= len(lines):
-        header = lines[line - 1].strip()
-        first = _earlier_line(lines, line, lambda other: other.strip() == header, False)
-        return f"{where}: table {header} is declared twice{first}: merge the two into one"
-    return f"{where}: {_TOML_WORDS.get(what, what)}"
-
-
-def _earlier_line(lines: List[str], line: int, same: Callable[[str], bool], within_table: bool) -> str:
-    """:return: `` (first on line N)`` for the last line before ``line`` that ``same`` accepts (in the same table)"""
-    for number in range(line - 1, 0, -1):
-        if same(lines[number - 1]):
-            return f" (first on line {number})"
-        if within_table and lines[number - 1].lstrip().startswith("["):
-            break  # the table began: a key of another table is another key
-    return ""
