@@ -64,4 +64,4 @@ docs: venv
 	@echo "== install mkdocs: pip install -e '.[docs]'"
 	@$(PIP) -e ".[docs]"
 	@echo "== mkdocs build --strict (a broken link or anchor fails it): site/"
-	@$(VENV)/bin/mkdocs build --strict --quiet
+	@NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
