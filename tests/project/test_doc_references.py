@@ -50,3 +50,13 @@ def test_a_reference_to_a_test_that_is_gone_is_found():
     found = _references("| claim | `tests/lock/test_urls.py::test_x`, `test_y` |\n| other | `test_z` |")
     assert found == [("tests/lock/test_urls.py", "test_x"), ("tests/lock/test_urls.py", "test_y")]
     assert "test_x" not in _tests_of(PROJECT_ROOT / "tests" / "lock" / "test_urls.py")
+
+
+def test_the_offline_redirects_cover_every_repository_the_shipped_pin_toml_names():
+    from sispin.lock.loading import parse_toml
+
+    lock = parse_toml((PROJECT_ROOT / "pin.toml").read_text(), "pin.toml")
+    urls = {entry["url"] for table in ("repos", "setup") for entry in lock.get(table, {}).values()}
+    page = (PROJECT_ROOT / "docs" / "offline.md").read_text()
+    redirected = re.search(r"for name in ([\w ]+); do", page).group(1).split()
+    assert {f"https://github.com/rwth-i6/{name}" for name in redirected} == urls
