@@ -28,8 +28,8 @@ venv:
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 
 demo: venv
-	@echo "== install sispin and what the setup needs: pip install -e '.[setup]'"
-	@$(PIP) -e ".[setup]"
+	@echo "== install sispin, what the setup needs and the nn_demo set's TensorFlow (the tour builds it): pip install -e '.[setup,nn]'"
+	@$(PIP) -e ".[setup,nn]"
 	@echo "== pin sync: Sisyphus (tools/sisyphus) and i6_core (recipe/i6_core) at their pinned commits; work/"
 	@$(VENV)/bin/pin sync
 	@mkdir -p work

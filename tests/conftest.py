@@ -21,6 +21,11 @@ from filelock import FileLock
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SISYPHUS_DIR = PROJECT_ROOT / "tools" / "sisyphus"
 RECIPE_DIR = PROJECT_ROOT / "recipe"
+#: the clone where .ci/run ran ``make demo``, and the HOME it ran with (read before pytest_configure gives the run a
+#: HOME of its own): tests/e2e/test_tour.py runs README's tour there, and is collected only when one is given
+TOUR_ROOT = Path(os.environ["SISPIN_TOUR_ROOT"]) if os.environ.get("SISPIN_TOUR_ROOT") else PROJECT_ROOT
+TOUR_HOME = os.environ.get("HOME", "")
+collect_ignore = [] if os.environ.get("SISPIN_TOUR_ROOT") else ["e2e/test_tour.py"]
 
 # commits made by fixtures must not depend on the developer's git identity or global config
 _GIT_FIXTURE_ENV = {

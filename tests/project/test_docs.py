@@ -1,5 +1,5 @@
 """
-The documented command output is real: every fenced block that a ``<!-- checked -->`` line introduces, in README.md
+The documented command output is real: every checked block (tests/documented.py says how one is read), in README.md
 and docs/*.md, is run, command by command (``$ ...`` lines, through bash), in a copy of the shipped setup (real
 Sisyphus, i6_core, and the returnn_common/RETURNN history of the bundles), the blocks of one file in order; what each
 command prints (stdout and stderr) must match the lines shown under it. A line ``...`` stands for any lines, and
@@ -14,58 +14,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
 
 import pytest
+from documented import MARK, checked_steps, matches, plain
 
-from conftest import PROJECT_ROOT, commit_setup, copy_shipped_mirrors, make_setup
+from conftest import PROJECT_ROOT, commit_setup, copy_shipped_mirrors, make_setup, run
 
-#: the line that marks a block as checked
-MARK = "<!-- checked -->"
 DOCUMENTS = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
-
-#: a command and the lines documented under it
-Step = Tuple[str, List[str]]
-
-
-def checked_steps(text: str) -> List[Step]:
-    """The commands of a document's checked blocks, in order, each with its documented output."""
-    steps: List[Step] = []
-    lines = text.splitlines()
-    for index, line in enumerate(lines):
-        if line.strip() != MARK:
-            continue
-        fence = lines[index + 1]
-        assert fence.lstrip().startswith("```"), f"{MARK} must stand right above a fenced block (line {index + 1})"
-        indent = len(fence) - len(fence.lstrip())  # a block in a list item is indented with it
-        end = next(i for i in range(index + 2, len(lines)) if lines[i].lstrip().startswith("```"))
-        for body in (line[indent:] for line in lines[index + 2 : end]):
-            if body.startswith("$ "):
-                steps.append((body[2:], []))
-            else:
-                assert steps, f"output before the first command in the block at line {index + 2}"
-                steps[-1][1].append(body)
-    return steps
-
-
-def matches(expected: List[str], actual: List[str]) -> bool:
-    """Whether the actual lines are the expected ones, ``...`` lines (indented or not) standing for any lines."""
-    patterns = [
-        None if line.strip() == "..." else re.compile(".*".join(map(re.escape, line.split("...")))) for line in expected
-    ]
-    memo: Dict[Tuple[int, int], bool] = {}
-
-    def match(i: int, j: int) -> bool:
-        if (i, j) not in memo:
-            if i == len(patterns):
-                memo[i, j] = j == len(actual)
-            elif patterns[i] is None:
-                memo[i, j] = match(i + 1, j) or (j < len(actual) and match(i, j + 1))
-            else:
-                memo[i, j] = j < len(actual) and bool(patterns[i].fullmatch(actual[j])) and match(i + 1, j + 1)
-        return memo[i, j]
-
-    return match(0, 0)
 
 
 def test_the_matching_of_documented_lines():
@@ -92,23 +47,22 @@ def test_documented_output_is_what_the_commands_print(document, real_sisyphus, s
     # a store of the document's own, its mirrors fetched already: no block shows the first clone
     store = copy_shipped_mirrors(shipped_mirrors, tmp_path / "store")
     env.update(PIN_HOME=str(store), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", COLUMNS="120")
+    if document.name == "README.md":  # its tour is what a user sees after `make demo`, which ran the demo set
+        demo = run([sys.executable, "-m", "sispin", "run", "demo", "--", "-r"], root, env)
+        assert demo.returncode == 0, demo.stdout + demo.stderr
     for command, expected in checked_steps(document.read_text()):
         result = subprocess.run(
-            ["bash", "-c", command], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            ["bash", "-c", command], cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True,
             timeout=600, check=False,
         )  # fmt: skip
-        actual = [_plain(line) for line in result.stdout.splitlines()]
+        actual = [plain(line) for line in result.stdout.splitlines()]
         assert matches(expected, actual), (
             f"{document.name}: $ {command}\n--- documented:\n"
             + "\n".join(expected)
             + "\n--- printed:\n"
             + "\n".join(actual)
         )
-
-
-def _plain(line: str) -> str:
-    """A line as a reader sees it: without terminal colours, without trailing spaces."""
-    return re.sub(r"\x1b\[[0-9;]*m", "", line).rstrip()
 
 
 def test_the_readme_fits_on_a_page_or_two_and_links_into_the_site():
