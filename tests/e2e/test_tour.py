@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import subprocess
 
-from conftest import PROJECT_ROOT, TOUR_HOME, TOUR_ROOT
 from documented import checked_steps, matches, plain
+
+from conftest import PROJECT_ROOT, TOUR_HOME, TOUR_ROOT
 
 
 def test_the_readme_tour_as_printed_after_make_demo():
@@ -26,6 +27,6 @@ def test_the_readme_tour_as_printed_after_make_demo():
             stderr=subprocess.STDOUT, text=True, timeout=600, check=False,
         )  # fmt: skip
         actual = [plain(line) for line in result.stdout.splitlines()]
-        assert matches(expected, actual), f"$ {command}\n--- README:\n" + "\n".join(expected) + "\n--- printed:\n" + (
-            "\n".join(actual)
+        assert matches(expected, actual), (
+            f"$ {command}\n--- README:\n" + "\n".join(expected) + "\n--- printed:\n" + ("\n".join(actual))
         )

@@ -142,3 +142,15 @@ def test_pin_configs_refuses(setup, capsys, argv, message):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
     assert (setup / "pin.toml").read_text() == before
+
+
+def test_pin_configs_takes_a_path_relative_to_where_you_stand_and_says_so(setup, capsys, monkeypatch):
+    monkeypatch.chdir(setup / "config")
+    assert main(["configs", "exp", "--add", "config/exp.py"]) == 2  # from inside config/: config/config/exp.py
+    assert capsys.readouterr().err == (
+        "pin: error: --add config/exp.py: no such file (paths are relative to the directory you are in, "
+        f"{setup / 'config'})\n"
+    )
+    (setup / "config" / "more.py").write_text("")
+    assert main(["configs", "exp", "--add", "more.py"]) == 0
+    assert '"config/more.py"' in (setup / "pin.toml").read_text()

@@ -50,7 +50,7 @@ EXAMPLES = {
     ],
     "configs": [
         ("pin configs demo", "list the set's configs"),
-        ("pin configs demo --add config/more.py", "add one (paths are relative to the setup root)"),
+        ("pin configs demo --add config/more.py", "add one (a path is relative to the directory you are in)"),
     ],
     "freeze": [("pin freeze demo --commit", "nothing moves demo's pins until pin thaw")],
     "thaw": [("pin thaw demo", "let demo change again")],

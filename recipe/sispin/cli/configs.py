@@ -41,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, out: Output) -> int:
     """:param args: parsed command line"""
     path = find_lockfile()
-    add = [setup_relative(path.parent, config, "--add") for config in args.add]
+    add = [setup_relative(path.parent, config, "--add", must_exist=True) for config in args.add]
     remove = [setup_relative(path.parent, config, "--remove") for config in args.remove]
     if not add and not remove:
         return render_listing(args.set, configs_of(path, args.set), out)

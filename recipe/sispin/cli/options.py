@@ -158,21 +158,25 @@ def commit_written(lock: Path, summary: str, body: Sequence[str], out: Output, a
     out.info(f"committed {sha[:7]}: {summary}" if sha else "--commit: nothing to commit (as committed already)")
 
 
-def setup_relative(root: Path, given: str, option: str) -> str:
+def setup_relative(root: Path, given: str, option: str, must_exist: bool = False) -> str:
     """
     A path as the user typed it, relative to where they stand (or absolute), as pin.toml lists it: relative to the
-    setup root. Symlinks are not resolved: ``config/x.py`` stays that, whatever it links to.
+    setup root. Symlinks are not resolved: ``config/x.py`` stays that, whatever it links to. Messages name the
+    directory the path was taken relative to, as it was taken.
 
     :param root: the setup root
     :param given: the path on the command line
     :param option: the option it came with, for the message
-    :raises UsageError: for a path outside the setup
+    :param must_exist: whether a path that names no file is an error (``--add``) or may be (``--remove``)
+    :raises UsageError: for a path outside the setup, or one that must exist and does not
     """
-    relative = os.path.relpath(os.path.normpath(os.path.join(os.getcwd(), given)), root)
+    here = os.getcwd()
+    relative = os.path.relpath(os.path.normpath(os.path.join(here, given)), root)
+    taken = f"paths are relative to the directory you are in, {here}"
     if relative == os.curdir or relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        raise UsageError(
-            f"{option} {given}: not inside the setup {root} (paths are relative to the directory you are in)"
-        )
+        raise UsageError(f"{option} {given}: not inside the setup {root} ({taken})")
+    if must_exist and not os.path.lexists(os.path.join(here, given)):
+        raise UsageError(f"{option} {given}: no such file ({taken})")
     return PurePath(relative).as_posix()
 
 

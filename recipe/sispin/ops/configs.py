@@ -72,7 +72,7 @@ def edit_configs(path: Path, name: str, *, add: Sequence[str], remove: Sequence[
         if config in spec.configs or add.count(config) > 1:
             raise UsageError(f"--add {config}: already listed in sets.{shown_key(name)}.configs")
         if not os.path.lexists(lockfile.root / config):
-            raise UsageError(f"--add {config}: no such file (paths are relative to {display_path(lockfile.root)})")
+            raise UsageError(f"--add {config}: no such file in the setup {lockfile.root}")
     for config in remove:
         if config not in spec.configs:
             raise UsageError(

@@ -153,9 +153,10 @@ def _config_paths(configs: Sequence[str], root: Path) -> List[str]:
     for config in configs:
         normal = os.path.normpath(config)
         if os.path.isabs(config) or normal == ".." or normal.startswith(f"..{os.sep}"):
-            raise UsageError(f"--config {config}: give it relative to the setup root {display_path(root)}")
+            raise UsageError(f"--config {config}: give it relative to the setup root, {root.absolute()}")
         if not os.path.lexists(root / normal):
-            raise UsageError(f"--config {config}: no such file (paths are relative to {display_path(root)})")
+            taken = f"paths are relative to the setup root, {root.absolute()}"
+            raise UsageError(f"--config {config}: no such file ({taken})")
         if normal not in found:
             found.append(normal)
     return found
