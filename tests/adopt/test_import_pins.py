@@ -284,6 +284,11 @@ def test_write_round_trips_and_never_overwrites(tree, write_lock, sisyphus_on_py
     only.write_text(
         f"from i6_core.tools.git import CloneGitRepositoryJob\nj = CloneGitRepositoryJob('{RC}', commit='{SHA}')\n"
     )
+    # the set exists: the proposal shows what is added to it, not a set of its own
+    assert main(["import", str(only), "--set", "exp"]) == 0
+    proposed = capsys.readouterr().out.split("proposed for pin.toml")[1]
+    assert proposed.startswith(" (added to the existing [sets.exp]; nothing there changes):\n")
+    assert f'[sets.exp]\nreturnn_common_f7ad63a = "{SHA}"' in proposed and "configs" not in proposed
     # the set pins another commit already: a second entry of the repository keeps both, the old pin is not touched
     assert main(["import", str(only), "--set", "exp", "--write"]) == 0
     assert "pin.toml: added 1 repository and 1 pin of set 'exp'" in capsys.readouterr().out

@@ -104,8 +104,9 @@ def _report_lines(result: ImportResult) -> List[str]:
     lines = [f"found {count(len(result.calls), 'CloneGitRepositoryJob call')} in {count(files, 'file')}"]
     for call in result.calls:
         lines += _call_lines(call, result.set_name)
-    document = proposed_document(result.proposal, result.set_name, result.whole)
-    lines += ["\nproposed for pin.toml:\n", document] if document else []
+    document = proposed_document(result.proposal, result.set_name, result.whole, result.set_exists)
+    added = f" (added to the existing [sets.{shown_key(result.set_name)}]; nothing there changes)"
+    lines += [f"\nproposed for pin.toml{added if result.set_exists else ''}:\n", document] if document else []
     lines += [f"warning: {warning}" for warning in result.warnings]
     by_file = result.by_file
     if _several_entries(result) and len(by_file) > 1 and result.whole is None:

@@ -8,8 +8,9 @@ from typing import List, Optional
 
 import tomlkit
 
-from sispin.adopt.propose import Proposal, add_to_document
+from sispin.adopt.propose import Proposal, add_repos, add_to_document
 from sispin.adopt.setup import SetupAdoption, add_adoption
+from sispin.lock.editing import append_table
 from sispin.text import count, shown_key
 
 
@@ -36,13 +37,23 @@ def setup_lines(whole: SetupAdoption, set_name: str) -> List[str]:
     return lines
 
 
-def proposed_document(proposal: Proposal, set_name: str, whole: Optional[SetupAdoption]) -> Optional[str]:
-    """:return: what pin.toml would get (the scan's proposal, or the whole setup's adoption); None for nothing"""
+def proposed_document(
+    proposal: Proposal, set_name: str, whole: Optional[SetupAdoption], set_exists: bool
+) -> Optional[str]:
+    """
+    :param set_exists: whether pin.toml has the set already: then only what is added to it is shown (its configs and
+        pins stay as they are)
+    :return: what pin.toml would get (the scan's proposal, or the whole setup's adoption); None for nothing
+    """
     if not (proposal.repos or proposal.pins or whole):
         return None
     document = tomlkit.document()
     if whole is not None:
         add_adoption(document, whole, set_name)
+    elif set_exists:
+        add_repos(document, proposal)
+        append_table(document, "sets", set_name, tomlkit.table())
+        add_to_document(document, proposal, set_name)
     else:
         add_to_document(document, proposal, set_name)
     return tomlkit.dumps(document).strip()

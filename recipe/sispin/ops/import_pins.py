@@ -60,6 +60,7 @@ class ImportResult:
     """
     :param path: the pin.toml (written, or that would be made)
     :param set_name: the set that pins the found commits (``SET`` when none was named)
+    :param set_exists: whether pin.toml has that set already (the proposal then adds to it)
     :param calls: every call found, in file order
     :param warnings: files that were skipped, and why
     :param proposal: what the scan proposes for pin.toml
@@ -73,6 +74,7 @@ class ImportResult:
 
     path: Path
     set_name: str
+    set_exists: bool
     calls: List[FoundCall]
     warnings: List[str]
     proposal: Proposal
@@ -210,6 +212,7 @@ def import_pins(
     return ImportResult(
         path=path,
         set_name=set_name or "SET",
+        set_exists=lockfile is not None and set_name in lockfile.sets,
         calls=_found_calls(sites, adoption, whole),
         warnings=warnings,
         proposal=adoption.proposal,
