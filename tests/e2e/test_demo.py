@@ -48,4 +48,10 @@ def test_sis_manager_runs_the_demo_at_the_pinned_commit(real_setup, make_repo, t
     assert f"ok: sets.demo.returnn_common ({job.job_id()})" in capsys.readouterr().out
     (checkout / "__init__.py").write_text("VERSION = 'edited by hand'\n")
     assert main(["verify", "demo"]) == 1
-    assert "output/returnn_common has local changes: __init__.py (modified)" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "output/returnn_common has local changes: __init__.py (modified); to restore it: git -C " in said
+    restore = said.split("to restore it: ")[1].split("\n")[0]  # the two commands it names, run as printed
+    stash, checkout_again = (part.split(" (")[0] for part in restore.split(", then "))
+    for command in (stash, checkout_again):
+        subprocess.run(command, shell=True, cwd=setup, check=True, capture_output=True)
+    assert main(["verify", "demo"]) == 0

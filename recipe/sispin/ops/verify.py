@@ -10,12 +10,14 @@ from __future__ import annotations
 
 __all__ = ["CheckedCheckout", "VerifyResult", "verify"]
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.clonejob import checkout_folder
 from sispin.errors import PinError, SisyphusError
+from sispin.git.repo import is_checkout
 from sispin.git.store import Store
 from sispin.git.verify import verify_checkout
 from sispin.graph.build import load_graph, run_probe
@@ -89,7 +91,9 @@ def verify(path: Path, set_names: Sequence[str], store: Store) -> VerifyResult:
                 patches=kwargs.get("patches"),
             )
         except PinError as exc:
-            checked.append(CheckedCheckout(label, checkout, commit, str(exc)))
+            checked.append(
+                CheckedCheckout(label, checkout, commit, f"{exc}{_how_to_restore(checkout, commit, kwargs)}")
+            )
         else:
             checked.append(CheckedCheckout(label, checkout, commit, None))
     return VerifyResult(checked, unverified)
@@ -126,3 +130,20 @@ def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple
         if finished and (job_dir / "output" / folder).is_dir():
             found.append((f"{label} ({job_id})", job_dir / "output" / folder, commit, kwargs))
     return found
+
+
+def _how_to_restore(checkout: Path, commit: str, kwargs: Mapping[str, Any]) -> str:
+    """
+    :return: how to bring a checkout that differs back to its commit, the user's edits kept in git's stash (``""``
+        when there is no checkout: the problem says how to make one)
+    """
+    if not is_checkout(checkout):
+        return ""
+    where = shlex.quote(display_path(checkout))
+    if kwargs.get("patches") or kwargs.get("files_to_checkout") is not None:
+        # the clone job's files are not its commit's: git's own state cannot tell an edit from the job's patch
+        return f"; git -C {where} status shows what differs from the files the clone job made"
+    return (
+        f"; to restore it: git -C {where} stash --include-untracked (your changes stay in its stash), then "
+        f"git -C {where} checkout {commit[:12]}"
+    )
