@@ -14,7 +14,12 @@ VENV ?= .venv
 PYTEST_ARGS ?=
 # the tests of make test-fast: all but those marked (by tests/conftest.py) as needing more than sispin and git
 FAST = not real and not cluster and not network and not slow
-PIP = $(VENV)/bin/python -m pip install --quiet --disable-pip-version-check
+# pip says what it fetches and installs, a line a package (a rerun that has everything prints none of its
+# "Requirement already satisfied" lines); pipefail keeps pip's exit status through the filter
+SHELL := bash
+.SHELLFLAGS := -o pipefail -c
+PIP = $(VENV)/bin/python -m pip install --disable-pip-version-check --progress-bar off
+SHOWN = | (grep --line-buffered -E '^(Collecting|Installing collected packages|Successfully installed)' || true)
 
 .PHONY: help demo test test-fast test-matrix docs venv
 .DEFAULT_GOAL := help
@@ -29,7 +34,7 @@ venv:
 
 demo: venv
 	@echo "== install sispin, what the setup needs and the nn_demo set's TensorFlow (the tour builds it): pip install -e '.[setup,nn]'"
-	@$(PIP) -e ".[setup,nn]"
+	@$(PIP) -e ".[setup,nn]" $(SHOWN)
 	@echo "== pin sync: Sisyphus (tools/sisyphus) and i6_core (recipe/i6_core) at their pinned commits; work/"
 	@$(VENV)/bin/pin sync
 	@mkdir -p work
@@ -39,7 +44,7 @@ demo: venv
 
 test: venv
 	@echo "== install sispin with the test, setup, nn and docs extras: pip install -e '.[test,setup,nn,docs]'"
-	@$(PIP) -e ".[test,setup,nn,docs]"
+	@$(PIP) -e ".[test,setup,nn,docs]" $(SHOWN)
 	@echo "== pin sync: Sisyphus and i6_core at their pinned commits (the real ones the tests use)"
 	@$(VENV)/bin/pin sync
 	@echo "== the suite: python -m pytest -q -n auto $(PYTEST_ARGS)"
@@ -47,13 +52,13 @@ test: venv
 
 test-fast: venv
 	@echo "== install sispin with the test extras: pip install -e '.[test]'"
-	@$(PIP) -e ".[test]"
+	@$(PIP) -e ".[test]" $(SHOWN)
 	@echo "== the fast loop: python -m pytest -q -n auto -m \"$(FAST)\" $(PYTEST_ARGS)"
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q -n auto -m "$(FAST)" $(PYTEST_ARGS)
 
 test-matrix: venv
 	@echo "== install sispin with the test and setup extras: pip install -e '.[test,setup]'"
-	@$(PIP) -e ".[test,setup]"
+	@$(PIP) -e ".[test,setup]" $(SHOWN)
 	@echo "== pin sync: Sisyphus and i6_core at their pinned commits (their histories hold the versions sampled)"
 	@$(VENV)/bin/pin sync
 	@echo "== the version matrix (MATRIX=$(MATRIX)): python -m pytest -q -n auto tests/e2e/test_versions.py"
@@ -62,6 +67,6 @@ test-matrix: venv
 
 docs: venv
 	@echo "== install mkdocs: pip install -e '.[docs]'"
-	@$(PIP) -e ".[docs]"
+	@$(PIP) -e ".[docs]" $(SHOWN)
 	@echo "== mkdocs build --strict (a broken link or anchor fails it): site/"
 	@NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet

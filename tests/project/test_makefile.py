@@ -18,3 +18,18 @@ def test_bare_make_and_make_help_list_every_target():
     for command in (["make"], ["make", "help"]):
         shown = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, check=True).stdout
         assert {word for word in targets if f"  make {word} " in shown} == targets, command
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
+def test_a_pip_step_shows_what_is_installed_and_keeps_pips_failure(tmp_path):
+    import sys
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)  # a venv as the venv step finds it: not made again
+    pip = "sh -c 'echo Collecting tomlkit; echo Requirement already satisfied: x; exit 3' --"
+    made = subprocess.run(
+        ["make", "demo", f"VENV={tmp_path}", f"PIP={pip}"], cwd=PROJECT_ROOT, capture_output=True, text=True
+    )
+    assert made.returncode != 0, "pip failed: so does the step"
+    assert "Collecting tomlkit" in made.stdout and "already satisfied" not in made.stdout
+    assert "== pin sync" not in made.stdout
