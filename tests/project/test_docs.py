@@ -21,6 +21,8 @@ from documented import MARK, checked_steps, matches, plain
 from conftest import PROJECT_ROOT, commit_setup, copy_shipped_mirrors, make_setup, run
 
 DOCUMENTS = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
+#: the line that marks a block of commands as shown, not run: its output is from a setup the tests do not have
+ILLUSTRATIVE = "<!-- illustrative -->"
 
 
 def test_the_matching_of_documented_lines():
@@ -71,3 +73,17 @@ def test_the_readme_fits_on_a_page_or_two_and_links_into_the_site():
     linked = set(re.findall(r"\]\(docs/([a-z0-9-]+\.md)", "\n".join(lines)))
     pages = {path.name for path in (PROJECT_ROOT / "docs").glob("*.md")} - {"index.md"}
     assert pages <= linked, sorted(pages - linked)
+
+
+def test_every_example_of_commands_is_checked_or_marked_illustrative():
+    # an illustrative block shows what needs more than the shipped setup (a real i6_experiments pipeline, SLURM,
+    # another setup sharing the store): the reader and the next maintainer can tell it from a checked one
+    unmarked = []
+    for document in DOCUMENTS:
+        lines = document.read_text().splitlines()
+        fences = [index for index, line in enumerate(lines) if line.lstrip().startswith("```")]
+        for start, end in zip(fences[::2], fences[1::2]):
+            commands = any(line.lstrip().startswith("$ ") for line in lines[start + 1 : end])
+            if commands and lines[start - 1].strip() not in (MARK, ILLUSTRATIVE):
+                unmarked.append(f"{document.name}:{start + 1}")
+    assert not unmarked, unmarked
