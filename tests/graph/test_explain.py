@@ -284,6 +284,24 @@ def test_against_a_revision_the_old_graph_is_built_from_the_setups_own_history(s
     assert git(setup.root, "status", "--porcelain") == "", "the working tree, index and worktrees are untouched"
 
 
+def test_against_a_revision_the_old_build_has_every_file_git_does_not_hold_at_any_depth(setup, capsys):
+    # a generated module (or compiled extension) deep in the recipe tree, ignored by git, imported by the config
+    deep = setup.root / "recipe" / "tools_of_mine" / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    for folder in (deep, *list(deep.parents)[:3]):
+        (folder / "__init__.py").write_text("")
+    (deep / "generated.py").write_text("SCALE = 1\n")
+    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\ngenerated.py\n")
+    setup.edit("LEARNING_RATE = 1e-3", "from tools_of_mine.a.b.c.generated import SCALE\nLEARNING_RATE = 1e-3")
+    git(setup.root, "init", "-q", "-b", "main")
+    git(setup.root, "add", "-A")
+    git(setup.root, "commit", "-q", "-m", "experiments as run")
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    assert differences(explained(against="HEAD", output="exp/config")) == [
+        "returnn_config.config['learning_rate']: 0.001 -> 0.002"
+    ]
+
+
 def test_against_a_revision_git_does_not_know_is_one_line(setup, capsys):
     assert main(["explain", "--against", "HEAD"]) == 5
     assert "is in no git repository: --against needs the setup's history" in capsys.readouterr().err

@@ -23,8 +23,9 @@ from sispin.graph.probe.schema import SetGraph
 from sispin.lock.loading import load_lockfile
 from sispin.lock.lockfile import Lockfile
 
-#: what the old build must not share with the setup now: git's own data and sispin's caches of the current graph
-_NOT_LINKED = frozenset({".git", ".sispin-cache", "output", "alias"})
+#: what the old build must not share with the setup now: git's own data, sispin's caches of the current graph, and
+#: Python's bytecode of today's sources (the old build would write the revision's into it)
+_NOT_LINKED = frozenset({".git", ".sispin-cache", "output", "alias", "__pycache__"})
 
 
 def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optional[SetGraph]:
@@ -42,7 +43,7 @@ def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optio
         old_path = old_root / lockfile.path.name
         if not old_path.is_file():
             raise LockfileError(f"{revision}: the setup had no {lockfile.path.name} then")
-        _link_untracked(lockfile.root, old_root, depth=2)
+        _link_untracked(lockfile.root, old_root)
         try:
             old = load_lockfile(old_path)
             return load_graph(old, set_name, records="all") if set_name in old.sets else None
@@ -57,13 +58,17 @@ def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optio
             forget_lockfile(Store().directory, old_path)
 
 
-def _link_untracked(current: Path, old: Path, depth: int) -> None:
-    """Link what the setup has now and the revision does not (``recipe/i6_core``, ``tools/sisyphus``, work/)."""
+def _link_untracked(current: Path, old: Path) -> None:
+    """
+    Link what the setup has now and the revision does not, at any depth: the checkouts (``recipe/i6_core``,
+    ``tools/sisyphus``), work/, and every file git does not hold inside a folder it does (a compiled extension or a
+    generated module deep in the recipe tree, which the old build would otherwise miss or make again).
+    """
     for entry in sorted(current.iterdir()):
         there = old / entry.name
         if entry.name in _NOT_LINKED:
             continue
         if not os.path.lexists(there):
             there.symlink_to(entry.absolute())
-        elif depth > 1 and entry.is_dir() and not entry.is_symlink() and there.is_dir() and not there.is_symlink():
-            _link_untracked(entry, there, depth - 1)
+        elif entry.is_dir() and not entry.is_symlink() and there.is_dir() and not there.is_symlink():
+            _link_untracked(entry, there)
