@@ -302,6 +302,23 @@ def test_against_a_revision_the_old_build_has_every_file_git_does_not_hold_at_an
     ]
 
 
+def test_against_a_revision_a_value_derived_from_where_the_config_runs_is_no_change(setup, capsys):
+    # the job hashes its size only and keeps the folder of the config (as i6_core keeps a root_path): the old build
+    # runs in a temporary copy, whose location must not read as a change the revision made
+    setup.edit("from sispin import experiment_set", "import os\n\nfrom sispin import experiment_set")
+    setup.edit(
+        '    tk.register_output("exp/own_hash"',
+        '    tk.register_output("exp/located", OwnHash(LEARNING_RATE, os.path.dirname(os.path.abspath(__file__))).out)\n'
+        '    tk.register_output("exp/own_hash"',
+    )
+    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
+    git(setup.root, "init", "-q", "-b", "main")
+    git(setup.root, "add", "-A")
+    git(setup.root, "commit", "-q", "-m", "experiments as run")
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    assert differences(explained(against="HEAD", output="exp/located")) == ["size: 0.001 -> 0.002"]
+
+
 def test_against_a_revision_git_does_not_know_is_one_line(setup, capsys):
     assert main(["explain", "--against", "HEAD"]) == 5
     assert "is in no git repository: --against needs the setup's history" in capsys.readouterr().err

@@ -7,7 +7,7 @@ hashed arguments (to find a clone path whose commit a ``hash_overwrite`` hides).
 
 from __future__ import annotations
 
-__all__ = ["MAX_LEAVES", "MAX_DETAIL_LEAVES", "MAX_DEPTH", "MAX_VALUE", "record", "hashed_paths"]
+__all__ = ["MAX_LEAVES", "MAX_DETAIL_LEAVES", "MAX_DEPTH", "record", "hashed_paths"]
 
 import enum
 import hashlib
@@ -25,8 +25,6 @@ MAX_LEAVES = 300
 MAX_DETAIL_LEAVES = 20_000
 #: and goes at most this deep into nested arguments
 MAX_DEPTH = 12
-#: values whose repr is longer are recorded by digest only
-MAX_VALUE = 120
 
 
 def record(job: Any) -> JobRecord:
@@ -60,10 +58,7 @@ def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], budget: in
     """Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper."""
     children = _children(value) if depth < MAX_DEPTH and len(leaves) < budget else None
     if children is None:
-        text, job = _leaf(value)
-        digest = hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:8]
-        shown = text if len(text) <= MAX_VALUE and not text.startswith("<") else None
-        leaves[where] = Arg(digest, shown, job)
+        leaves[where] = Arg.of_text(*_leaf(value))
         return
     for suffix, child in children:
         _walk(child, f"{where}{suffix}", depth + 1, leaves, budget)

@@ -26,6 +26,7 @@ __all__ = [
 import collections.abc
 import dataclasses
 import functools
+import hashlib
 from typing import (
     Any,
     Callable,
@@ -122,6 +123,10 @@ def _dataclass_decoder(kind: Type[_Json]) -> Callable[[Any], Any]:
     return decode
 
 
+#: a leaf whose text is longer is recorded by digest only
+MAX_VALUE = 120
+
+
 @dataclasses.dataclass(frozen=True)
 class Arg(_Json):
     """
@@ -135,6 +140,16 @@ class Arg(_Json):
     digest: str
     value: Optional[str] = None
     job: Optional[str] = None
+
+    @classmethod
+    def of_text(cls, text: str, job: Optional[str] = None) -> Arg:
+        """
+        :param text: the leaf's canonical text (``repr`` of a string or number, ``Path(...)`` of a path)
+        :param job: for a path, the id of the job that creates it
+        :return: the leaf as a record keeps it: the text's digest, and the text itself when short and not a digest
+        """
+        digest = hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:8]
+        return cls(digest, text if len(text) <= MAX_VALUE and not text.startswith("<") else None, job)
 
     def encode(self) -> str:
         """:return: the one-line form pin.snapshot.toml keeps: ``digest[ @job][ =value]``"""
