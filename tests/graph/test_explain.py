@@ -308,7 +308,8 @@ def test_against_a_revision_a_value_derived_from_where_the_config_runs_is_no_cha
     setup.edit("from sispin import experiment_set", "import os\n\nfrom sispin import experiment_set")
     setup.edit(
         '    tk.register_output("exp/own_hash"',
-        '    tk.register_output("exp/located", OwnHash(LEARNING_RATE, os.path.dirname(os.path.abspath(__file__))).out)\n'
+        "    here = os.path.dirname(os.path.abspath(__file__))\n"
+        '    tk.register_output("exp/located", OwnHash(LEARNING_RATE, here).out)\n'
         '    tk.register_output("exp/own_hash"',
     )
     (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
