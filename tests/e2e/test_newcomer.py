@@ -134,6 +134,15 @@ def test_pin_run_again_without_a_terminal_answers_the_manager_and_prints_no_trac
     cancelled = subprocess.run(command, cwd=root, input="c\n", capture_output=True, text=True, timeout=120)
     assert cancelled.returncode == 0 and "pin run: no terminal" not in cancelled.stdout  # a piped answer is the answer
     assert not (root / "output" / "a" / "rc").exists()
+    # a pipe that stays open and sends nothing (a script's ssh, a parent that never writes): answered, not waited on
+    with open(root / "said.txt", "w") as said:
+        silent = subprocess.Popen(command, cwd=root, stdin=subprocess.PIPE, stdout=said, stderr=subprocess.STDOUT)
+        assert silent.wait(timeout=120) == 0
+        silent.stdin.close()
+    assert "(pin run: no terminal to ask; outputs and aliases are updated)" in (root / "said.txt").read_text()
+    with open(os.devnull, "w") as write_only:  # what nohup leaves as stdin when started from a terminal
+        nohup = subprocess.run(command, cwd=root, stdin=write_only, capture_output=True, text=True, timeout=120)
+    assert nohup.returncode == 0 and "Traceback" not in nohup.stdout + nohup.stderr, nohup.stderr
     (root / "work").rename(root / "elsewhere")  # the manager's question whether to create work/: not answered
     asked = subprocess.run(command, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert asked.returncode == 2 and "Traceback" not in asked.stderr

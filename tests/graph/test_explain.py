@@ -302,6 +302,26 @@ def test_against_a_revision_the_old_build_has_every_file_git_does_not_hold_at_an
     ]
 
 
+def test_against_a_revision_a_file_git_holds_now_but_not_then_stays_out_of_the_old_build(setup, capsys):
+    mine = setup.root / "recipe" / "mine"
+    mine.mkdir()
+    (mine / "__init__.py").write_text("")
+    (mine / "scale.py").write_text("SCALE = 1\n")
+    setup.edit("LEARNING_RATE = 1e-3", "from mine.scale import SCALE\nLEARNING_RATE = 1e-3 * SCALE")
+    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
+    git(setup.root, "init", "-q", "-b", "main")
+    git(setup.root, "add", "-A")
+    git(setup.root, "commit", "-q", "-m", "experiments as run")
+    # the module became a package since: linked into the old copy, it would shadow the revision's module there
+    (mine / "scale.py").unlink()
+    (mine / "scale").mkdir()
+    (mine / "scale" / "__init__.py").write_text("SCALE = 2\n")
+    git(setup.root, "add", "-A")
+    assert differences(explained(against="HEAD", output="exp/config")) == [
+        "returnn_config.config['learning_rate']: 0.001 -> 0.002"
+    ]
+
+
 def test_against_a_revision_a_value_derived_from_where_the_config_runs_is_no_change(setup, capsys):
     # the job hashes its size only and keeps the folder of the config (as i6_core keeps a root_path): the old build
     # runs in a temporary copy, whose location must not read as a change the revision made

@@ -12,10 +12,11 @@ __all__ = ["graph_at_revision"]
 import dataclasses
 import os
 import tempfile
-from pathlib import Path
-from typing import Optional
+from pathlib import Path, PurePosixPath
+from typing import Optional, Set
 
 from sispin.errors import LockfileError, PinError
+from sispin.git.process import read_git
 from sispin.git.registry import forget_lockfile
 from sispin.git.setup_history import export_setup
 from sispin.git.store import Store
@@ -44,7 +45,8 @@ def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optio
         old_path = old_root / lockfile.path.name
         if not old_path.is_file():
             raise LockfileError(f"{revision}: the setup had no {lockfile.path.name} then")
-        _link_untracked(lockfile.root, old_root)
+        tracked = set(read_git(lockfile.root, "ls-files", "-z").split("\0")) - {""}
+        _link_untracked(lockfile.root, old_root, tracked | _parents(tracked))
         try:
             old = load_lockfile(old_path)
             if set_name not in old.sets:
@@ -85,17 +87,27 @@ def _seen_from(graph: SetGraph, copy: Path, root: Path) -> SetGraph:
     return dataclasses.replace(graph, records={job: seen_record(record) for job, record in graph.records.items()})
 
 
-def _link_untracked(current: Path, old: Path) -> None:
+def _parents(files: Set[str]) -> Set[str]:
+    """:return: every folder that holds one of the files (``a/b/c.py``: ``a``, ``a/b``)"""
+    return {str(parent) for name in files for parent in PurePosixPath(name).parents if str(parent) != "."}
+
+
+def _link_untracked(current: Path, old: Path, tracked: Set[str], inside: str = "") -> None:
     """
-    Link what the setup has now and the revision does not, at any depth: the checkouts (``recipe/i6_core``,
-    ``tools/sisyphus``), work/, and every file git does not hold inside a folder it does (a compiled extension or a
-    generated module deep in the recipe tree, which the old build would otherwise miss or make again).
+    Link what git does not hold, from the setup now into the revision's copy, at any depth: the checkouts
+    (``recipe/i6_core``, ``tools/sisyphus``), work/, and every untracked or ignored file inside a folder git holds (a
+    compiled extension or a generated module deep in the recipe tree, which the old build would otherwise miss or
+    make again). A file or folder git holds now but the revision lacks is not linked: the revision did not have it.
+
+    :param tracked: the setup's files git holds now and the folders that hold them, relative to the setup root
+    :param inside: the folder of current relative to the setup root (``""`` for the root, else ending in ``/``)
     """
     for entry in sorted(current.iterdir()):
-        there = old / entry.name
+        there, name = old / entry.name, inside + entry.name
         if entry.name in _NOT_LINKED:
             continue
         if not os.path.lexists(there):
-            there.symlink_to(entry.absolute())
+            if name not in tracked:
+                there.symlink_to(entry.absolute())
         elif entry.is_dir() and not entry.is_symlink() and there.is_dir() and not there.is_symlink():
-            _link_untracked(entry, there)
+            _link_untracked(entry, there, tracked, name + "/")

@@ -20,18 +20,24 @@ from sispin.text import shown_key
 
 #: ``python -m sisyphus``, but with no terminal to ask (``make demo``, a batch job) the manager's questions get an
 #: answer or end it in one line: ``input()`` at the end of stdin would raise EOFError, which the manager prints as a
-#: traceback and exits 0. Answers piped in (``echo u | pin run``) are read as ``input()`` reads them; once stdin is
-#: spent (or is /dev/null, or closed), the question when every job is finished is answered "u" (update outputs and
+#: traceback and exits 0. An answer waiting on stdin (``echo c | pin run``, a file) is read as ``input()`` reads it;
+#: when none is waiting (stdin spent, /dev/null, closed, write-only as nohup leaves it, or a pipe that sends nothing:
+#: never waited for), the question when every job is finished is answered "u" (update outputs and
 #: aliases, what a run that finishes them does) and any other (work/ missing, ``-i``) ends it with exit 2. Nothing of
 #: sispin is imported: the configs import the sispin they always do.
 _MANAGER = f"""\
-import builtins, os, runpy, sys
+import builtins, os, runpy, select, sys
 if sys.stdin is None or not sys.stdin.isatty():
     def _input(prompt=""):
         sys.stdout.write(prompt)
         sys.stdout.flush()
-        answer = sys.stdin.readline() if sys.stdin is not None else ""
+        try:  # an answer already waiting (a file, a pipe written to): never wait for one that may not come
+            ready = sys.stdin is not None and select.select([sys.stdin], [], [], 0)[0]
+            answer = sys.stdin.readline() if ready else ""
+        except (OSError, ValueError):  # stdin open for writing only (nohup), or closed
+            answer = ""
         if answer:
+            sys.stdout.write(answer if answer.endswith("\\n") else answer + "\\n")
             return answer.rstrip("\\n")
         if prompt.startswith("All calculations are done"):
             sys.stdout.write("u  (pin run: no terminal to ask; outputs and aliases are updated)\\n")

@@ -134,16 +134,16 @@ def _finished_clone_jobs(lockfile: Lockfile, names: Sequence[str]) -> List[Tuple
 
 def _how_to_restore(checkout: Path, commit: str, kwargs: Mapping[str, Any]) -> str:
     """
-    :return: how to bring a checkout that differs back to its commit, the user's edits kept in git's stash (``""``
-        when there is no checkout: the problem says how to make one)
+    :return: how to bring a checkout that differs back to its commit, the user's edits (ignored files too: they
+        count as changes) kept in git's stash; ``""`` when there is no checkout (the problem says how to make one)
     """
     if not is_checkout(checkout):
         return ""
     where = shlex.quote(display_path(checkout))
     if kwargs.get("patches") or kwargs.get("files_to_checkout") is not None:
-        # the clone job's files are not its commit's: git's own state cannot tell an edit from the job's patch
-        return f"; git -C {where} status shows what differs from the files the clone job made"
+        # its files are not its commit's: git's own state cannot tell an edit from what the clone job did
+        return "; it was made with patches or files_to_checkout: move it away and make it again (its clone job)"
     return (
-        f"; to restore it: git -C {where} stash --include-untracked (your changes stay in its stash), then "
+        f"; to restore it: git -C {where} stash --all (your changes stay in its stash), then "
         f"git -C {where} checkout {commit[:12]}"
     )
