@@ -137,7 +137,7 @@ def _how_to_restore(checkout: Path, commit: str, kwargs: Mapping[str, Any]) -> s
     :return: how to bring a checkout that differs back to its commit, the user's edits (ignored files too: they
         count as changes) kept in git's stash; ``""`` when there is no checkout (the problem says how to make one)
     """
-    if not is_checkout(checkout):
+    if not checkout.is_dir() or not is_checkout(checkout):
         return ""
     where = shlex.quote(display_path(checkout))
     if kwargs.get("patches") or kwargs.get("files_to_checkout") is not None:
