@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, git_commit
+from conftest import commit_setup, git, git_commit
 from results import differences, explained
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
@@ -267,9 +267,7 @@ def test_list_positions_are_explained_in_numeric_order():
 def test_against_a_revision_the_old_graph_is_built_from_the_setups_own_history(setup, capsys):
     # no snapshot and no records at all: the committed configs are the baseline; the checkouts are not in git
     (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
-    git(setup.root, "init", "-q", "-b", "main")
-    git(setup.root, "add", "-A")
-    git(setup.root, "commit", "-q", "-m", "experiments as run")
+    commit_setup(setup.root)
     setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
     assert main(["explain", "--against", "HEAD"]) == 1
     out = capsys.readouterr().out
@@ -293,9 +291,7 @@ def test_against_a_revision_the_old_build_has_every_file_git_does_not_hold_at_an
     (deep / "generated.py").write_text("SCALE = 1\n")
     (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\ngenerated.py\n")
     setup.edit("LEARNING_RATE = 1e-3", "from tools_of_mine.a.b.c.generated import SCALE\nLEARNING_RATE = 1e-3")
-    git(setup.root, "init", "-q", "-b", "main")
-    git(setup.root, "add", "-A")
-    git(setup.root, "commit", "-q", "-m", "experiments as run")
+    commit_setup(setup.root)
     setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
     assert differences(explained(against="HEAD", output="exp/config")) == [
         "returnn_config.config['learning_rate']: 0.001 -> 0.002"
@@ -309,9 +305,7 @@ def test_against_a_revision_a_file_git_holds_now_but_not_then_stays_out_of_the_o
     (mine / "scale.py").write_text("SCALE = 1\n")
     setup.edit("LEARNING_RATE = 1e-3", "from mine.scale import SCALE\nLEARNING_RATE = 1e-3 * SCALE")
     (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
-    git(setup.root, "init", "-q", "-b", "main")
-    git(setup.root, "add", "-A")
-    git(setup.root, "commit", "-q", "-m", "experiments as run")
+    commit_setup(setup.root)
     # the module became a package since: linked into the old copy, it would shadow the revision's module there
     (mine / "scale.py").unlink()
     (mine / "scale").mkdir()
@@ -333,9 +327,7 @@ def test_against_a_revision_a_value_derived_from_where_the_config_runs_is_no_cha
         '    tk.register_output("exp/own_hash"',
     )
     (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
-    git(setup.root, "init", "-q", "-b", "main")
-    git(setup.root, "add", "-A")
-    git(setup.root, "commit", "-q", "-m", "experiments as run")
+    commit_setup(setup.root)
     setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
     assert differences(explained(against="HEAD", output="exp/located")) == ["size: 0.001 -> 0.002"]
 
@@ -343,9 +335,7 @@ def test_against_a_revision_a_value_derived_from_where_the_config_runs_is_no_cha
 def test_against_a_revision_git_does_not_know_is_one_line(setup, capsys):
     assert main(["explain", "--against", "HEAD"]) == 5
     assert "is in no git repository: --against needs the setup's history" in capsys.readouterr().err
-    git(setup.root, "init", "-q", "-b", "main")
-    git(setup.root, "add", "-A")
-    git(setup.root, "commit", "-q", "-m", "first")
+    commit_setup(setup.root)
     assert main(["explain", "--against", "nosuchbranch"]) == 5
     err = capsys.readouterr().err
     assert err == f"pin: error: no commit 'nosuchbranch' in the setup's repository ({setup.root.resolve()})\n", err
@@ -386,9 +376,7 @@ def test_a_snapshot_records_what_a_job_holds_now_even_where_its_id_stayed(setup,
 def test_against_a_revision_every_committed_file_is_used_and_its_errors_name_the_revision(setup, capsys):
     # export-ignore (a packaging rule) must not make today's config stand in for the committed one
     (setup.root / ".gitattributes").write_text("config/** export-ignore\n")
-    git(setup.root, "init", "-q", "-b", "main")
-    git(setup.root, "add", "-A")
-    git(setup.root, "commit", "-q", "-m", "first")
+    commit_setup(setup.root)
     setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
     assert differences(explained(against="HEAD", output="exp/config")) == [
         "returnn_config.config['learning_rate']: 0.001 -> 0.002"

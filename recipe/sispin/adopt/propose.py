@@ -17,7 +17,6 @@ __all__ = [
     "propose",
     "adopt",
     "add_to_document",
-    "add_repos",
     "lock_document",
     "status_of",
     "ADOPT",
@@ -267,7 +266,11 @@ def status_of(proposal: Proposal, index: int) -> str:
 
 def add_to_document(document: tomlkit.TOMLDocument, proposal: Proposal, set_name: str) -> None:
     """Add the proposal's repositories and pins that pin.toml does not have yet; never change existing ones."""
-    add_repos(document, proposal)
+    for name, values in proposal.repos.items():
+        if name not in document.get("repos", {}):
+            table = tomlkit.table()
+            table.update(values)
+            append_table(document, "repos", name, table)
     if set_name in document.get("sets", {}):
         pins = document["sets"][set_name]
         for name, pin in proposal.pins.items():
@@ -279,15 +282,6 @@ def add_to_document(document: tomlkit.TOMLDocument, proposal: Proposal, set_name
         for name, pin in proposal.pins.items():
             table[name] = toml_pin(pin)
         append_table(document, "sets", set_name, table)
-
-
-def add_repos(document: tomlkit.TOMLDocument, proposal: Proposal) -> None:
-    """Add the proposal's repositories that pin.toml does not have yet."""
-    for name, values in proposal.repos.items():
-        if name not in document.get("repos", {}):
-            table = tomlkit.table()
-            table.update(values)
-            append_table(document, "repos", name, table)
 
 
 def lock_document(lockfile: Optional[Lockfile]) -> tomlkit.TOMLDocument:

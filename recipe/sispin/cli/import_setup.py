@@ -8,9 +8,8 @@ from typing import List, Optional
 
 import tomlkit
 
-from sispin.adopt.propose import Proposal, add_repos, add_to_document
+from sispin.adopt.propose import Proposal, add_to_document
 from sispin.adopt.setup import SetupAdoption, add_adoption
-from sispin.lock.editing import append_table
 from sispin.text import count, shown_key
 
 
@@ -50,10 +49,8 @@ def proposed_document(
     document = tomlkit.document()
     if whole is not None:
         add_adoption(document, whole, set_name)
-    elif set_exists:
-        add_repos(document, proposal)
-        append_table(document, "sets", set_name, tomlkit.table())
-        add_to_document(document, proposal, set_name)
     else:
         add_to_document(document, proposal, set_name)
+        if set_exists:  # only what is added to it: its configs stay as they are
+            del document["sets"][set_name]["configs"]
     return tomlkit.dumps(document).strip()
