@@ -43,8 +43,8 @@ def test_no_file_of_the_repository_names_a_machine_path():
 
 def test_a_machine_path_is_found_and_urls_and_home_relative_paths_are_not():
     checkout = Path("/srv/checkouts/sispin")
-    assert machine_paths("(/tmp/rd/old-setup/pin.toml: sets.exp1)", checkout) == ["/tmp/rd"]
-    assert machine_paths("see /work/asr3/zeyer/setup and /u/someone/x", checkout) == ["/work/asr3", "/u/someone"]
+    assert machine_paths("(/tmp/run1/old-setup/pin.toml: sets.exp1)", checkout) == ["/tmp/run1"]
+    assert machine_paths("see /home/alice/setup and /u/bob/x", checkout) == ["/home/alice", "/u/bob"]
     assert machine_paths(f"cd {checkout} && make", checkout) == [str(checkout)]
-    quiet = "https://h/u/x/repo ~/work/x $HOME/tmp/y /tmp/sispin-slurm/slurm.conf /work/ recipe/tmp/x"
+    quiet = "https://h/u/x/repo ~/scratch/x $HOME/tmp/y /tmp/sispin-slurm/slurm.conf /data/ recipe/tmp/x"
     assert machine_paths(quiet, checkout) == []
