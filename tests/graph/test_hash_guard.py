@@ -276,6 +276,68 @@ def test_a_price_counts_damaged_or_missing_usage_as_unknown_and_reads_cleaned_up
     assert price_of(work, []).total == Cost()
 
 
+#: a setup's own jobs: a training that asks for GPUs for hours, and a job whose tasks depend on what its input holds
+TRAINING_RECIPE = """\
+from sisyphus import Job, Task
+
+
+class Train(Job):
+    def __init__(self, code):
+        self.code = code
+        self.out_model = self.output_path("model")
+
+    def tasks(self):
+        yield Task("prepare", mini_task=True)
+        yield Task("run", rqmt={"time": "3:00:00", "gpu": 2, "cpu": 4, "mem": "8G"}, args=range(1, 3))
+
+    def prepare(self):
+        pass
+
+    def run(self, part):
+        pass
+
+
+class Split(Job):
+    def __init__(self, corpus):
+        self.corpus = corpus
+        self.out_parts = self.output_path("parts")
+
+    def tasks(self):
+        with open(self.corpus.get_path()) as corpus:
+            yield Task("run", rqmt={"time": 1}, args=range(int(corpus.read())))
+"""
+
+
+def test_what_would_run_is_priced_at_what_its_tasks_ask_for(setup, capsys):
+    (setup.root / "recipe" / "training").mkdir()
+    (setup.root / "recipe" / "training" / "__init__.py").write_text(TRAINING_RECIPE)
+    setup.config.write_text(
+        CONFIG
+        + "    from training import Split, Train\n\n"
+        + "    train = Train(root)\n"
+        + '    train.update_rqmt("run", {"time": 5})\n'
+        + '    tk.register_output("exp/model", train.out_model)\n'
+        + '    tk.register_output("exp/parts", Split(config.out_returnn_config_file).out_parts)\n'
+    )
+    assert setup.run("snapshot") == 0
+    capsys.readouterr()
+    assert setup.run("upgrade", "exp", "--dry-run") == 0
+    out = capsys.readouterr().out
+    requested = upgraded(setup.root / "pin.toml", ["exp"], dry_run=True).sets[0].radius.requested
+    # by hand: two tasks of 2 GPUs and 4 CPUs for 5 hours (the config's overwrite of the recipe's 3), and its mini
+    # task at the local engine's defaults (1 CPU, 1 GB, 1 hour: settings.py's engine()), as `sis manager` submits them
+    assert requested.by_class["Train"] == Cost(jobs=1, cpu_hours=2 * 5 * 4 + 1, gpu_hours=2 * 5 * 2, peak_memory=8)
+    # the clone, the config and its copy: one mini task each; Split cannot list its tasks before its input exists
+    assert requested.total == Cost(jobs=4, cpu_hours=41 + 3, gpu_hours=20, peak_memory=8, unknown=1)
+    assert requested.by_class["Split"] == Cost(unknown=1)
+    assert (
+        "The 5 jobs that would run ask for at most (their tasks' time limits): 20.0 GPU-h, 44.0 CPU-h, "
+        "8.0 GB in one task; request unknown for 1 job\n"
+        "    Train: 1 job, 20.0 GPU-h, 41.0 CPU-h, 8.0 GB in one task\n"
+    ) in out, out
+    assert "    Split: request unknown for 1 job\n" in out, out
+
+
 def _usage(job: Path) -> tuple:
     """(CPU-hours, peak memory in GB) of a job, read from its usage files as Sisyphus wrote them"""
     usages = [ast.literal_eval(path.read_text()) for path in job.glob("usage.*")]

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 __all__ = ["UpgradeReport"]
 
+from typing import Callable
+
 from sispin.cli.output import Output
 from sispin.cli.snapshot import waiting_lines
 from sispin.git.moves import Move, format_log, format_move
-from sispin.graph.price import Cost
+from sispin.graph.price import Cost, Price
 from sispin.ops.upgrade import UpgradePlan
 from sispin.ops.upgrade_judge import BlastRadius, SetUpgrade, UsedChanges
 from sispin.text import capped, count, listed, shown_key
 
 #: files named per listed commit before the rest are counted
 _FILES_SHOWN = 3
+#: job classes priced one by one before the rest are left to --verbose
+_CLASSES_SHOWN = 5
 
 
 class UpgradeReport:
@@ -104,11 +108,25 @@ def cost_text(cost: Cost, jobs: bool = True) -> str:
     :return: ``4 jobs, 212.0 GPU-h, 850.3 CPU-h, peak 31.2 GB`` (GPU-hours when there are any), then the jobs whose
         usage is unknown; ``0 h`` for none
     """
+    unknown = f"usage unknown for {count(cost.unknown, 'job')}" if cost.unknown else ""
+    return _priced(cost, jobs, f"peak {cost.peak_memory:.1f} GB", unknown)
+
+
+def request_text(cost: Cost, jobs: bool = True) -> str:
+    """
+    :param jobs: start with how many jobs
+    :return: ``2 jobs, 8.0 GPU-h, 32.0 CPU-h, 16.0 GB in one task`` of what jobs ask for, then the jobs whose
+        request is unknown; ``0 h`` for none
+    """
+    unknown = f"request unknown for {count(cost.unknown, 'job')}" if cost.unknown else ""
+    return _priced(cost, jobs, f"{cost.peak_memory:.1f} GB in one task", unknown)
+
+
+def _priced(cost: Cost, jobs: bool, memory: str, unknown: str) -> str:
     parts = [count(cost.jobs, "job")] if cost.jobs and jobs else []
     if cost.jobs:
         parts += [_hours(cost.gpu_hours, "GPU")] if cost.gpu_hours else []
-        parts += [_hours(cost.cpu_hours, "CPU"), f"peak {cost.peak_memory:.1f} GB"]
-    unknown = f"usage unknown for {count(cost.unknown, 'job')}" if cost.unknown else ""
+        parts += [_hours(cost.cpu_hours, "CPU"), memory]
     return (", ".join(parts) + ("; " if parts and unknown else "") + unknown) or "0 h"
 
 
@@ -118,14 +136,19 @@ def _hours(hours: float, unit: str) -> str:
 
 
 def _show_blast_radius(out: Output, set_name: str, radius: BlastRadius) -> None:
-    """How much of the graph the move renews, the outputs that change, and one line per cause."""
+    """How much of the graph the move renews, what it costs, the outputs that change, and one line per cause."""
     out.result(
         f"{radius.headline} of set {set_name!r} get new ids; {radius.would_run} would run (not finished in work/), "
         f"{radius.unused} finished jobs would no longer be used ({cost_text(radius.price.total, jobs=False)})."
     )
-    # what the finished work it leaves unused cost, per job class, the dearest first
-    for name, cost in sorted(radius.price.by_class.items(), key=lambda item: (-item[1].gpu_hours, -item[1].cpu_hours)):
-        out.result(f"    {name}: {cost_text(cost)}")
+    _show_classes(out, radius.price, cost_text)
+    if radius.would_run:
+        ask, their = ("asks", "its") if radius.would_run == 1 else ("ask", "their")
+        out.result(
+            f"The {count(radius.would_run, 'job')} that would run {ask} for at most ({their} tasks' time limits): "
+            + request_text(radius.requested.total, jobs=False)
+        )
+        _show_classes(out, radius.requested, request_text)
     out.result(f"Outputs that change: {listed(list(radius.changed)) if radius.changed else 'none'}")
     for cause in radius.causes:
         names = [name for name, _ in cause.outputs]
@@ -137,3 +160,12 @@ def _show_blast_radius(out: Output, set_name: str, radius: BlastRadius) -> None:
             out.result("      ... (every difference of every output: --verbose)")
         for name, differences in cause.outputs:
             out.detail(f"    {name}: {'; '.join(differences) or cause.cause}")
+
+
+def _show_classes(out: Output, price: Price, text: Callable[[Cost], str]) -> None:
+    """Per job class what its jobs cost, the dearest first: the first few, the rest with ``--verbose``."""
+    ranked = sorted(price.by_class.items(), key=lambda item: (-item[1].gpu_hours, -item[1].cpu_hours, item[0]))
+    for shown, (name, cost) in enumerate(ranked):
+        (out.result if shown < _CLASSES_SHOWN else out.detail)(f"    {name}: {text(cost)}")
+    if len(ranked) > _CLASSES_SHOWN:
+        out.result(f"    ... {count(len(ranked) - _CLASSES_SHOWN, 'more class')} (--verbose)")

@@ -237,6 +237,7 @@ class GraphBuild:
     :param records: whose argument records to take (walking them costs as much as hashing): "all" (to record the
         set), or the outputs' recorded job ids (the jobs below each output whose id differs, to explain it), or None
     :param scratch_checkouts: the build is at pins no lockfile holds (``lock_text``): code it checks out goes with it
+    :param requests: report what each unfinished job's tasks ask the engine for (to price what would run)
     """
 
     set_name: str
@@ -245,6 +246,7 @@ class GraphBuild:
     moved: Optional[Dict[str, Any]] = None
     records: Union[str, Mapping[str, str], None] = None
     scratch_checkouts: bool = False
+    requests: bool = False
 
 
 def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = None, **options: Any) -> SetGraph:
@@ -369,6 +371,7 @@ def _graph_request(lockfile: Lockfile, build: GraphBuild) -> Tuple[Dict[str, Any
         "states": build.states,
         "moved": build.moved,
         "records": build.records,
+        "requests": build.requests,
     }
     return request, f"loading the configs of set {name!r}" + (" with its pins moved" if build.moved else "")
 

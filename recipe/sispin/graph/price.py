@@ -3,20 +3,21 @@ What finished work cost, from what Sisyphus recorded in work/: each task's ``usa
 directory (inside ``finished.tar.gz`` once the job was cleaned up), a Python dict with ``used_time`` in hours, the
 peak of what the task used (``max``: ``rss`` in GB) and the ``requested_resources`` it ran with (``cpu``,
 ``gpu``). A task's CPU-hours are its processors requested times its time used; its GPU-hours likewise. ``pin
-upgrade`` prices a move with it: what the finished jobs it stops using cost to make.
+upgrade`` prices a move with it: what the finished jobs it stops using cost to make, and at most what the jobs it
+would run cost (their tasks' requests: time limit times processors).
 
 work/ is read as Sisyphus leaves it, without Sisyphus: a job's directory is ``work/<job id>``.
 """
 
 from __future__ import annotations
 
-__all__ = ["Cost", "Price", "price_of"]
+__all__ = ["Cost", "Price", "price_of", "requested_price"]
 
 import ast
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 #: the usage files' name, as Sisyphus's PLOGGING_FILE (``usage``) starts them
 _USAGE_PREFIX = "usage."
@@ -27,11 +28,12 @@ class Cost:
     """
     What a group of finished jobs cost.
 
-    :param jobs: the finished jobs whose usage was read
-    :param cpu_hours: their processors requested times time used, summed over their tasks
-    :param gpu_hours: their GPUs requested times time used
-    :param peak_memory: the most memory one of their tasks used, in GB
-    :param unknown: the finished jobs whose usage is missing or unreadable (counted in nothing else)
+    :param jobs: the jobs whose usage (or request) was known
+    :param cpu_hours: their processors requested times time used (time asked for), summed over their tasks
+    :param gpu_hours: their GPUs requested times time used (time asked for)
+    :param peak_memory: the most memory one of their tasks used (asked for), in GB
+    :param unknown: the jobs whose usage is missing or unreadable (whose request names no time), counted in nothing
+        else
     """
 
     jobs: int = 0
@@ -67,12 +69,26 @@ def price_of(work: Path, jobs: Iterable[str]) -> Price:
     :param jobs: ids of finished jobs
     :return: what they cost, as their usage files say
     """
+    return _summed(jobs, lambda job: job_usage(work / job))
+
+
+def requested_price(requests: Mapping[str, Optional[Tuple[float, float, float]]], jobs: Iterable[str]) -> Price:
+    """
+    :param requests: unfinished job id -> what its tasks request (a graph's ``requests``)
+    :param jobs: ids of unfinished jobs (one missing from requests is not known)
+    :return: the most they cost to run, as their tasks request it
+    """
+    return _summed(jobs, requests.get)
+
+
+def _summed(jobs: Iterable[str], cost_of: Callable[[str], Optional[Tuple[float, float, float]]]) -> Price:
+    """:return: what the jobs cost in all and per class, each job's cost as given (None: not known)"""
     total, by_class = Cost(), {}
     for job in sorted(jobs):
-        usage = job_usage(work / job)
-        total = total.plus(usage)
+        cost = cost_of(job)
+        total = total.plus(cost)
         name = job.rsplit("/", 1)[-1].split(".", 1)[0]
-        by_class[name] = by_class.get(name, Cost()).plus(usage)
+        by_class[name] = by_class.get(name, Cost()).plus(cost)
     return Price(total, by_class)
 
 

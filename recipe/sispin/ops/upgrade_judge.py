@@ -20,7 +20,7 @@ from sispin.git.store import Store
 from sispin.graph.build import GraphBuild, load_graphs, recording_inputs
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
 from sispin.graph.guard import state_problems
-from sispin.graph.price import Price, price_of
+from sispin.graph.price import Price, price_of, requested_price
 from sispin.graph.probe.schema import SetGraph
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_snapshot
@@ -88,6 +88,8 @@ class BlastRadius:
     :param changed: the outputs whose jobs change
     :param causes: why they change
     :param price: what the unused finished jobs cost to make, as their usage in work/ says
+    :param requested: the most the jobs that would run cost, as their tasks request it (an upper bound: a task ends
+        before its time limit)
     """
 
     renewed: int
@@ -97,6 +99,7 @@ class BlastRadius:
     changed: Tuple[str, ...]
     causes: Tuple[Cause, ...]
     price: Price = Price()
+    requested: Price = Price()
 
     @property
     def headline(self) -> str:
@@ -220,7 +223,7 @@ def judge_set(
     # side by side; what the move checks out goes with its build (a dry run leaves the store as it was)
     builds = [
         GraphBuild(set_name, text, states=True, records="all"),
-        GraphBuild(set_name, moved_text, states=True, records="all", scratch_checkouts=True),
+        GraphBuild(set_name, moved_text, states=True, records="all", scratch_checkouts=True, requests=True),
     ]
     try:
         with recording_inputs() as read:
@@ -291,8 +294,8 @@ def blast_radius(before: SetGraph, after: SetGraph, work: Path) -> BlastRadius:
     :param before: the set's graph at its pins
     :param after: its graph after the moves
     :param work: the setup's work/, whose usage files price the finished jobs the move leaves unused
-    :return: how much of the graph the move renews, what would run, what finished work it leaves unused, and per
-        output whether only the pinned commit changes or content built from the pinned code too
+    :return: how much of the graph the move renews, what would run and what it asks for, what finished work it
+        leaves unused, and per output whether only the pinned commit changes or content built from the pinned code too
     """
     renewed = [job for job in before.jobs if job not in after.jobs]
     would_run = [job for job in after.jobs if job not in before.jobs and not after.jobs[job]]
@@ -313,6 +316,7 @@ def blast_radius(before: SetGraph, after: SetGraph, work: Path) -> BlastRadius:
         tuple(changed),
         tuple(Cause(cause, first, tuple(names)) for (cause, first), names in causes.items()),
         price_of(work, unused),
+        requested_price(after.requests or {}, would_run),
     )
 
 

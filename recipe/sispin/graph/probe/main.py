@@ -39,6 +39,7 @@ from sispin.graph.probe.adapter import (
     input_jobs,
     overwrite_of,
     registered_outputs,
+    requested,
     suffix_follows_overwrite,
     waiting_configs,
 )
@@ -59,7 +60,8 @@ def describe(
         {"remap": [[url, pinned commit, moved commit]], "awaits": {config: awaits passed}} for the set built once
         more with its pins moved (pin.toml's text then holds the moved pins, see :mod:`sispin.graph.build`),
         "records": which jobs to record what their ids are made of: "all", or {output name: job id} recorded
-        before (the jobs of the outputs whose id differs, and all they use), or None (none)}
+        before (the jobs of the outputs whose id differs, and all they use), or None (none), "requests": whether to
+        report what each unfinished job's tasks request}
     :param loaded: called once the configs are loaded (what is read after that is no input of the graph)
     :param site: the graph's ``site_modules``
     :return: the graph the configs built (``states`` when asked for, or when a value left the graph)
@@ -88,6 +90,11 @@ def describe(
     outputs = _outputs()
     pinned = moving.pinned_clones(jobs, request["set"])
     blind, changed_jobs = moving.blind_jobs(jobs, pinned, creation, references) if not moved else ({}, [])
+    states = job_states(jobs) if request.get("states") or uses.found else None
+    # after the states: listing a job's tasks runs recipe code, which could change what the states compare
+    requests = None
+    if request.get("requests"):
+        requests = {job.job_id(): requested(job) for job in jobs if not found.jobs[job.job_id()]}
     return SetGraph(
         set_name=request["set"],
         outputs=outputs,
@@ -103,11 +110,12 @@ def describe(
         value_uses=tuple(uses.found),
         awaits=awaits.passed,
         waiting=tuple(waiting_configs()),
-        states=job_states(jobs) if request.get("states") or uses.found else None,
+        states=states,
         assignments=tuple(assignments.found),
         collisions=tuple(collisions.found),
         aliases={repo: (clone, value) for _, clone, value, repo in aliases},
         overwrites=found.overwrites_given(assignments.elsewhere),
+        requests=requests,
         site_modules=site(),
     )
 

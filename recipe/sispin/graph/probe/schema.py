@@ -332,6 +332,9 @@ class SetGraph(_Json):
     :param aliases: repository -> (clone, hash_overwrite) of each pin that binds a legacy overwrite to its clone: the
         :func:`~sispin.clonejob.clone_identity` of the clone as the lock makes it (its commit, patches, ...)
     :param overwrites: every string hash_overwrite on a path no clone created that a job hashes
+    :param requests: of each unfinished job, what its tasks ask the engine for, when the build was asked for them:
+        (CPU-hours, GPU-hours, the most memory one task asks for in GB); None for a job whose request is not known
+        (see :func:`sispin.graph.probe.adapter.requested`)
     :param site_modules: the top-level modules the configs imported from the Python installation's site directories
         (TensorFlow, numpy...): what the builds of the set at moved pins import before they fork (see
         :func:`sispin.graph.build.load_graphs`); none when the configs changed the environment, which an import
@@ -356,6 +359,7 @@ class SetGraph(_Json):
     collisions: Tuple[Tuple[str, str], ...] = ()
     aliases: Dict[str, Tuple[str, str]] = dataclasses.field(default_factory=dict)
     overwrites: Tuple[Overwrite, ...] = ()
+    requests: Optional[Dict[str, Optional[Tuple[float, float, float]]]] = None
     site_modules: Tuple[str, ...] = ()
 
     def outputs_above(self) -> Callable[[str], Tuple[str, ...]]:
