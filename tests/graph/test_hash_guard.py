@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
 import pprint
 import py_compile
@@ -248,6 +249,27 @@ def test_blast_radius_counts_match_a_hand_count(setup, capsys):
     assert after["exp/independent"] == before["exp/independent"]
     assert after["exp/config"] != before["exp/config"], "the snapshot moved with the lock"
     assert setup.run("check", "--offline") == 0
+
+
+def test_a_check_prices_the_finished_work_a_change_renews(setup, capsys):
+    assert setup.run("snapshot") == 0
+    assert "All output calculated" in run_manager(setup.root, "config/exp.py")
+    setup.config.write_text(CONFIG.replace("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3"))
+    capsys.readouterr()
+    assert setup.run("check", "--offline", "--json") == 1
+    changes = json.loads(capsys.readouterr().out)["sets"]["exp"]
+    # the config and its copy ran: what their usage files in work/ say, summed
+    recorded = read_snapshot(setup.root / "pin.snapshot.toml")["exp"]
+    renewed = [recorded[name].job for name in ("exp/config", "exp/copy")]
+    usage = [_usage(setup.root / "work" / job) for job in renewed]
+    assert changes["finished"] == 2
+    assert changes["cost"]["jobs"] == 2 and changes["cost"]["unknown"] == 0
+    assert changes["cost"]["cpu_hours"] == pytest.approx(sum(cpu for cpu, _ in usage))
+    assert changes["cost"]["peak_memory"] == pytest.approx(max(memory for _, memory in usage))
+    assert setup.run("check", "--offline") == 1
+    summary = capsys.readouterr().out.splitlines()[0]
+    assert summary.startswith("summary: sets.exp: 2 outputs changed, 2 jobs renewed (2 finished in work/: "), summary
+    assert summary.endswith(f"CPU-s, peak {max(memory for _, memory in usage):.1f} GB)"), summary
 
 
 def test_a_price_counts_damaged_or_missing_usage_as_unknown_and_reads_cleaned_up_jobs(setup, capsys):

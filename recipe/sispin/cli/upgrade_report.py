@@ -102,53 +102,20 @@ def _show_changes(out: Output, set_name: str, move: Move, used: UsedChanges) -> 
         out.result(f"    ... and {used.number - len(used.listed)} more that change it")
 
 
-def cost_text(cost: Cost, jobs: bool = True) -> str:
-    """
-    :param jobs: start with how many jobs
-    :return: ``4 jobs, 212.0 GPU-h, 850.3 CPU-h, peak 31.2 GB`` (GPU-hours when there are any), then the jobs whose
-        usage is unknown; ``0 h`` for none
-    """
-    unknown = f"usage unknown for {count(cost.unknown, 'job')}" if cost.unknown else ""
-    return _priced(cost, jobs, f"peak {cost.peak_memory:.1f} GB", unknown)
-
-
-def request_text(cost: Cost, jobs: bool = True) -> str:
-    """
-    :param jobs: start with how many jobs
-    :return: ``2 jobs, 8.0 GPU-h, 32.0 CPU-h, 16.0 GB in one task`` of what jobs ask for, then the jobs whose
-        request is unknown; ``0 h`` for none
-    """
-    unknown = f"request unknown for {count(cost.unknown, 'job')}" if cost.unknown else ""
-    return _priced(cost, jobs, f"{cost.peak_memory:.1f} GB in one task", unknown)
-
-
-def _priced(cost: Cost, jobs: bool, memory: str, unknown: str) -> str:
-    parts = [count(cost.jobs, "job")] if cost.jobs and jobs else []
-    if cost.jobs:
-        parts += [_hours(cost.gpu_hours, "GPU")] if cost.gpu_hours else []
-        parts += [_hours(cost.cpu_hours, "CPU"), memory]
-    return (", ".join(parts) + ("; " if parts and unknown else "") + unknown) or "0 h"
-
-
-def _hours(hours: float, unit: str) -> str:
-    """``212.0 GPU-h``; under three minutes in seconds (``4 CPU-s``), which a tenth of an hour would show as 0"""
-    return f"{hours:.1f} {unit}-h" if hours >= 0.05 else f"{hours * 3600:.0f} {unit}-s"
-
-
 def _show_blast_radius(out: Output, set_name: str, radius: BlastRadius) -> None:
     """How much of the graph the move renews, what it costs, the outputs that change, and one line per cause."""
     out.result(
         f"{radius.headline} of set {set_name!r} get new ids; {radius.would_run} would run (not finished in work/), "
-        f"{radius.unused} finished jobs would no longer be used ({cost_text(radius.price.total, jobs=False)})."
+        f"{radius.unused} finished jobs would no longer be used ({radius.price.total.as_used(jobs=False)})."
     )
-    _show_classes(out, radius.price, cost_text)
+    _show_classes(out, radius.price, Cost.as_used)
     if radius.would_run:
         ask, their = ("asks", "its") if radius.would_run == 1 else ("ask", "their")
         out.result(
             f"The {count(radius.would_run, 'job')} that would run {ask} for at most ({their} tasks' time limits): "
-            + request_text(radius.requested.total, jobs=False)
+            + radius.requested.total.as_requested(jobs=False)
         )
-        _show_classes(out, radius.requested, request_text)
+        _show_classes(out, radius.requested, Cost.as_requested)
     out.result(f"Outputs that change: {listed(list(radius.changed)) if radius.changed else 'none'}")
     for cause in radius.causes:
         names = [name for name, _ in cause.outputs]

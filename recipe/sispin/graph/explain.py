@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from sispin.clonejob import CLASS_NAME
+from sispin.graph.price import Cost, price_of
 from sispin.graph.probe.schema import Arg, JobRecord, RecordedOutput, SetGraph
 from sispin.lock.lockfile import Lockfile, is_full_sha
 from sispin.text import count, shown_key
@@ -252,6 +253,7 @@ class SetChanges:
     :param renewed: how many recorded jobs the graph no longer has (their work is orphaned); None when the jobs of
         the recorded graph are not known here (no records kept)
     :param finished: how many of those are finished in work/
+    :param cost: what those finished ones cost to make, as their usage in work/ says
     """
 
     changed: List[str]
@@ -261,6 +263,7 @@ class SetChanges:
     moved_paths: List[Tuple[str, str, str]]
     renewed: Optional[int]
     finished: Optional[int]
+    cost: Optional[Cost] = None
 
 
 def compare_set(
@@ -292,6 +295,7 @@ def compare_set(
         elif old.path != new.path:
             moved.append((name, old.path, new.path))
     renewed = None if records is None else [job for job in records if job not in graph.jobs]
+    finished = None if renewed is None else [job for job in renewed if (work / job / "finished").exists()]
     return SetChanges(
         changed=changed,
         groups=sorted(
@@ -302,7 +306,8 @@ def compare_set(
         gone=sorted(set(recorded) - set(graph.outputs)),
         moved_paths=moved,
         renewed=None if renewed is None else len(renewed),
-        finished=None if renewed is None else sum((work / job / "finished").exists() for job in renewed),
+        finished=None if finished is None else len(finished),
+        cost=None if finished is None else price_of(work, finished).total,
     )
 
 

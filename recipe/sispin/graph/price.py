@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
+from sispin.text import count
+
 #: the usage files' name, as Sisyphus's PLOGGING_FILE (``usage``) starts them
 _USAGE_PREFIX = "usage."
 
@@ -50,6 +52,36 @@ class Cost:
         return Cost(
             self.jobs + 1, self.cpu_hours + cpu, self.gpu_hours + gpu, max(self.peak_memory, memory), self.unknown
         )
+
+    def as_used(self, jobs: bool = True) -> str:
+        """
+        :param jobs: start with how many jobs
+        :return: ``4 jobs, 212.0 GPU-h, 850.3 CPU-h, peak 31.2 GB`` (GPU-hours when there are any), then the jobs whose
+            usage is unknown; ``0 h`` for none
+        """
+        unknown = f"usage unknown for {count(self.unknown, 'job')}" if self.unknown else ""
+        return self._shown(jobs, f"peak {self.peak_memory:.1f} GB", unknown)
+
+    def as_requested(self, jobs: bool = True) -> str:
+        """
+        :param jobs: start with how many jobs
+        :return: ``2 jobs, 8.0 GPU-h, 32.0 CPU-h, 16.0 GB in one task`` of what jobs ask for, then the jobs whose
+            request is unknown; ``0 h`` for none
+        """
+        unknown = f"request unknown for {count(self.unknown, 'job')}" if self.unknown else ""
+        return self._shown(jobs, f"{self.peak_memory:.1f} GB in one task", unknown)
+
+    def _shown(self, jobs: bool, memory: str, unknown: str) -> str:
+        parts = [count(self.jobs, "job")] if self.jobs and jobs else []
+        if self.jobs:
+            parts += [_hours(self.gpu_hours, "GPU")] if self.gpu_hours else []
+            parts += [_hours(self.cpu_hours, "CPU"), memory]
+        return (", ".join(parts) + ("; " if parts and unknown else "") + unknown) or "0 h"
+
+
+def _hours(hours: float, unit: str) -> str:
+    """``212.0 GPU-h``; under three minutes in seconds (``4 CPU-s``), which a tenth of an hour would show as 0"""
+    return f"{hours:.1f} {unit}-h" if hours >= 0.05 else f"{hours * 3600:.0f} {unit}-s"
 
 
 @dataclass(frozen=True)

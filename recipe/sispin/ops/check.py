@@ -224,12 +224,17 @@ def _check_set(
         renewed = (
             "the recorded jobs are not known here"
             if changes.renewed is None
-            else f"{count(changes.renewed, 'job')} renewed ({changes.finished} finished in work/)"
+            else f"{count(changes.renewed, 'job')} renewed ({changes.finished} finished in work/{_costing(changes)})"
         )
         result.summaries.append(f"sets.{shown_key(name)}: {count(len(changes.changed), 'output')} changed, {renewed}")
     result.problems += [
         Problem(f"sets.{shown_key(name)}: {line}", line.details) for line in _change_lines(changes, verbose)
     ]
+
+
+def _costing(changes: SetChanges) -> str:
+    """:return: ``: 212.0 GPU-h, ...`` of what the renewed finished jobs cost to make; nothing when none finished"""
+    return f": {changes.cost.as_used(jobs=False)}" if changes.finished and changes.cost is not None else ""
 
 
 #: outputs named per root cause before the rest are counted (all of them with --verbose)
