@@ -56,7 +56,7 @@ print(len({job._sis_id() for job in tk.sis_graph.jobs()}), len(tk.sis_graph.targ
 """
 
 
-def _setup(work: Path, jobs: int) -> Path:
+def make_setup(work: Path, jobs: int) -> Path:
     """A setup of one set of about ``jobs`` jobs pinning a generated repository, and the same graph by hand."""
     remote = work / "remote"
     remote.mkdir()
@@ -114,7 +114,7 @@ def bench_graph(work: Path, jobs: int = 1000, runs: int = 3) -> List[Result]:
     if not (SISYPHUS / "sisyphus" / "toolkit.py").is_file() or not (RECIPE / "i6_core").is_dir():
         reason = "needs the setup's Sisyphus and i6_core (pin sync)"
         return [Result(f"pin {verb}, {name}", "", "", "", skipped=reason) for verb in ("check", "snapshot")]
-    root = _setup(work, jobs)
+    root = make_setup(work, jobs)
     pycache, env = work / "pycache", {"PIN_HOME": str(work / "store")}
 
     def pin(*arguments: str) -> str:

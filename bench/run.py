@@ -26,6 +26,7 @@ from bench.checkout import bench_checkout  # noqa: E402
 from bench.common import Result  # noqa: E402
 from bench.graph import bench_graph  # noqa: E402
 from bench.lockload import bench_lockfile_load  # noqa: E402
+from bench.price import bench_price  # noqa: E402
 from bench.scan import bench_import_scan  # noqa: E402
 from bench.startup import bench_startup  # noqa: E402
 from bench.status import bench_status  # noqa: E402
@@ -64,6 +65,7 @@ def main() -> int:
             ("import", lambda directory: [bench_import_scan(directory)]),
             ("graph1000", lambda directory: bench_graph(directory, jobs=1000)),
             ("graph5000", lambda directory: bench_graph(directory, jobs=5000)),
+            ("price5000", bench_price),
         ]
         for name, bench in benchmarks:
             (work / name).mkdir()

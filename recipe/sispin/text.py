@@ -90,6 +90,9 @@ def display_path(path: Path) -> str:
 
 #: the longest line a problem takes (--verbose and --json carry everything)
 _LINE_LIMIT = 300
+#: a word of a cut line keeps this many characters of its two ends (a path's start and its file, an id's class and
+#: hash)
+_LONG_WORD = 40
 
 
 def visible(text: str) -> str:
@@ -101,8 +104,25 @@ def visible(text: str) -> str:
 
 
 def capped(line: str) -> str:
-    """:return: line cut to the length a problem line may have"""
-    return line if len(line) <= _LINE_LIMIT else line[: _LINE_LIMIT - 4] + " ..."
+    """
+    :return: line within the length a problem line may have, its point kept: first its longest words (paths, ids,
+        values) lose their middle, longest first, then, if that is not enough, the line loses its middle, so that
+        what it starts with (what is wrong) and what it ends with (the cause, the way out) both stay
+    """
+    if len(line) <= _LINE_LIMIT:
+        return line
+    words = line.split(" ")
+    for index in sorted(range(len(words)), key=lambda i: -len(words[i])):
+        excess, word = sum(map(len, words)) + len(words) - 1 - _LINE_LIMIT, words[index]
+        if excess <= 0 or len(word) <= _LONG_WORD:
+            break
+        keep = max(_LONG_WORD, len(word) - excess - 3)
+        words[index] = word[: keep - keep // 2] + "..." + word[len(word) - keep // 2 :]
+    line = " ".join(words)
+    if len(line) <= _LINE_LIMIT:
+        return line
+    head = _LINE_LIMIT * 2 // 3
+    return line[:head] + " ... " + line[len(line) - (_LINE_LIMIT - head - 5) :]
 
 
 def listed(names: List[str], shown: int = 5) -> str:

@@ -66,6 +66,13 @@ def test_graph_benchmark_runs(bench, real_sisyphus, tmp_path: Path):
     assert "10 outputs" in rows[-1].name and "upgrade --dry-run" in rows[-2].name, rows
 
 
+def test_price_benchmark_runs(bench, real_sisyphus, tmp_path: Path):
+    from bench import price
+
+    (row,) = price.bench_price(tmp_path, jobs=20, runs=1)
+    assert row.goal.text == "<= 1.2x" and row.figure is not None and "prices the 21 " in row.name, row
+
+
 def test_real_setup_copies_the_checkout_and_compares_ids(bench, tmp_path: Path):
     from bench import real_setup
 
