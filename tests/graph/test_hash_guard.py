@@ -161,7 +161,11 @@ def test_clone_of_a_locked_repo_at_another_commit_is_caught(setup, capsys):
     capsys.readouterr()
     assert setup.run("check", "--offline") == 1
     out = capsys.readouterr().out
-    assert f"clones rc at {setup.c[1][:7]}, the set pins {setup.c[0][:7]}" in out
+    # the line names the config code that built the clone
+    line = (
+        (CONFIG + extra).splitlines().index(f"    old = CloneGitRepositoryJob({url + '.git'!r}, commit={setup.c[1]!r})")
+    )
+    assert f" (made at config/exp.py:{line + 1}): clones rc at {setup.c[1][:7]}, the set pins {setup.c[0][:7]}" in out
     assert "hash_overwrite 'OTHER_ROOT' set at config/exp.py:" in out and "from the clone's own output" in out
     assert "new outputs not in the snapshot (run `pin snapshot` to record them): exp/hidden, exp/old" in out
 

@@ -198,7 +198,7 @@ def off_lock_problems(lockfile: Lockfile, graph: SetGraph) -> List[Problem]:
     spec = lockfile.get_set(graph.set_name)
     problems = []
     for clone in graph.clones:
-        where = f"sets.{shown_key(graph.set_name)}: {clone.job}"
+        where = f"sets.{shown_key(graph.set_name)}: {clone.job}" + (f" (made at {clone.where})" if clone.where else "")
         # several entries may share a repository, each its own pin: the clone must match one of them
         entries = [name for name, repo in lockfile.repos.items() if same_repository(clone.url, repo.url)]
         pinned = {name: spec.pins[name].commit for name in entries if name in spec.pins}

@@ -26,11 +26,12 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from sispin.graph.probe.adapter import (
     SISPIN_DIR,
     act_as_manager,
+    construction_wrapped,
     find_sisyphus,
     finished,
     given_arguments,
@@ -76,7 +77,8 @@ def describe(
     uses, awaits = ValueUses(moving.set_pins(request["set"])), moving.Awaits(moved["awaits"] if moved else None)
     aliases = bound_aliases(request["set"])
     assignments, collisions, creation = Assignments(), Collisions([] if moved else aliases), moving.CreationArguments()
-    watching = [awaits.counting(), assignments.recording(), collisions.watching()]
+    sites = _CloneSites()
+    watching = [awaits.counting(), assignments.recording(), collisions.watching(), sites.recording()]
     if moved:
         watching.append(moving.hand_written_clones_moved(moved["remap"]))
     _load_configs(request["configs"], watching if moved else watching + [uses.recording(), creation.recording()])
@@ -84,7 +86,7 @@ def describe(
     # the graph as built; then every job those jobs hold, also where Sisyphus does not look (an object's
     # __sis_state__, a path set after creation)
     jobs = held_jobs(graph_jobs(), references := References())
-    found = _Found()
+    found = _Found(sites.found)
     for job in jobs:
         found.add(job)
     outputs = _outputs()
@@ -154,10 +156,40 @@ def _outputs() -> Dict[str, RecordedOutput]:
     }
 
 
+class _CloneSites:
+    """Where config code first built each clone job (``file:line``), for the messages about that clone."""
+
+    def __init__(self) -> None:
+        #: clone job id -> file:line
+        self.found: Dict[str, str] = {}
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        """Watch every job construction while configs load."""
+        from sispin.clonejob import is_clone
+        from sispin.graph.probe.values import taken_at
+
+        found = self.found
+
+        def wrap(create: Callable[..., Any]) -> Callable[..., Any]:
+            def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
+                job = create(cls, *args, **kwargs)
+                if is_clone(job) and not found.get(job.job_id()):
+                    found[job.job_id()] = taken_at(sys._getframe(1))
+                return job
+
+            return call
+
+        with construction_wrapped(wrap):
+            yield
+
+
 class _Found:
     """What the jobs of a graph are, job by job: whether each finished, its inputs, and its clone or escapes."""
 
-    def __init__(self) -> None:
+    def __init__(self, clone_sites: Dict[str, str]) -> None:
+        #: clone job id -> file:line of the config code that built it
+        self.clone_sites = clone_sites
         self.jobs: Dict[str, bool] = {}
         self.inputs: Dict[str, Tuple[str, ...]] = {}
         self.clones: List[Clone] = []
@@ -174,7 +206,7 @@ class _Found:
         self.jobs[job_id] = finished(job)
         self.inputs[job_id] = tuple(sorted({used.job_id() for used in input_jobs(job)}))
         if is_clone(job):
-            self.clones.append(_clone(job))
+            self.clones.append(_clone(job, self.clone_sites.get(job_id, "")))
         for argument, path in hashed_paths(job):
             creator, overwrite = path.creator, overwrite_of(path)
             if overwrite is None:
@@ -194,8 +226,11 @@ class _Found:
         )
 
 
-def _clone(job: Any) -> Clone:
-    """:param job: a CloneGitRepositoryJob of the graph"""
+def _clone(job: Any, where: str) -> Clone:
+    """
+    :param job: a CloneGitRepositoryJob of the graph
+    :param where: file:line of the config code that built it
+    """
     from sispin.sets import shown_overwrite
 
     held = {name: tuple(value) if isinstance(value, list) else value for name, value in held_arguments(job).items()}
@@ -205,6 +240,7 @@ def _clone(job: Any) -> Clone:
         hash_overwrite=shown_overwrite(overwrite),
         alias=None if overwrite is None else alias_form(job.out_repository, job),
         changed=tuple(_changed_after_creation(job)),
+        where=where,
         **held,
     )
 

@@ -210,6 +210,8 @@ class Clone(_Json):
     :param branch: None: the default branch
     :param clone_submodules: whether it clones the submodules too
     :param alias: the value it carries as an alias (a string overwrite), if any
+    :param where: ``file:line`` of the config code that first built it ("" when sispin built it, e.g. ``exp.repo()``,
+        or the build was not watched)
     """
 
     job: str
@@ -223,6 +225,7 @@ class Clone(_Json):
     branch: Optional[str] = None
     clone_submodules: bool = False
     alias: Optional[str] = None
+    where: str = ""
 
     def arguments(self) -> Dict[str, Any]:
         """:return: the job's arguments by parameter name, as a call that builds it would pass them"""
