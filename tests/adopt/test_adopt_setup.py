@@ -16,7 +16,7 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import PROJECT_ROOT, RECIPE_DIR, USE_JOB, git_commit, run
+from conftest import PROJECT_ROOT, RECIPE_DIR, USE_JOB, commit_setup, git, git_commit, run
 from sispin.cli.main import main
 from sispin.graph.probe.schema import RecordedOutput
 from sispin.graph.snapshot import read_snapshot
@@ -161,6 +161,27 @@ def test_adoption_keeps_every_id_and_the_set_passes_check_and_snapshot(existing,
     assert "exp: 8 outputs, " in capsys.readouterr().out
     assert existing.plain_ids() == plain, "no config changed"
     assert existing.snapshot_ids() == plain
+
+
+def test_git_status_stays_clean_after_every_command(existing, capsys):
+    # a setup in git as they are kept: work/ ignored, everything else tracked
+    (existing.root / ".gitignore").write_text("work/\n")
+    commit_setup(existing.root)
+
+    def status() -> str:
+        return git(existing.root, "status", "--porcelain", "--untracked-files=all")
+
+    assert adopt("--accept-unpinned", "--write") == 0
+    assert status() == "?? pin.snapshot.toml\n?? pin.toml", "what the adoption wrote, and nothing of sispin's own"
+    git(existing.root, "add", "pin.toml", "pin.snapshot.toml")
+    git(existing.root, "commit", "-q", "-m", "adopted")
+    for command in (["sync"], ["snapshot"], ["check", "--offline"], ["status"], ["upgrade", "exp", "rc", "--dry-run"]):
+        assert main(command) in (0, 3), (command, capsys.readouterr())
+        assert status() == "", command
+    assert main(["upgrade", "exp", "rc"]) == 0, capsys.readouterr()
+    # (status() is stripped: " M pin.toml" reads "M pin.toml")
+    changed = status().splitlines()
+    assert "M pin.toml" in changed and set(changed) <= {"M pin.toml", " M pin.snapshot.toml"}, "no lock file beside"
 
 
 def test_a_bound_commit_moved_in_pin_toml_alone_fails_check_naming_the_assignment(existing, capsys):
