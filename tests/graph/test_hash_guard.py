@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git_commit, run_manager
+from conftest import git, git_commit, run_manager
 from results import upgraded
 from sispin.cli.main import main
 from sispin.graph.price import Cost, price_of
@@ -168,6 +168,34 @@ def test_clone_of_a_locked_repo_at_another_commit_is_caught(setup, capsys):
     assert f" (made at config/exp.py:{line + 1}): clones rc at {setup.c[1][:7]}, the set pins {setup.c[0][:7]}" in out
     assert "hash_overwrite 'OTHER_ROOT' set at config/exp.py:" in out and "from the clone's own output" in out
     assert "new outputs not in the snapshot (run `pin snapshot` to record them): exp/hidden, exp/old" in out
+
+
+def test_a_move_to_unrelated_history_lists_the_dropped_commits_the_set_used(setup, capsys):
+    lock = setup.root / "pin.toml"
+    lock.write_text(lock.read_text().replace(setup.c[0], setup.c[1]))
+    assert setup.run("snapshot") == 0
+    # the remote's main rewritten: the pinned commit is gone from it, another one stands on its parent
+    git(setup.remote, "checkout", "-q", "-b", "rewritten", setup.c[0])
+    rewritten = git_commit(setup.remote, {"__init__.py": "VERSION = 'rewritten'\n"}, "rewritten history")
+    git(setup.remote, "branch", "-q", "-f", "main", rewritten)
+    capsys.readouterr()
+    # a store that never saw the old history cannot tell what the move drops: it says so, and still judges the move
+    assert setup.run("upgrade", "exp", "--dry-run", "--allow-unrelated") == 0
+    out = capsys.readouterr().out
+    assert "(unrelated history: the pinned commit is no longer in the remote)" in out, out
+    assert "Blast radius: 3 of 4 jobs of set 'exp' get new ids" in out, out
+    # a store that saw it lists both sides
+    git(setup.remote, "branch", "-q", "-f", "main", setup.c[2])
+    assert setup.run("status", "--fetch") == 0
+    git(setup.remote, "branch", "-q", "-f", "main", rewritten)
+    capsys.readouterr()
+    assert setup.run("upgrade", "exp", "--dry-run", "--allow-unrelated") == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index(f"rc  {setup.c[1][:7]} -> {rewritten[:7]}  (unrelated history: +1, -1 commits)")
+    assert out[at + 1].startswith("    1 of the 1 dropped commit changes what set 'exp' uses of rc ("), out
+    assert out[at + 2].startswith("    - ") and f" {setup.c[1][:7]} change 1  (__init__.py)" in out[at + 2], out
+    assert out[at + 3].startswith("    1 of the 1 new commit changes what set 'exp' uses of rc ("), out
+    assert f" {rewritten[:7]} rewritten history  (__init__.py)" in out[at + 4], out
 
 
 def test_check_verifies_pinned_commits_unless_offline(setup, capsys):

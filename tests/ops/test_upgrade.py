@@ -139,6 +139,12 @@ def test_force_pushed_branch_is_unrelated_history_and_needs_a_flag(history, caps
     assert main(["upgrade", "other"]) == 8
     captured = capsys.readouterr()
     assert f"rc  {history.c[2][:7]} -> {rewritten[:7]}  (unrelated history: +1, -1 commits)" in captured.out
+    # both sides of the move, what the set loses first
+    lines = captured.out.splitlines()
+    at = lines.index(f"rc  {history.c[2][:7]} -> {rewritten[:7]}  (unrelated history: +1, -1 commits)")
+    assert lines[at + 1].startswith(f"    - {history.c[2][:7]} ") and lines[at + 2].startswith(
+        f"    + {rewritten[:7]} "
+    )
     assert "is a move to unrelated history: pass --allow-unrelated" in captured.err
     result = upgraded(history.lock, ["other"], unrelated=True)
     move = result.sets[0].moves[0].move

@@ -84,16 +84,28 @@ class UpgradeReport:
 
 
 def _show_changes(out: Output, set_name: str, move: Move, used: UsedChanges) -> None:
-    """The number of the move's commits that change what the set uses, the newest of them, and the files used."""
-    noun = "dropped commit" if move.kind == "downgrade" else "new commit"
+    """
+    The number of the move's commits that change what the set uses, the newest of them, and the files used; of a
+    move to unrelated history the dropped commits first (what the set loses), then the new ones.
+    """
+    if used.dropped is not None:
+        _show_used(out, set_name, move.repo, used.dropped, "-")
+    _show_used(out, set_name, move.repo, used, "-" if move.kind == "downgrade" else "+", paths=used.dropped is None)
+
+
+def _show_used(out: Output, set_name: str, repo: str, used: UsedChanges, sign: str, paths: bool = True) -> None:
+    """
+    :param sign: ``-`` for commits the move drops, ``+`` for those it adds
+    :param paths: name the files the set uses (``--verbose``) under the first line
+    """
+    noun = "dropped commit" if sign == "-" else "new commit"
     out.result(
         f"    {used.number} of the {count(used.commits, noun)} {'changes' if used.number == 1 else 'change'} what set "
-        f"{set_name!r} uses of {move.repo} "
+        f"{set_name!r} uses of {repo} "
         f"({used.code.described})" + (":" if used.listed else "")
     )
-    for path in used.code.paths:
+    for path in used.code.paths if paths else ():
         out.detail(f"    uses {path}")
-    sign = "-" if move.kind == "downgrade" else "+"
     for change in used.listed:
         files = ", ".join(change.files[:_FILES_SHOWN])
         files += f" +{len(change.files) - _FILES_SHOWN}" if len(change.files) > _FILES_SHOWN else ""

@@ -53,6 +53,7 @@ class Move:
     :param dropped: commits reachable from old but not from new (None when old is not in the mirror)
     :param log: one-line log of the added commits (of the dropped ones for a downgrade), at most LOG_LIMIT
     :param tag: the tag the move was asked to go to (``--to TAG``, ``--release``), kept beside the pin
+    :param dropped_log: of a move to unrelated history, the one-line log of the dropped commits, at most LOG_LIMIT
     """
 
     repo: str
@@ -63,6 +64,7 @@ class Move:
     dropped: Optional[int] = None
     log: tuple = ()
     tag: Optional[str] = None
+    dropped_log: tuple = ()
 
     @property
     def summary(self) -> str:
@@ -97,7 +99,16 @@ def plan_move(mirror: Path, repo: str, old: str, new: str) -> Move:
         return Move(repo, old, new, "forward", added, 0, tuple(log_oneline(mirror, old, new, LOG_LIMIT)))
     if added == 0:
         return Move(repo, old, new, "downgrade", 0, dropped, tuple(log_oneline(mirror, new, old, LOG_LIMIT)))
-    return Move(repo, old, new, "unrelated", added, dropped, tuple(log_oneline(mirror, old, new, LOG_LIMIT)))
+    return Move(
+        repo,
+        old,
+        new,
+        "unrelated",
+        added,
+        dropped,
+        tuple(log_oneline(mirror, old, new, LOG_LIMIT)),
+        dropped_log=tuple(log_oneline(mirror, new, old, LOG_LIMIT)),
+    )
 
 
 def format_move(move: Move, width: int) -> str:
@@ -112,12 +123,21 @@ def format_move(move: Move, width: int) -> str:
 
 
 def format_log(move: Move) -> List[str]:
-    """:return: the lines of the move's commits (the dropped ones of a downgrade), capped, with a count of the rest"""
-    sign = "-" if move.kind == "downgrade" else "+"
-    lines = [f"    {sign} {line}" for line in move.log]
-    listed_of = move.dropped if move.kind == "downgrade" else move.added
-    if listed_of is not None and listed_of > len(move.log):
-        lines.append(f"    ... and {listed_of - len(move.log)} more")
+    """
+    :return: the lines of the move's commits, capped, with a count of the rest: the dropped ones of a downgrade; of a
+        move to unrelated history the dropped ones (what the set loses), then the added ones
+    """
+    if move.kind == "downgrade":
+        return _listed("-", move.log, move.dropped, "")
+    if move.kind == "unrelated":
+        return _listed("-", move.dropped_log, move.dropped, " dropped") + _listed("+", move.log, move.added, " new")
+    return _listed("+", move.log, move.added, "")
+
+
+def _listed(sign: str, log: Sequence[str], total: Optional[int], which: str) -> List[str]:
+    lines = [f"    {sign} {line}" for line in log]
+    if total is not None and total > len(log):
+        lines.append(f"    ... and {total - len(log)} more{which}")
     return lines
 
 

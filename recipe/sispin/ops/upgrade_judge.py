@@ -37,12 +37,14 @@ class UsedChanges:
     :param commits: how many commits the move adds (drops, for a downgrade)
     :param code: what the set uses of the repository
     :param listed: the newest of those commits, at most LOG_LIMIT
+    :param dropped: of a move to unrelated history, the same of the commits it drops (what the set loses)
     """
 
     number: int
     commits: int
     code: UsedCode
     listed: Tuple[Change, ...]
+    dropped: Optional[UsedChanges] = None
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,11 @@ def _used_changes(move: Move, commits: int, code: UsedCode, mirror: Path) -> Use
     # a downgrade's commits are the dropped ones
     ends = (move.new, move.old) if move.kind == "downgrade" else (move.old, move.new)
     number, changes = changes_to(mirror, *ends, code.paths, LOG_LIMIT)
-    return UsedChanges(number, commits, code, tuple(changes))
+    dropped = None
+    if move.kind == "unrelated" and move.dropped is not None:
+        lost, lost_changes = changes_to(mirror, move.new, move.old, code.paths, LOG_LIMIT)
+        dropped = UsedChanges(lost, move.dropped, code, tuple(lost_changes))
+    return UsedChanges(number, commits, code, tuple(changes), dropped)
 
 
 def judge_set(
@@ -233,7 +239,9 @@ def judge_set(
     if isinstance(before, SisyphusError):
         return SetUpgrade(set_name, move_reports(lockfile, planned), dropped, unbuilt=str(before))
     ledger = read.ledgers[0]
-    measured = {move.repo: mirror_of[move.repo] for move in moving}
+    # what the set uses is read at the pinned commit in the mirror: not there (gone from the remote before the store
+    # saw it), the move's commits in between are not known either
+    measured = {move.repo: mirror_of[move.repo] for move in moving if move.added is not None}
     used = used_code(lockfile, before, ledger, store, measured) if ledger else None
     report = SetUpgrade(set_name, move_reports(lockfile, planned, used, mirror_of), dropped)
     if isinstance(after, SisyphusError):
