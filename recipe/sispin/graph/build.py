@@ -238,6 +238,8 @@ class GraphBuild:
         set), or the outputs' recorded job ids (the jobs below each output whose id differs, to explain it), or None
     :param scratch_checkouts: the build is at pins no lockfile holds (``lock_text``): code it checks out goes with it
     :param requests: report what each unfinished job's tasks ask the engine for (to price what would run)
+    :param blind: find the jobs that keep their id when a pin's commit moves (the check's guard: a build at its pins
+        of a set whose ids are recorded; an upgrade compares two builds instead)
     """
 
     set_name: str
@@ -247,6 +249,7 @@ class GraphBuild:
     records: Union[str, Mapping[str, str], None] = None
     scratch_checkouts: bool = False
     requests: bool = False
+    blind: bool = True
 
 
 def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = None, **options: Any) -> SetGraph:
@@ -372,6 +375,7 @@ def _graph_request(lockfile: Lockfile, build: GraphBuild) -> Tuple[Dict[str, Any
         "moved": build.moved,
         "records": build.records,
         "requests": build.requests,
+        "blind": build.blind,
     }
     return request, f"loading the configs of set {name!r}" + (" with its pins moved" if build.moved else "")
 

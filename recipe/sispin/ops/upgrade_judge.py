@@ -228,8 +228,10 @@ def judge_set(
     )
     # side by side; what the move checks out goes with its build (a dry run leaves the store as it was)
     builds = [
-        GraphBuild(set_name, text, states=True, records="all"),
-        GraphBuild(set_name, moved_text, states=True, records="all", scratch_checkouts=True, requests=True),
+        GraphBuild(set_name, text, states=True, records="all", blind=False),
+        GraphBuild(
+            set_name, moved_text, states=True, records="all", scratch_checkouts=True, requests=True, blind=False
+        ),
     ]
     try:
         with recording_inputs() as read:

@@ -7,6 +7,7 @@ loads a set's configs with real Sisyphus and reports the graph they build, witho
 - :mod:`~sispin.graph.probe.adapter`: what the probe knows of Sisyphus and i6_core beyond their public API;
 - :mod:`~sispin.graph.probe.records`: what each job's id is made of, and the paths among its hashed arguments;
 - :mod:`~sispin.graph.probe.state`: every job a job holds, and the whole state of each;
+- :mod:`~sispin.graph.probe.requests`: what an unfinished job would ask the engine for;
 - :mod:`~sispin.graph.probe.moving`: the moved-commit check (Sisyphus's hashes recomputed with the pins moved);
 - :mod:`~sispin.graph.probe.values`: where config code takes a pinned value out of the graph;
 - :mod:`~sispin.graph.probe.aliases`: the legacy ``hash_overwrite`` values a pin binds, and where configs assign them;

@@ -46,7 +46,7 @@ __all__ = [
     "registered_outputs",
     "graph_jobs",
     "finished",
-    "requested",
+    "task_requests",
     "input_jobs",
     "find_sisyphus",
 ]
@@ -411,52 +411,20 @@ def finished(job: Any) -> bool:
     return job_finished(job._sis_path())
 
 
-def requested(job: Any) -> Optional[Tuple[float, float, float]]:
+def task_requests(job: Any) -> List[Tuple[Any, int]]:
     """
-    What an unfinished job would ask the engine for, as ``sis manager`` submits its tasks: each task's requirements
-    over the defaults of the engine the setup's settings choose for it. The most the job may cost.
-
-    :return: (CPU-hours, GPU-hours, the most memory one task asks for in GB): each task's time limit times its
-        processors (GPUs) over all its task ids; None when the job cannot list its tasks, the settings' engine cannot
-        be made, or a task still names no time limit
+    :return: each task of the job with its requirements as ``sis manager`` submits them but for the engine's
+        defaults (the overwrites config code set, ``job.update_rqmt``, applied), and how many task ids it has: what
+        ``Job._sis_tasks`` makes, without its demand that the inputs exist (an unfinished job's often do not yet)
+    :raises Exception: whatever the job's own ``tasks()`` raises
     """
-    from sisyphus import tools
-    from sisyphus.task import Task
-
-    cpu = gpu = memory = 0.0
-    try:
-        engine = _engine()
-        for task in job.tasks():
-            rqmt = _overwritten(job, task)
-            rqmt = {**engine.get_default_rqmt(Task(task._start, rqmt=rqmt)), **rqmt}
-            if "time" not in rqmt:
-                return None
-            hours = tools.str_to_hours(rqmt["time"]) * len(task.task_ids())
-            cpu += hours * float(rqmt.get("cpu", 1))
-            gpu += hours * float(rqmt.get("gpu", 0) or 0)
-            memory = max(memory, tools.str_to_GB(rqmt.get("mem", 0)))
-    except Exception:  # noqa: BLE001 - recipe and settings code: whatever it raises, the request is not known
-        return None
-    return cpu, gpu, memory
-
-
-def _overwritten(job: Any, task: Any) -> Dict[str, Any]:
-    """
-    :return: the task's own requirements with what config code set on the job (``job.rqmt`` overwrites), as
-        ``Job._sis_tasks`` makes them: that method also demands that the inputs exist, which an unfinished job's often
-        do not yet
-    """
-    rqmt = dict(task._rqmt() if callable(task._rqmt) else task._rqmt)
-    given, replaces = getattr(job, "_sis_task_rqmt_overwrite", {}).get(task._start, ({}, False))
-    return dict(given) if replaces else {**rqmt, **given}
-
-
-@functools.lru_cache(maxsize=None)  # noqa: UP033 - functools.cache is Python 3.9+
-def _engine() -> Any:
-    """:return: the engine the setup's settings make (``engine()`` of settings.py), made once, as the manager does"""
-    from sisyphus import global_settings
-
-    return global_settings.engine()
+    overwritten = getattr(job, "_sis_task_rqmt_overwrite", {})
+    tasks = []
+    for task in job.tasks():  # new Task objects each time: setting their requirements changes no job
+        given, replaces = overwritten.get(task._start, ({}, False))
+        task._rqmt = dict(given) if replaces else {**(task._rqmt() if callable(task._rqmt) else task._rqmt), **given}
+        tasks.append((task, len(task.task_ids())))
+    return tasks
 
 
 def input_jobs(job: Any) -> List[Any]:

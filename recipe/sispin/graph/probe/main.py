@@ -26,12 +26,11 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from sispin.graph.probe.adapter import (
     SISPIN_DIR,
     act_as_manager,
-    construction_wrapped,
     find_sisyphus,
     finished,
     given_arguments,
@@ -40,13 +39,14 @@ from sispin.graph.probe.adapter import (
     input_jobs,
     overwrite_of,
     registered_outputs,
-    requested,
     suffix_follows_overwrite,
     waiting_configs,
 )
 from sispin.graph.probe.forking import EnvironmentWrites, fork_builds, site_modules
 from sispin.graph.probe.records import hashed_paths, record
+from sispin.graph.probe.requests import unfinished_requests
 from sispin.graph.probe.schema import Clone, Escape, Failure, Overwrite, RecordedOutput, Reply, SetGraph
+from sispin.graph.probe.values import CloneSites, ValueUses
 
 #: exit code of a probe whose configs raised; OUT then holds a Reply with the failure
 CONFIG_FAILED = 4
@@ -56,13 +56,9 @@ def describe(
     request: Dict[str, Any], loaded: Callable[[], None] = lambda: None, site: Callable[[], Tuple[str, ...]] = tuple
 ) -> SetGraph:
     """
-    :param request: {"set": the set's name, "configs": its config files (relative to the setup root, the working
-        directory), "states": whether to report every job's whole state, "moved": None for the set at its pins, or
-        {"remap": [[url, pinned commit, moved commit]], "awaits": {config: awaits passed}} for the set built once
-        more with its pins moved (pin.toml's text then holds the moved pins, see :mod:`sispin.graph.build`),
-        "records": which jobs to record what their ids are made of: "all", or {output name: job id} recorded
-        before (the jobs of the outputs whose id differs, and all they use), or None (none), "requests": whether to
-        report what each unfinished job's tasks request}
+    :param request: a :class:`~sispin.graph.build.GraphBuild` as :mod:`sispin.graph.build` sends it: "set", its
+        "configs" (relative to the setup root, the working directory), "states", "moved" (None: at its pins), "records"
+        ("all", {output name: job id recorded before}, or None), "requests", "blind"
     :param loaded: called once the configs are loaded (what is read after that is no input of the graph)
     :param site: the graph's ``site_modules``
     :return: the graph the configs built (``states`` when asked for, or when a value left the graph)
@@ -70,33 +66,29 @@ def describe(
     from sispin.graph.probe import moving
     from sispin.graph.probe.aliases import Assignments, Collisions, bound_aliases
     from sispin.graph.probe.state import References, held_jobs, job_states
-    from sispin.graph.probe.values import ValueUses
 
     act_as_manager()
     moved = request.get("moved")
     uses, awaits = ValueUses(moving.set_pins(request["set"])), moving.Awaits(moved["awaits"] if moved else None)
     aliases = bound_aliases(request["set"])
     assignments, collisions, creation = Assignments(), Collisions([] if moved else aliases), moving.CreationArguments()
-    sites = _CloneSites()
+    sites = CloneSites()
     watching = [awaits.counting(), assignments.recording(), collisions.watching(), sites.recording()]
-    if moved:
-        watching.append(moving.hand_written_clones_moved(moved["remap"]))
-    _load_configs(request["configs"], watching if moved else watching + [uses.recording(), creation.recording()])
+    watching += [moving.hand_written_clones_moved(moved["remap"])] if moved else [uses.recording()]
+    # the jobs that keep their id when a pin moves: for the check's guard (an upgrade compares two builds instead)
+    blindness = not moved and request.get("blind", True)
+    _load_configs(request["configs"], watching + ([creation.recording()] if blindness else []))
     loaded()
     # the graph as built; then every job those jobs hold, also where Sisyphus does not look (an object's
     # __sis_state__, a path set after creation)
     jobs = held_jobs(graph_jobs(), references := References())
-    found = _Found(sites.found)
-    for job in jobs:
-        found.add(job)
+    found = _Found(jobs, sites.found)
     outputs = _outputs()
     pinned = moving.pinned_clones(jobs, request["set"])
-    blind, changed_jobs = moving.blind_jobs(jobs, pinned, creation, references) if not moved else ({}, [])
+    blind, changed_jobs = moving.blind_jobs(jobs, pinned, creation, references) if blindness else ({}, [])
     states = job_states(jobs) if request.get("states") or uses.found else None
     # after the states: listing a job's tasks runs recipe code, which could change what the states compare
-    requests = None
-    if request.get("requests"):
-        requests = {job.job_id(): requested(job) for job in jobs if not found.jobs[job.job_id()]}
+    requests = unfinished_requests(jobs, found.jobs) if request.get("requests") else None
     return SetGraph(
         set_name=request["set"],
         outputs=outputs,
@@ -156,39 +148,14 @@ def _outputs() -> Dict[str, RecordedOutput]:
     }
 
 
-class _CloneSites:
-    """Where config code first built each clone job (``file:line``), for the messages about that clone."""
-
-    def __init__(self) -> None:
-        #: clone job id -> file:line
-        self.found: Dict[str, str] = {}
-
-    @contextlib.contextmanager
-    def recording(self) -> Iterator[None]:
-        """Watch every job construction while configs load."""
-        from sispin.clonejob import is_clone
-        from sispin.graph.probe.values import taken_at
-
-        found = self.found
-
-        def wrap(create: Callable[..., Any]) -> Callable[..., Any]:
-            def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
-                job = create(cls, *args, **kwargs)
-                if is_clone(job) and not found.get(job.job_id()):
-                    found[job.job_id()] = taken_at(sys._getframe(1))
-                return job
-
-            return call
-
-        with construction_wrapped(wrap):
-            yield
-
-
 class _Found:
     """What the jobs of a graph are, job by job: whether each finished, its inputs, and its clone or escapes."""
 
-    def __init__(self, clone_sites: Dict[str, str]) -> None:
-        #: clone job id -> file:line of the config code that built it
+    def __init__(self, jobs: List[Any], clone_sites: Dict[str, str]) -> None:
+        """
+        :param jobs: the jobs of the graph
+        :param clone_sites: clone job id -> file:line of the config code that built it
+        """
         self.clone_sites = clone_sites
         self.jobs: Dict[str, bool] = {}
         self.inputs: Dict[str, Tuple[str, ...]] = {}
@@ -196,8 +163,10 @@ class _Found:
         self.escapes: List[Escape] = []
         #: (value, path) of each string overwrite on a path no clone created -> (job, argument) of its first use
         self.overwrites: Dict[Tuple[str, str], Tuple[str, str]] = {}
+        for job in jobs:
+            self._add(job)
 
-    def add(self, job: Any) -> None:
+    def _add(self, job: Any) -> None:
         """:param job: a job of the graph"""
         from sispin.clonejob import is_clone
         from sispin.sets import shown_overwrite
@@ -389,7 +358,7 @@ def _answer(
         graph = isinstance(report, SetGraph)
         reply = Reply(report.to_json() if graph else report, _ledger(recorder, report) if recorder and graph else None)
     with open(out, "w", encoding="utf-8") as handle:
-        json.dump(reply.to_json(), handle)
+        handle.write(json.dumps(reply.to_json()))  # at once: json.dump encodes chunk by chunk in Python, 5x slower
     return CONFIG_FAILED if reply.failure else 0
 
 

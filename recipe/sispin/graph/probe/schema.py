@@ -337,7 +337,7 @@ class SetGraph(_Json):
     :param overwrites: every string hash_overwrite on a path no clone created that a job hashes
     :param requests: of each unfinished job, what its tasks ask the engine for, when the build was asked for them:
         (CPU-hours, GPU-hours, the most memory one task asks for in GB); None for a job whose request is not known
-        (see :func:`sispin.graph.probe.adapter.requested`)
+        (see :func:`sispin.graph.probe.requests.requested`)
     :param site_modules: the top-level modules the configs imported from the Python installation's site directories
         (TensorFlow, numpy...): what the builds of the set at moved pins import before they fork (see
         :func:`sispin.graph.build.load_graphs`); none when the configs changed the environment, which an import

@@ -6,21 +6,29 @@ helpers such as ``DelayedFormat.get()``, a copy or a pickle), a clone job's argu
 the arguments Sisyphus keeps, ``vars()``, ``job_id()``), and the value of a ``tk.Variable`` computed by a job that
 uses a pin (read after an ``await``: in the moved build that job has not run, and its variable reads otherwise).
 What is built from such a value no hash follows, so the set is built once more with the pins moved
-(:mod:`sispin.graph.moved`) and every job that keeps its id must keep its state.
+(:mod:`sispin.graph.moved`) and every job that keeps its id must keep its state. And where config code builds each
+clone job, for the messages about it.
 """
 
 from __future__ import annotations
 
-__all__ = ["ValueUses", "taken_at"]
+__all__ = ["ValueUses", "CloneSites", "taken_at"]
 
 import contextlib
 import os
 import sys
 import sysconfig
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from sispin.clonejob import is_clone, job_class
-from sispin.graph.probe.adapter import JOB_INTERNALS, SISPIN_DIR, job_arguments, job_id, sisyphus_dir
+from sispin.graph.probe.adapter import (
+    JOB_INTERNALS,
+    SISPIN_DIR,
+    construction_wrapped,
+    job_arguments,
+    job_id,
+    sisyphus_dir,
+)
 from sispin.graph.probe.schema import ValueUse
 from sispin.lock.urls import same_repository
 
@@ -219,3 +227,28 @@ class ValueUses:
                     delattr(owner, name)
                 else:
                     setattr(owner, name, value)
+
+
+class CloneSites:
+    """Where config code first built each clone job (``file:line``), for the messages about that clone."""
+
+    def __init__(self) -> None:
+        #: clone job id -> file:line
+        self.found: Dict[str, str] = {}
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        """Watch every job construction while configs load."""
+        found = self.found
+
+        def wrap(create: Callable[..., Any]) -> Callable[..., Any]:
+            def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
+                job = create(cls, *args, **kwargs)
+                if is_clone(job) and not found.get(job.job_id()):
+                    found[job.job_id()] = taken_at(sys._getframe(1))
+                return job
+
+            return call
+
+        with construction_wrapped(wrap):
+            yield
