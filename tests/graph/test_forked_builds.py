@@ -202,10 +202,13 @@ def test_ctrl_c_stops_a_check_and_every_build_at_once(setup, monkeypatch):
     root, _ = setup
     monkeypatch.setenv("BUILD_SECONDS", "600")
     environ = {**os.environ, "PYTHONPATH": str(RECIPE_DIR)}
-    # Ctrl-C on a terminal: SIGINT to the foreground process group, pin's and its builds'
+    # Ctrl-C on a terminal: SIGINT to the foreground process group, pin's and its builds'. A terminal's foreground
+    # job takes SIGINT as the default does; a suite started in the background of a script (`make test &`) inherits it
+    # ignored, which pin and its builds would keep
     pin = subprocess.Popen(
         [sys.executable, "-m", "sispin", "check", "--offline", "--full"], cwd=root, env=environ,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while not _log("BUILDS_LOG") and time.monotonic() < deadline:
