@@ -90,9 +90,9 @@ def display_path(path: Path) -> str:
 
 #: the longest line a problem takes (--verbose and --json carry everything)
 _LINE_LIMIT = 300
-#: a word of a cut line keeps this many characters of its two ends (a path's start and its file, an id's class and
-#: hash)
-_LONG_WORD = 40
+#: a word of a cut line keeps this many characters of its two ends (a path's start and its file): a job id
+#: (``i6_core/returnn/training/ReturnnTrainingJob.<12 characters>``) stays whole
+_LONG_WORD = 64
 
 
 def visible(text: str) -> str:

@@ -135,7 +135,7 @@ class Collisions:
         if not self.shared:
             yield
             return
-        from sispin.graph.probe.values import taken_at
+        from sispin.graph.probe.values import carries_calls, taken_at
         from sispin.sets import shown_overwrite
 
         hidden: List[List[Tuple[str, str]]] = []  # per construction under way: the clones behind shared values
@@ -150,6 +150,7 @@ class Collisions:
                     hidden[-1].append((job_id(creator), path.path))
 
         def wrap(create: Callable[..., Any]) -> Callable[..., Any]:
+            @carries_calls
             def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
                 hidden.append([])
                 try:

@@ -12,13 +12,14 @@ clone job, for the messages about it.
 
 from __future__ import annotations
 
-__all__ = ["ValueUses", "CloneSites", "taken_at"]
+__all__ = ["ValueUses", "CloneSites", "carries_calls", "taken_at"]
 
 import contextlib
 import os
 import sys
 import sysconfig
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from types import CodeType
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, TypeVar
 
 from sispin.clonejob import is_clone, job_class
 from sispin.graph.probe.adapter import (
@@ -32,6 +33,9 @@ from sispin.graph.probe.adapter import (
 from sispin.graph.probe.schema import ValueUse
 from sispin.lock.urls import same_repository
 
+#: the code of the probe's wrappers of Sisyphus functions (see :func:`carries_calls`)
+_CARRIERS: Set[CodeType] = set()
+_F = TypeVar("_F", bound=Callable[..., Any])
 #: the standard library's code (copy, pickle: they only carry a call on)
 _STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 #: Sisyphus's modules (and single functions) that act for the config that calls them: its toolkit, DelayedFormat
@@ -54,15 +58,25 @@ _CLONE_VALUES = frozenset(
 )
 
 
+def carries_calls(function: _F) -> _F:
+    """A wrapper the probe puts around a Sisyphus function: :func:`taken_at` looks past it, as past its helpers."""
+    _CARRIERS.add(function.__code__)
+    return function
+
+
 def taken_at(frame: Any) -> str:
     """
     :param frame: the frame that called a patched method
-    :return: ``file:line`` of the setup's code behind that call, found past the standard library and the Sisyphus
-        helpers that carry a call on; "" when sispin or Sisyphus itself asked (building the graph)
+    :return: ``file:line`` of the setup's code behind that call, found past the standard library, the Sisyphus
+        helpers that carry a call on and the probe's own wrappers (several may wrap one function); "" when sispin or
+        Sisyphus itself asked (building the graph)
     """
     sisyphus_code = sisyphus_dir()
     while frame is not None:
         file = os.path.abspath(frame.f_code.co_filename)
+        if frame.f_code in _CARRIERS:
+            frame = frame.f_back
+            continue
         if file.startswith(SISPIN_DIR):
             return ""
         if file.startswith(sisyphus_code):
@@ -242,10 +256,12 @@ class CloneSites:
         found = self.found
 
         def wrap(create: Callable[..., Any]) -> Callable[..., Any]:
+            @carries_calls
             def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
                 job = create(cls, *args, **kwargs)
-                if is_clone(job) and not found.get(job.job_id()):
-                    found[job.job_id()] = taken_at(sys._getframe(1))
+                # the id as Sisyphus keeps it: job.job_id() would read as config code taking it (a value use)
+                if is_clone(job) and not found.get(job_id(job)):
+                    found[job_id(job)] = taken_at(sys._getframe(1))
                 return job
 
             return call
