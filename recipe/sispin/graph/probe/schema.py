@@ -90,7 +90,7 @@ def _decoder(kind: Any) -> Callable[[Any], Any]:
     if origin is Union:
         (inner,) = [arg for arg in args if arg is not type(None)]
         decode = _decoder(inner)
-        return lambda data: None if data is None else decode(data)
+        return _same if decode is _same else lambda data: None if data is None else decode(data)
     if origin is tuple and args[-1:] == (Ellipsis,):
         item = _decoder(args[0])
         return lambda data: tuple(item(value) for value in data)
@@ -113,14 +113,27 @@ def _fixed(items: List[Callable[[Any], Any]], data: Any) -> List[Callable[[Any],
 def _dataclass_decoder(kind: Type[_Json]) -> Callable[[Any], Any]:
     hints = get_type_hints(kind)
     parts = {field.name: _decoder(hints[field.name]) for field in dataclasses.fields(kind)}
+    if all(part is _same for part in parts.values()):
+        # every field as JSON has it (an Arg: a report holds hundreds of thousands): no decoder per field
+
+        def plain(data: Mapping[str, Any]) -> Any:
+            _fields_match(kind, parts, data)
+            return kind(**data)
+
+        return plain
 
     def decode(data: Mapping[str, Any]) -> Any:
-        if len(data) != len(parts):
-            unknown, missing = sorted(set(data) - set(parts)), sorted(set(parts) - set(data))
-            raise KeyError(f"{kind.__name__}: unknown fields {unknown}, missing fields {missing}")
+        _fields_match(kind, parts, data)
         return kind(**{name: part(data[name]) for name, part in parts.items()})
 
     return decode
+
+
+def _fields_match(kind: Type[_Json], parts: Mapping[str, Any], data: Mapping[str, Any]) -> None:
+    """:raises KeyError: unless data has kind's fields (a field too few or too many: the two sides disagree)"""
+    if len(data) != len(parts):
+        unknown, missing = sorted(set(data) - set(parts)), sorted(set(parts) - set(data))
+        raise KeyError(f"{kind.__name__}: unknown fields {unknown}, missing fields {missing}")
 
 
 #: a leaf whose text is longer is recorded by digest only
