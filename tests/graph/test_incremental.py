@@ -7,8 +7,11 @@ that appears where an import looked. A build that reads the clock or unseeded ra
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import py_compile
+import shutil
 import subprocess
 import sys
 import time
@@ -273,6 +276,29 @@ def test_a_module_read_from_its_bytecode_is_recorded_as_its_source(inc, capsys, 
     (root / "recipe" / "incmod" / "helper.py").write_text("FACTOR = 5\n")  # same size: only its time tells
     code, out = _check(capsys)
     assert code == 1 and "recipe/incmod/helper.py: changed" in out, out
+
+
+def test_a_pass_follows_the_bytecode_python_runs_not_only_its_source(inc, capsys, monkeypatch):
+    root = inc()
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    helper = root / "recipe" / "incmod" / "helper.py"
+    cached = Path(importlib.util.cache_from_source(str(helper)))
+    py_compile.compile(str(helper), cfile=str(cached))
+    _age(root)
+    os.utime(cached, (time.time() - 30, time.time() - 30))  # written after its source: the probe runs it
+    assert _check(capsys)[0] == 0 and NOT_BUILT in _check(capsys)[1]
+    # an edit at the same size within the source's second, compiled (an import), then undone with `cp -p`: the
+    # source is as it was, time included, and Python runs the edit's bytecode, which it takes for the source's
+    kept = helper.parent / "helper.py.orig"
+    shutil.copy2(helper, kept)
+    helper.write_text("FACTOR = 7\n")
+    os.utime(helper, ns=(kept.stat().st_mtime_ns,) * 2)
+    py_compile.compile(str(helper), cfile=str(cached))
+    shutil.copy2(kept, helper)
+    kept.unlink()
+    os.utime(cached, (time.time() - 20, time.time() - 20))
+    code, out = _check(capsys)
+    assert code == 1 and f"sets.inc: built ({cached.relative_to(root)}: changed)" in out, out
 
 
 def test_sets_are_built_side_by_side_and_each_keeps_what_it_read(inc, capsys):

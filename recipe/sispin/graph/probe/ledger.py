@@ -33,9 +33,10 @@ def machine_state(path: str) -> bool:
 
 def source_of(path: str) -> List[str]:
     """
-    :return: the files that stand for a file read: for the bytecode of a module, its source if it has one (Python
-        reads a valid .pyc and only looks at the source's time and size), and the bytecode itself when Python uses it
-        without looking at the source (an unchecked hash-based .pyc, or none); else path
+    :return: the files that stand for a file read: for the bytecode of a module, its source if it has one (its
+        content is what the configs mean) and the bytecode itself, which is what Python runs when it takes it for the
+        source's: by the source's time and size, which an edit at the same size within a second and undone with
+        ``cp -p`` keeps, or not checked at all (an unchecked hash-based .pyc); else path
     """
     if path.endswith(".pyc"):
         import importlib.util
@@ -46,18 +47,8 @@ def source_of(path: str) -> List[str]:
             return [path]
         if not os.path.exists(source):
             return [path]
-        return [source, path] if _unchecked(path) else [source]
+        return [source, path]
     return [path]
-
-
-def _unchecked(pyc: str) -> bool:
-    """:return: whether a .pyc is hash-based and not checked against its source (PEP 552)"""
-    try:
-        with _open(pyc, "rb") as handle:
-            flags = int.from_bytes(handle.read(8)[4:8], "little")
-    except OSError:
-        return True
-    return flags & 0b01 != 0 and flags & 0b10 == 0
 
 
 def content(path: str) -> Optional[str]:
