@@ -13,6 +13,7 @@ import pprint
 import py_compile
 import tarfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -390,6 +391,13 @@ def test_what_would_run_is_priced_at_what_its_tasks_ask_for(setup, capsys):
         "    Train: 1 job, 20.0 GPU-h, 41.0 CPU-h, 8.0 GB in one task\n"
     ) in out, out
     assert "    Split: request unknown for 1 job\n" in out, out
+    # the same for scripts, in one document
+    assert setup.run("upgrade", "exp", "--dry-run", "--json") == 0
+    (judged,) = json.loads(capsys.readouterr().out)["sets"]
+    radius = judged["blast_radius"]
+    assert radius["would_run"] == 5 and radius["would_run_requests"]["total"] == asdict(requested.total)
+    assert radius["would_run_requests"]["by_class"]["Train"]["gpu_hours"] == 20
+    assert radius["unused_cost"]["total"]["jobs"] == 0 and judged["moves"][0]["kind"] == "forward"
 
 
 def _usage(job: Path) -> tuple:

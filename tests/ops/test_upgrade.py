@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -146,6 +147,12 @@ def test_force_pushed_branch_is_unrelated_history_and_needs_a_flag(history, caps
         f"    + {rewritten[:7]} "
     )
     assert "is a move to unrelated history: pass --allow-unrelated" in captured.err
+    # for scripts: one document, the refusal in it, the same exit code
+    assert main(["upgrade", "other", "--json"]) == 8
+    document = json.loads(capsys.readouterr().out)
+    assert document["refused"]["exit_code"] == 8 and document["written"] == [] and document["committed"] is None
+    (move,) = document["sets"][0]["moves"]
+    assert (move["kind"], move["added"], move["dropped"], move["new"]) == ("unrelated", 1, 1, rewritten)
     result = upgraded(history.lock, ["other"], unrelated=True)
     move = result.sets[0].moves[0].move
     assert (move.kind, move.added, move.dropped, result.refusal) == ("unrelated", 1, 1, None)

@@ -14,7 +14,8 @@ and renders its result (text, or ``--json``), nothing else.
   :mod:`~sispin.cli.import_setup`, the report of ``--config``), :mod:`~sispin.cli.merge_driver`,
   :mod:`~sispin.cli.new`, :mod:`~sispin.cli.run`, :mod:`~sispin.cli.snapshot`, :mod:`~sispin.cli.status`,
   :mod:`~sispin.cli.sync`, :mod:`~sispin.cli.thaw`, :mod:`~sispin.cli.upgrade` (with
-  :mod:`~sispin.cli.upgrade_report`, what it says of each set's moves),
+  :mod:`~sispin.cli.upgrade_report`, what it says of each set's moves, and
+  :mod:`~sispin.cli.upgrade_json`, the same as one JSON document),
   :mod:`~sispin.cli.verify`, :mod:`~sispin.cli.why`.
 
 It may import every other room; nothing imports it. :mod:`~sispin.cli.main` imports only the module of the command

@@ -1,7 +1,7 @@
 """
-``pin upgrade SET [SET ...] [REPO ...] [--to REV | --as-of WHEN] [--dry-run]``, ``pin upgrade --all [REPO ...]``: the
-command line of :mod:`sispin.ops.upgrade`, and its report (:mod:`sispin.cli.upgrade_report`, each set as soon as it
-is judged; then what was written).
+``pin upgrade SET [SET ...] [REPO ...] [--to REV | --as-of WHEN] [--dry-run] [--json]``, ``pin upgrade --all [REPO
+...]``: the command line of :mod:`sispin.ops.upgrade`, and its report (:mod:`sispin.cli.upgrade_report`, each set as
+soon as it is judged; then what was written), or with ``--json`` one document (:mod:`sispin.cli.upgrade_json`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ __all__ = ["add_parser", "run", "render"]
 
 import argparse
 
-from sispin.cli.options import add_command, as_of, commit_option, commit_written, dry_run
+from sispin.cli.options import add_command, as_of, commit_option, commit_written, dry_run, json_output
 from sispin.cli.output import Output
+from sispin.cli.upgrade_json import upgrade_json
 from sispin.cli.upgrade_report import UpgradeReport
 from sispin.git.moves import Allowed, Target
 from sispin.lock.loading import find_lockfile
@@ -57,9 +58,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     dry_run(parser, "show what would move; write nothing")
     commit_option(parser)
-    parser.add_argument(
-        "--allow-downgrade", action="store_true", help="allow moving to an ancestor of the pinned commit"
-    )
+    json_output(parser, "the moves and blast radius as text (with --commit, the commit is in it)")
+    parser.add_argument("--allow-downgrade", action="store_true", help="allow moving to an ancestor of the pinned one")
     parser.add_argument(
         "--allow-unrelated",
         action="store_true",
@@ -106,9 +106,17 @@ def run(args: argparse.Namespace, out: Output) -> int:
         target=target,
         dry_run=args.dry_run,
         allowed=allowed,
-        planned=report.planned,
-        judged=report.judged,
+        planned=(lambda plan: None) if args.json else report.planned,
+        judged=(lambda judged: None) if args.json else report.judged,
     )
+    if args.json:
+        from sispin.ops.commit import commit_lock  # as commit_written imports it: only a command that commits pays
+
+        committed = commit_lock(path, *result.commit_message()) if args.commit and result.written else None
+        out.json(upgrade_json(result, committed))
+        if result.refusal is not None:
+            raise result.refusal
+        return 0
     code = render(result, out)
     if args.commit and result.written is not None:
         commit_written(path, *result.commit_message(), out)
