@@ -278,25 +278,40 @@ def test_a_module_read_from_its_bytecode_is_recorded_as_its_source(inc, capsys, 
     assert code == 1 and "recipe/incmod/helper.py: changed" in out, out
 
 
+def _compiled(source: Path) -> Path:
+    """What an import leaves: the module's bytecode, stamped with its source's time and size, written after it."""
+    cached = Path(py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(source))))
+    for directory in (source.parent, cached.parent):  # their entries changed just now: not while a build reads them
+        os.utime(directory, (time.time() - 60, time.time() - 60))
+    os.utime(cached, (time.time() - 30, time.time() - 30))
+    return cached
+
+
 def test_a_pass_follows_the_bytecode_python_runs_not_only_its_source(inc, capsys, monkeypatch):
     root = inc()
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     helper = root / "recipe" / "incmod" / "helper.py"
-    cached = Path(importlib.util.cache_from_source(str(helper)))
-    py_compile.compile(str(helper), cfile=str(cached))
-    _age(root)
-    os.utime(cached, (time.time() - 30, time.time() - 30))  # written after its source: the probe runs it
+    cached = _compiled(helper)
     assert _check(capsys)[0] == 0 and NOT_BUILT in _check(capsys)[1]
+    # bytecode stamped for another time of the source is not what Python runs (it compiles the source): rewritten,
+    # as a checkout of another branch and back leaves it, it changes nothing
+    os.utime(helper, (time.time() - 50, time.time() - 50))
+    _compiled(helper)
+    os.utime(helper, (time.time() - 45, time.time() - 45))
+    assert NOT_BUILT in _check(capsys)[1]
+    _compiled(helper)  # other bytecode that Python runs: built once, then kept
+    assert f"sets.inc: built ({cached.relative_to(root)}: changed)" in _check(capsys)[1]
+    assert NOT_BUILT in _check(capsys)[1]
     # an edit at the same size within the source's second, compiled (an import), then undone with `cp -p`: the
     # source is as it was, time included, and Python runs the edit's bytecode, which it takes for the source's
     kept = helper.parent / "helper.py.orig"
     shutil.copy2(helper, kept)
     helper.write_text("FACTOR = 7\n")
     os.utime(helper, ns=(kept.stat().st_mtime_ns,) * 2)
-    py_compile.compile(str(helper), cfile=str(cached))
+    _compiled(helper)
     shutil.copy2(kept, helper)
     kept.unlink()
-    os.utime(cached, (time.time() - 20, time.time() - 20))
+    os.utime(helper.parent, (time.time() - 60, time.time() - 60))
     code, out = _check(capsys)
     assert code == 1 and f"sets.inc: built ({cached.relative_to(root)}: changed)" in out, out
 

@@ -89,11 +89,14 @@ def used_code(
 
 
 def _below(files: Mapping[str, Any], roots: List[Path]) -> List[str]:
-    """The files below any of the roots, relative to it (symlinks resolved: the record holds real paths)."""
+    """
+    The files below any of the roots, relative to it (symlinks resolved: the record holds real paths); not bytecode,
+    which the record holds beside its source.
+    """
     found = set()
     for root in roots:
         for place in {os.path.join(str(root), ""), os.path.join(os.path.realpath(root), "")}:
-            found.update(path[len(place) :] for path in files if path.startswith(place))
+            found.update(path[len(place) :] for path in files if path.startswith(place) and not path.endswith(".pyc"))
     return sorted(found)
 
 

@@ -29,7 +29,7 @@ import sysconfig
 import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set
 
-from sispin.graph.probe.ledger import file_signature, listing, machine_state, path_state, source_of
+from sispin.graph.probe.ledger import bytecode_source, file_signature, listing, machine_state, path_state, source_of
 from sispin.lock.files import RACY_NS
 
 #: module functions of random that draw from its shared generator
@@ -270,13 +270,14 @@ class InputRecorder:
         :param sets_read: the experiment sets the configs asked for (their lock sections are inputs too)
         :param prefixes: environment variables whose every variable with that name prefix is an input (Sisyphus
             takes a setting from each ``SIS_*`` variable)
-        :return: {"files": {path: signature}, "absent": [files tried but missing], "directories": {path: digest of
-            its entries}, "paths": {path: state}, "environment": {name: value or None}, "prefixes": [...], "sets":
-            [...], "volatile": why no record can vouch for the build, or None}
+        :return: {"files": {path: signature} (bytecode: the setup's own), "absent": [files tried but missing],
+            "directories": {path: digest of its entries}, "paths": {path: state}, "environment": {name: value or
+            None}, "prefixes": [...], "sets": [...], "volatile": why no record can vouch for the build, or None}
         """
         self._site_inputs()
-        own = {path for path in self.files if self._own(path)}
-        files = {path: file_signature(path, path in own) for path in self.files if not self._ignored(path)}
+        read = [path for path in self.files if not path.endswith(".pyc") or self._own(bytecode_source(path))]
+        own = {path for path in read if self._own(path)}
+        files = {path: file_signature(path, path in own) for path in read if not self._ignored(path)}
         return {
             "files": {path: signature for path, signature in files.items() if signature is not None},
             "absent": sorted(path for path, signature in files.items() if signature is None),
@@ -298,8 +299,7 @@ class InputRecorder:
         }
 
     def _site_inputs(self) -> None:
-        """Every module's file (extension modules are loaded, not opened), the site directories and their .pth files
-        (read at start, before the recording)."""
+        """Read before the recording: every module's file (an extension's is loaded), site dirs, their .pth files."""
         import site
 
         for module in list(sys.modules.values()):
@@ -344,14 +344,14 @@ class InputRecorder:
         """
         :return: an input that may have changed while the build read it (then the ledger holds the state after the
             change), if any: modified since shortly before the build (coarse file times), or its metadata changed
-            (``cp -p`` keeps the modification time) since it started
+            (``cp -p`` keeps the modification time) since it started; bytecode (replaced whole) by the latter only
         """
 
         def changed(modified: Optional[int], metadata: Optional[int]) -> bool:
             return (modified or 0) > self.started_ns - RACY_NS or (metadata or 0) > self.started_ns
 
         for path, signature in files.items():
-            if signature is not None and changed(signature[1], signature[2]):
+            if signature is not None and changed(None if path.endswith(".pyc") else signature[1], signature[2]):
                 return f"{path} changed while the set was built"
         # a path looked at: its times, where they are recorded (not a directory's: they change with its entries, as
         # /tmp's do all the time); a directory listed: its entries

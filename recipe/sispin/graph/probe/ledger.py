@@ -10,7 +10,17 @@ looked at by what it is (kind, size, times, and where a symlink points).
 
 from __future__ import annotations
 
-__all__ = ["source_of", "machine_state", "file_signature", "path_state", "listing", "content", "changed_input"]
+__all__ = [
+    "source_of",
+    "bytecode_source",
+    "bytecode_runs",
+    "machine_state",
+    "file_signature",
+    "path_state",
+    "listing",
+    "content",
+    "changed_input",
+]
 
 import hashlib
 import io
@@ -34,21 +44,45 @@ def machine_state(path: str) -> bool:
 def source_of(path: str) -> List[str]:
     """
     :return: the files that stand for a file read: for the bytecode of a module, its source if it has one (its
-        content is what the configs mean) and the bytecode itself, which is what Python runs when it takes it for the
-        source's: by the source's time and size, which an edit at the same size within a second and undone with
-        ``cp -p`` keeps, or not checked at all (an unchecked hash-based .pyc); else path
+        content is what the configs mean), and the bytecode too where Python runs it instead of compiling the source
+        (see :func:`bytecode_runs`); else path
     """
     if path.endswith(".pyc"):
-        import importlib.util
-
-        try:
-            source = importlib.util.source_from_cache(path)
-        except ValueError:
+        source = bytecode_source(path)
+        if not source or not os.path.exists(source):
             return [path]
-        if not os.path.exists(source):
-            return [path]
-        return [source, path]
+        return [source, path] if bytecode_runs(path) else [source]
     return [path]
+
+
+def bytecode_source(pyc: str) -> str:
+    """:return: the source a .pyc was compiled from, where Python looks for it ("" when there is none)"""
+    import importlib.util
+
+    try:
+        return importlib.util.source_from_cache(pyc)
+    except ValueError:
+        return ""
+
+
+def bytecode_runs(pyc: str) -> bool:
+    """
+    :return: whether Python runs a module's .pyc without compiling its source: an unchecked hash-based one (PEP 552),
+        or one stamped with its source's present modification second and size, which an edit at the same size within
+        that second, or undone with ``cp -p``, keeps (then the bytecode is another code than the source's); not a
+        checked hash-based one (it runs only as the source's own compile) nor one whose stamp no longer matches
+    """
+    try:
+        with _open(pyc, "rb") as handle:
+            header = handle.read(16)
+        source = os.stat(bytecode_source(pyc))
+    except OSError:
+        return False
+    flags = int.from_bytes(header[4:8], "little")
+    if len(header) < 16 or flags & 0b01:
+        return len(header) == 16 and flags & 0b10 == 0
+    stamped = int.from_bytes(header[8:12], "little"), int.from_bytes(header[12:16], "little")
+    return stamped == (int(source.st_mtime) & 0xFFFFFFFF, source.st_size & 0xFFFFFFFF)
 
 
 def content(path: str) -> Optional[str]:
@@ -124,6 +158,8 @@ def changed_input(ledger: Mapping[str, Any], environment: Mapping[str, str], roo
         return os.path.relpath(path, root) if path.startswith(os.path.join(root, "")) else path
 
     for path, signature in ledger["files"].items():
+        if path.endswith(".pyc") and not bytecode_runs(path):
+            continue  # Python compiles the source now (its stamp no longer matches, or it is gone): the source decides
         now = file_signature(path, False)
         if now is None:
             return f"{shown(path)}: removed"
