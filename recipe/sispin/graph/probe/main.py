@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import sys
+from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from sispin.graph.probe.adapter import (
@@ -87,9 +88,7 @@ def describe(
     pinned = moving.pinned_clones(jobs, request["set"])
     blind, changed_jobs = moving.blind_jobs(jobs, pinned, creation, references) if blindness else ({}, [])
     states = job_states(jobs) if request.get("states") or uses.found else None
-    # after the states: listing a job's tasks runs recipe code, which could change what the states compare
-    requests = unfinished_requests(jobs, found.jobs) if request.get("requests") else None
-    return SetGraph(
+    graph = SetGraph(
         set_name=request["set"],
         outputs=outputs,
         jobs=found.jobs,
@@ -109,9 +108,10 @@ def describe(
         collisions=tuple(collisions.found),
         aliases={repo: (clone, value) for _, clone, value, repo in aliases},
         overwrites=found.overwrites_given(assignments.elsewhere),
-        requests=requests,
         site_modules=site(),
     )
+    # last: listing a job's tasks runs recipe code, which could change what the states and records hold
+    return replace(graph, requests=unfinished_requests(jobs, found.jobs)) if request.get("requests") else graph
 
 
 def _load_configs(configs: List[str], watching: List[Any]) -> None:

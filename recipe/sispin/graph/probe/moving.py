@@ -49,6 +49,7 @@ from sispin.graph.probe.adapter import (
     set_job_id,
 )
 from sispin.graph.probe.state import References
+from sispin.graph.probe.values import carries_calls
 from sispin.lock.urls import same_repository
 
 
@@ -321,6 +322,7 @@ def hand_written_clones_moved(remap: Sequence[Tuple[str, str, str]]) -> Iterator
     signature = inspect.signature(clone.__init__)
 
     def wrap(create: Callable[..., Any]) -> Callable[..., Any]:
+        @carries_calls
         def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
             if cls is clone:
                 try:
