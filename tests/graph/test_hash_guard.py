@@ -386,7 +386,7 @@ def test_what_would_run_is_priced_at_what_its_tasks_ask_for(setup, capsys):
     assert requested.total == Cost(jobs=4, cpu_hours=41 + 3, gpu_hours=20, peak_memory=8, unknown=1)
     assert requested.by_class["Split"] == Cost(unknown=1)
     assert (
-        "The 5 jobs that would run ask for at most (their tasks' time limits): 20.0 GPU-h, 44.0 CPU-h, "
+        "The 5 jobs that would run ask for (their tasks' time limits, as first submitted): 20.0 GPU-h, 44.0 CPU-h, "
         "8.0 GB in one task; request unknown for 1 job\n"
         "    Train: 1 job, 20.0 GPU-h, 41.0 CPU-h, 8.0 GB in one task\n"
     ) in out, out

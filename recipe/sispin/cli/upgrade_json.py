@@ -1,7 +1,7 @@
 """
 ``pin upgrade --json``: what :mod:`sispin.cli.upgrade_report` says of each set, and what was written, as one JSON
 document for scripts: each set's moves and the commits in between that change what it uses, its blast radius with
-the price of the finished work it leaves unused and the most the jobs it would run ask for, and what refused it.
+the price of the finished work it leaves unused and what the jobs it would run ask for, and what refused it.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ What finished work cost, from what Sisyphus recorded in work/: each task's ``usa
 directory (inside ``finished.tar.gz`` once the job was cleaned up), a Python dict with ``used_time`` in hours, the
 peak of what the task used (``max``: ``rss`` in GB) and the ``requested_resources`` it ran with (``cpu``,
 ``gpu``). A task's CPU-hours are its processors requested times its time used; its GPU-hours likewise. ``pin
-upgrade`` prices a move with it: what the finished jobs it stops using cost to make, and at most what the jobs it
-would run cost (their tasks' requests: time limit times processors).
+upgrade`` prices a move with it: what the finished jobs it stops using cost to make, and what the jobs it would run
+ask for (their tasks' requests as first submitted: time limit times processors).
 
 work/ is read as Sisyphus leaves it, without Sisyphus: a job's directory is ``work/<job id>``.
 """
@@ -108,7 +108,7 @@ def requested_price(requests: Mapping[str, Optional[Tuple[float, float, float]]]
     """
     :param requests: unfinished job id -> what its tasks request (a graph's ``requests``)
     :param jobs: ids of unfinished jobs (one missing from requests is not known)
-    :return: the most they cost to run, as their tasks request it
+    :return: what they ask for, as their tasks request it
     """
     return _summed(jobs, requests.get)
 

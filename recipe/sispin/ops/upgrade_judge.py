@@ -90,8 +90,8 @@ class BlastRadius:
     :param changed: the outputs whose jobs change
     :param causes: why they change
     :param price: what the unused finished jobs cost to make, as their usage in work/ says
-    :param requested: the most the jobs that would run cost, as their tasks request it (an upper bound: a task ends
-        before its time limit)
+    :param requested: what the jobs that would run ask for, as their tasks are first submitted (time limits times
+        processors; a task may end sooner, or run out of time and be submitted again with more)
     """
 
     renewed: int

@@ -1,7 +1,8 @@
 """
 What an unfinished job would ask the engine for (a graph's ``requests``, which price what an upgrade would run): each
-task's requirements as ``sis manager`` submits them, over the defaults of the engine the setup's settings choose for
-that task. A task ends before its time limit: the most the job may cost.
+task's requirements as ``sis manager`` first submits them, over the defaults of the engine the setup's settings
+choose for that task and within the settings' ``check_engine_limits``. A task may end before its time limit, or run
+out of it and be submitted again with more (``update_engine_rqmt``): what the job asks for at first, not a bound.
 
 Only the probe's own process imports this module (it imports Sisyphus, lazily).
 """
@@ -30,16 +31,19 @@ def unfinished_requests(
 def requested(job: Any) -> Optional[Tuple[float, float, float]]:
     """
     :return: (CPU-hours, GPU-hours, the most memory one task asks for in GB): each task's time limit times its
-        processors (GPUs) over all its task ids; None when the job cannot list its tasks, the settings' engine cannot
-        be made, or a task still names no time limit
+        processors (GPUs) over all its task ids; None when the job cannot list its tasks or has none, the settings'
+        engine cannot be made, or a task still names no time limit
     """
-    from sisyphus import tools
+    from sisyphus import global_settings, tools
 
     cpu = gpu = memory = 0.0
     try:
-        engine = _engine()
-        for task, ids in task_requests(job):
-            rqmt = {**engine.get_default_rqmt(task), **task.rqmt()}
+        engine, tasks = _engine(), task_requests(job)
+        if not tasks:
+            return None  # Sisyphus refuses to run a job without tasks
+        for task, ids in tasks:
+            # the engine's defaults under the task's own, within the limits the settings set (Engine.get_rqmt)
+            rqmt = global_settings.check_engine_limits({**engine.get_default_rqmt(task), **task.rqmt()}, task)
             if "time" not in rqmt:
                 return None
             hours = tools.str_to_hours(rqmt["time"]) * ids
