@@ -114,8 +114,8 @@ def capped(line: str) -> str:
     words = line.split(" ")
     for index in sorted(range(len(words)), key=lambda i: -len(words[i])):
         excess, word = sum(map(len, words)) + len(words) - 1 - _LINE_LIMIT, words[index]
-        if excess <= 0 or len(word) <= _LONG_WORD:
-            break
+        if excess <= 0 or len(word) <= _LONG_WORD + 3:
+            break  # "..." in a word no longer than that would make it no shorter
         keep = max(_LONG_WORD, len(word) - excess - 3)
         words[index] = word[: keep - keep // 2] + "..." + word[len(word) - keep // 2 :]
     line = " ".join(words)

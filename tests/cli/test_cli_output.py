@@ -78,3 +78,6 @@ def test_a_cut_line_keeps_what_it_starts_and_ends_with():
     cut = capped(f"problem: {words} because of the cause")
     assert len(cut) == 300 and cut.startswith("problem: word0 ") and cut.endswith("because of the cause"), cut
     assert capped("short line") == "short line"
+    # a word "..." would not shorten stays whole
+    job = "i6_core/returnn/training/ReturnnTrainingJob.AbCdEfGhIjKl/output/x.y"  # 67 characters
+    assert f" {job} " in capped(f"problem: {job} {' '.join(['w'] * 150)} the end")

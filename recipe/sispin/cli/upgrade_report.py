@@ -54,7 +54,7 @@ class UpgradeReport:
             out.result(format_move(m.move, width))
             if m.used is not None:
                 _show_changes(out, report.name, m.move, m.used)
-            elif m.move.kind != "none":
+            elif m.move.kind != "none" and format_log(m.move):
                 out.result("\n".join(format_log(m.move)))
             if not m.planned.on_remote:
                 out.result(f"    ! {m.move.new[:7]} is on no branch or tag of {m.url}")
@@ -124,8 +124,8 @@ def _show_blast_radius(out: Output, set_name: str, radius: BlastRadius) -> None:
     if radius.would_run:
         ask, their = ("asks", "its") if radius.would_run == 1 else ("ask", "their")
         out.result(
-            f"The {count(radius.would_run, 'job')} that would run {ask} for at most ({their} tasks' time limits): "
-            + radius.requested.total.as_requested(jobs=False)
+            f"The {count(radius.would_run, 'job')} that would run {ask} for ({their} tasks' time limits, as first "
+            "submitted): " + radius.requested.total.as_requested(jobs=False)
         )
         _show_classes(out, radius.requested, Cost.as_requested)
     out.result(f"Outputs that change: {listed(list(radius.changed)) if radius.changed else 'none'}")
