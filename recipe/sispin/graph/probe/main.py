@@ -108,6 +108,7 @@ def describe(
         collisions=tuple(collisions.found),
         aliases={repo: (clone, value) for _, clone, value, repo in aliases},
         overwrites=found.overwrites_given(assignments.elsewhere),
+        requests=None,
         site_modules=site(),
     )
     # last: listing a job's tasks runs recipe code, which could change what the states and records hold
