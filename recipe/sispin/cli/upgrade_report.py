@@ -54,8 +54,8 @@ class UpgradeReport:
             out.result(format_move(m.move, width))
             if m.used is not None:
                 _show_changes(out, report.name, m.move, m.used)
-            elif m.move.kind != "none" and format_log(m.move):
-                out.result("\n".join(format_log(m.move)))
+            elif m.move.kind != "none" and (log := format_log(m.move)):
+                out.result("\n".join(log))
             if not m.planned.on_remote:
                 out.result(f"    ! {m.move.new[:7]} is on no branch or tag of {m.url}")
         for repo, alias, old in report.dropped_aliases:
