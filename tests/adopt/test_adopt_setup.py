@@ -334,7 +334,7 @@ def py():
 )
 
 
-def test_moving_a_call_to_exp_repo_is_advised_only_where_it_keeps_the_ids(existing):
+def test_moving_a_call_to_exp_repo_is_advised_only_where_it_keeps_the_ids(existing, capsys):
     (existing.root / "config" / "exp.py").write_text(
         MOVING.format(
             lm=existing.urls["lm"], lm0=existing.commits["lm"][0], rc=existing.urls["rc"], rc0=existing.commits["rc"][0]
@@ -348,6 +348,19 @@ def test_moving_a_call_to_exp_repo_is_advised_only_where_it_keeps_the_ids(existi
     assert notes[1].startswith("config/exp.py:18: ") and "keep this call as written" in notes[1]
     messages = {call.site.line: [reason.message for reason in call.reasons] for call in result.calls}
     assert messages[15] == [notes[0].split(": ", 1)[1]] and messages[18] == [notes[1].split(": ", 1)[1]]
+    # one advice per call, in its line, its note and --json: the call kept as written is never offered a replacement
+    assert {call.site.line: call.kept for call in result.calls} == {15: False, 18: True}
+    capsys.readouterr()
+    assert main(["import", "config", "--set", "exp", "--config", "config/exp.py"]) == 0
+    report = capsys.readouterr().out
+    moved, kept = (report.split("\nconfig/exp.py:")[index].split("\n\n")[0].splitlines()[-1] for index in (1, 2))
+    assert moved.startswith('    replace with: experiment_set("exp").repo("lm")  (same job id '), report
+    assert kept == "    keep as written until the pin is upgraded (pin.toml binds its hash_overwrite)", report
+    assert report.count("replace with") == 1
+    assert main(["import", "config", "--set", "exp", "--config", "config/exp.py", "--json"]) == 0
+    calls = {call["line"]: call for call in json.loads(capsys.readouterr().out)["call_sites"]}
+    assert (calls[15]["replacement"], calls[15]["kept_as_written"]) == ('exp.repo("lm")', False)
+    assert (calls[18]["replacement"], calls[18]["kept_as_written"]) == (None, True)
 
 
 @pytest.mark.parametrize(

@@ -135,7 +135,9 @@ def _call_lines(call: FoundCall, set_name: str) -> List[str]:
         if call.job_ids:
             old, new = call.job_ids
             verdict = f"  (same job id {old})" if old == new else f"  (JOB ID DIFFERS: {old} -> {new})"
-        if site.helper:
+        if call.kept:  # the note on its hash_overwrite says why; the clone's own id is not what would change
+            replacement, verdict = "keep as written until the pin is upgraded (pin.toml binds its hash_overwrite)", ""
+        elif site.helper:
             replacement = f'pass experiment_set("{set_name}").commit("{call.entry}") as the commit'
         else:
             replacement = f'replace with: experiment_set("{set_name}").repo("{call.entry}")'

@@ -32,7 +32,7 @@ from sispin.lock.files import check_writable, snapshot_path, write_atomically
 from sispin.lock.loading import LOCK_ENV, LOCKFILE_NAME, find_lockfile, load_lockfile
 from sispin.lock.lockfile import Lockfile, valid_name
 from sispin.lock.urls import redact_text
-from sispin.ops.import_setup import call_notes, moving_advice, setup_json, write_setup
+from sispin.ops.import_setup import call_notes, movable, moving_advice, setup_json, write_setup
 from sispin.text import count, display_path, shown_key
 
 
@@ -45,6 +45,8 @@ class FoundCall:
     :param entry: the ``[repos.*]`` entry its replacement names; None when it has none
     :param unbuilt: the setup's configs never build it (with configs only): it stays as written, not pinned
     :param job_ids: its job id as written and its replacement's, when Sisyphus computed them
+    :param kept: pin.toml binds its overwrite, and replacing the call with ``exp.repo()`` would change its ids: it
+        stays as written until the pin is upgraded
     """
 
     site: CallSite
@@ -53,6 +55,7 @@ class FoundCall:
     entry: Optional[str]
     unbuilt: bool
     job_ids: Optional[Tuple[str, str]]
+    kept: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,11 @@ def _call_json(call: FoundCall) -> Dict[str, Any]:
         "helper": site.helper,
         "risks": site.risks,
         "overwrites": [{"file": o.file, "line": o.line, "value": o.value} for o in site.overwrites],
-        "replacement": (f'exp.commit("{entry}")' if site.helper else f'exp.repo("{entry}")') if entry else None,
+        # a call kept as written has none: replacing it would change its ids (its reasons say why)
+        "replacement": (
+            None if call.kept or not entry else f'exp.commit("{entry}")' if site.helper else f'exp.repo("{entry}")'
+        ),
+        "kept_as_written": call.kept,
         "job_id": call.job_ids[0] if call.job_ids else None,
         "replacement_job_id": call.job_ids[1] if call.job_ids else None,
     }
@@ -240,12 +247,14 @@ def _found_calls(sites: List[CallSite], adoption: Adoption, whole: Optional[Setu
     for index, site in enumerate(sites):
         entry = proposal.repo_of_site.get(index)
         reasons = proposal.reasons.get(index, [])
+        kept = False
         if whole is not None and entry in whole.aliases:
             # the overwrite is one pin.toml binds: whether the call may move to exp.repo() is what matters now
-            advice = moving_advice(site, whole)
+            advice, kept = moving_advice(site, whole), not movable(site, whole)
             reasons = [dataclasses.replace(r, message=advice) if r.kind == "hash_overwrite" else r for r in reasons]
         unbuilt = entry is not None and whole is not None and entry not in whole.pinned
-        found.append(FoundCall(site, status_of(proposal, index), reasons, entry, unbuilt, adoption.ids.get(index)))
+        status = status_of(proposal, index)
+        found.append(FoundCall(site, status, reasons, entry, unbuilt, adoption.ids.get(index), kept))
     return found
 
 

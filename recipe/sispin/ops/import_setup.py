@@ -5,7 +5,7 @@ adoption for ``--json``, and the write of pin.toml with its snapshot (:mod:`sisp
 
 from __future__ import annotations
 
-__all__ = ["setup_json", "write_setup", "call_notes", "moving_advice"]
+__all__ = ["setup_json", "write_setup", "call_notes", "moving_advice", "movable"]
 
 import os
 from pathlib import Path
@@ -110,12 +110,19 @@ def moving_advice(site: CallSite, whole: SetupAdoption) -> str:
     """
     :param site: a call whose overwrite pin.toml binds
     :param whole: the adoption of the whole setup
-    :return: whether moving the call to ``exp.repo()`` keeps its ids
+    :return: whether moving the call to ``exp.repo()`` keeps its ids, and what to do with it: the one advice the
+        import gives for the call (``pin upgrade`` later asks for the assignment to go, as the ids move then anyway)
     """
-    places = {f"{os.path.normpath(o.file)}:{o.line}" for o in site.overwrites}
-    if places and places <= {os.path.normpath(where) for where in whole.movable}:
+    if movable(site, whole):
         return "pin.toml binds its hash_overwrite: exp.repo() applies the same (same ids; drop the assignment then)"
     return (
-        "pin.toml binds its hash_overwrite; keep this call as written: the value is set on a copy of the output or "
-        "after a job used it, and exp.repo() would set it on the output itself from the start (other ids)"
+        "pin.toml binds its hash_overwrite; keep this call as written until the pin is upgraded: the value is set on "
+        "a copy of the output or after a job used it, and exp.repo() would set it on the output itself from the start "
+        "(other ids); `pin upgrade` asks for the assignment to go, as the ids move then anyway"
     )
+
+
+def movable(site: CallSite, whole: SetupAdoption) -> bool:
+    """:return: whether a call whose overwrite pin.toml binds may move to ``exp.repo()`` keeping its ids"""
+    places = {f"{os.path.normpath(o.file)}:{o.line}" for o in site.overwrites}
+    return bool(places) and places <= {os.path.normpath(where) for where in whole.movable}
