@@ -21,7 +21,7 @@ import pytest
 from conftest import git, git_commit, run_manager
 from results import upgraded
 from sispin.cli.main import main
-from sispin.graph.price import Cost, price_of
+from sispin.graph.price import Cost, Price, price_of
 from sispin.graph.snapshot import read_snapshot
 
 CONFIG = """\
@@ -303,6 +303,76 @@ def test_a_check_prices_the_finished_work_a_change_renews(setup, capsys):
     summary = capsys.readouterr().out.splitlines()[0]
     assert summary.startswith("summary: sets.exp: 2 outputs changed, 2 jobs renewed (2 finished in work/: "), summary
     assert summary.endswith(f"CPU-s, peak {max(memory for _, memory in usage):.1f} GB)"), summary
+
+
+def test_a_new_set_from_another_says_what_starting_at_the_newest_commits_would_not_reuse(setup, capsys):
+    assert setup.run("snapshot") == 0
+    assert "All output calculated" in run_manager(setup.root, "config/exp.py")
+    (setup.root / "config" / "exp2.py").write_text(CONFIG.replace('experiment_set("exp")', 'experiment_set("exp2")'))
+    capsys.readouterr()
+    assert setup.run("new", "exp2", "--from", "exp", "--configs", "config/exp2.py") == 0
+    out = capsys.readouterr().out.splitlines()
+    # at exp's commit the new set is exp's graph, all finished; at the head of rc its clone and the two jobs built
+    # on it are new: those three finished jobs of exp are what the head does not reuse
+    price = _price_of_the_jobs_on_rc(setup)
+    radius = out.index(
+        "Blast radius against the commits of 'exp': 3 of 4 jobs get new ids; 3 would run (not finished in work/), 3 "
+        f"finished jobs would not be reused ({price.total.as_used(jobs=False)})."
+    )
+    classes = {f"    {name}: {cost.as_used()}" for name, cost in price.by_class.items()}
+    assert set(out[radius + 1 : radius + 4]) == classes
+    assert out[radius + 4] == (
+        "The 3 jobs that would run ask for (their tasks' time limits, as first submitted): 3.0 CPU-h, 1.0 GB in one "
+        "task"
+    )
+    assert out[radius + 5 :] == [
+        "    CloneGitRepositoryJob: 1 job, 1.0 CPU-h, 1.0 GB in one task",
+        "    WriteReturnnConfigJob: 1 job, 1.0 CPU-h, 1.0 GB in one task",
+        "    WriteToTextFileJob: 1 job, 1.0 CPU-h, 1.0 GB in one task",
+    ]
+    # starting at the newest commits where they are the template's: the same graph, nothing renewed
+    (setup.root / "config" / "exp3.py").write_text(CONFIG.replace('experiment_set("exp")', 'experiment_set("exp3")'))
+    assert setup.run("new", "exp3", "--from", "exp2", "--configs", "config/exp3.py") == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "Blast radius against the commits of 'exp2': 0 of 4 jobs get new ids; 0 would run (not finished in work/), 0 "
+        "finished jobs would not be reused (0 h)."
+    )
+
+
+def test_status_prices_moving_each_set_to_the_heads(setup, capsys):
+    assert setup.run("snapshot") == 0
+    assert "All output calculated" in run_manager(setup.root, "config/exp.py")
+    price = _price_of_the_jobs_on_rc(setup)
+    capsys.readouterr()
+    assert setup.run("status", "--fetch", "--changes") == 0
+    out = capsys.readouterr().out.splitlines()
+    radius = out.index(
+        "Moving set 'exp' to the heads: 3 of 4 jobs get new ids; 3 would run (not finished in work/), 3 finished jobs "
+        f"would no longer be used ({price.total.as_used(jobs=False)})."
+    )
+    assert set(out[radius + 1 : radius + 4]) == {
+        f"    {name}: {cost.as_used()}" for name, cost in price.by_class.items()
+    }
+    assert out[radius + 4].startswith("The 3 jobs that would run ask for (their tasks' time limits, as first "), out
+    assert setup.run("status", "--changes", "--json") == 0
+    at_heads = json.loads(capsys.readouterr().out)["at_heads"]["exp"]
+    assert (at_heads["renewed"], at_heads["would_run"], at_heads["unused"]) == (3, 3, 3)
+    assert at_heads["unused_cost"]["total"] == asdict(price.total)
+    # at the heads already: nothing to move, nothing priced
+    assert setup.run("upgrade", "exp") == 0
+    capsys.readouterr()
+    assert setup.run("status", "--changes", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["at_heads"] == {}
+
+
+def _price_of_the_jobs_on_rc(setup: Setup) -> Price:
+    """What the finished jobs built on rc (the clone, the config and its copy) cost, from their usage in work/."""
+    work = setup.root / "work"
+    recorded = read_snapshot(setup.root / "pin.snapshot.toml")["exp"]
+    clones = [path.parent.relative_to(work) for path in work.glob("i6_core/tools/git/CloneGitRepositoryJob.*/info")]
+    price = price_of(work, [recorded["exp/config"].job, recorded["exp/copy"].job, *map(str, clones)])
+    assert (price.total.jobs, price.total.unknown) == (3, 0)
+    return price
 
 
 def test_a_price_counts_damaged_or_missing_usage_as_unknown_and_reads_cleaned_up_jobs(setup, capsys):

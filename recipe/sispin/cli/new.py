@@ -11,6 +11,7 @@ import argparse
 
 from sispin.cli.options import add_command, as_of, commit_option, commit_written, setup_relative
 from sispin.cli.output import Output
+from sispin.cli.upgrade_report import show_prices
 from sispin.errors import SisyphusError
 from sispin.git.store import Store
 from sispin.lock.loading import find_lockfile
@@ -82,6 +83,7 @@ def render(result: NewSet, out: Output) -> int:
     snapshot = display_path(result.snapshot)
     if result.graph is not None:
         out.info(f"{snapshot}: recorded sets.{shown_key(name)} ({count(len(result.graph.outputs), 'output')})")
+        _show_reuse(result, out)
         return 0
     line = f"{snapshot}: sets.{shown_key(name)} not recorded ({result.not_recorded})"
     if not result.configs_fail:
@@ -89,3 +91,18 @@ def render(result: NewSet, out: Output) -> int:
         return 0
     out.error(f"{line}: the set is in pin.toml; fix its configs, then `pin snapshot {name}`")
     return SisyphusError.exit_code
+
+
+def _show_reuse(result: NewSet, out: Output) -> None:
+    """What starting at the newest commits renews of the set the template's commits would give, and its price."""
+    if result.reuse_unknown:
+        out.result(f"Blast radius against the commits of {result.from_set!r}: not computed ({result.reuse_unknown})")
+    radius = result.reuse
+    if radius is None:
+        return
+    out.result(
+        f"Blast radius against the commits of {result.from_set!r}: {radius.renewed} of {radius.jobs} jobs get new ids; "
+        f"{radius.would_run} would run (not finished in work/), {radius.unused} finished jobs would not be reused "
+        f"({radius.price.total.as_used(jobs=False)})."
+    )
+    show_prices(out, radius)

@@ -8,7 +8,7 @@ from __future__ import annotations
 __all__ = ["add_parser", "run", "render"]
 
 import argparse
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Sequence, Tuple, Union
 
 from sispin.cli.options import add_command, json_output, set_names
 from sispin.cli.output import Output
@@ -16,6 +16,9 @@ from sispin.git.store import Store
 from sispin.lock.loading import find_lockfile
 from sispin.ops.status import StatusResult, status
 from sispin.text import count, display_path, shown_key
+
+if TYPE_CHECKING:  # a blast radius is there only with --changes, which pays for the upgrade's modules
+    from sispin.ops.upgrade_judge import BlastRadius
 
 _COLUMNS = ("SET", "REPO", "COMMIT", "DATE", "BEHIND", "BRANCH")
 
@@ -59,7 +62,12 @@ def render(result: StatusResult, out: Output, *, as_json: bool, set_names: Seque
     """
     records = result.pins
     if as_json:
-        out.json(result.to_json())
+        document = result.to_json()
+        if changes:  # what moving to the heads costs: with the upgrade's own JSON of a blast radius
+            from sispin.cli.upgrade_json import radius_json
+
+            document["at_heads"] = {name: radius_json(radius) for name, radius in result.at_heads.items()}
+        out.json(document)
     elif not records:
         out.result(f"{display_path(result.lockfile)}: no pins" + (f" in {', '.join(set_names)}" if set_names else ""))
     else:
@@ -77,6 +85,9 @@ def render(result: StatusResult, out: Output, *, as_json: bool, set_names: Seque
                     out.result(f"sets.{shown_key(set_name)} accepts ({key}): {url}")
     for repo, error in result.fetch_failures.items():
         out.error(f"{repo}: {error} (its rows show the store as last fetched)")
+    if not as_json:
+        for set_name, radius in result.at_heads.items():
+            _show_at_heads(out, set_name, radius)
     for set_name, error in result.unbuilt.items():
         out.error(f"sets.{shown_key(set_name)}: TOUCHING unknown: {error}")
     return result.exit_code
@@ -132,3 +143,18 @@ def _notes(records: List[Dict[str, Any]]) -> List[str]:
     if fetched:
         notes.append(f"store last fetched: {fetched[0]}" + (f" .. {fetched[-1]}" if len(fetched) > 1 else ""))
     return notes
+
+
+def _show_at_heads(out: Output, set_name: str, radius: Union[BlastRadius, str]) -> None:
+    """What moving the set's pins that are behind to their branches' heads would cost (``pin upgrade SET``)."""
+    from sispin.cli.upgrade_report import show_prices
+
+    where = f"Moving set {set_name!r} to the heads"
+    if isinstance(radius, str):
+        out.result(f"{where}: blast radius not computed ({radius})")
+        return
+    out.result(
+        f"{where}: {radius.renewed} of {radius.jobs} jobs get new ids; {radius.would_run} would run (not finished "
+        f"in work/), {radius.unused} finished jobs would no longer be used ({radius.price.total.as_used(jobs=False)})."
+    )
+    show_prices(out, radius)

@@ -6,10 +6,10 @@ the price of the finished work it leaves unused and what the jobs it would run a
 
 from __future__ import annotations
 
-__all__ = ["upgrade_json"]
+__all__ = ["upgrade_json", "radius_json"]
 
 from dataclasses import asdict
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 from sispin.graph.price import Price
 from sispin.ops.upgrade import UpgradeResult
@@ -46,7 +46,7 @@ def _set(report: SetUpgrade) -> Dict[str, Any]:
         "unbuilt": report.unbuilt,
         "drift": [asdict(drift) for drift in report.drift],
         "alias_setters": [{"value": value, "where": where} for value, where in report.alias_setters],
-        "blast_radius": None if report.radius is None else _radius(report.radius),
+        "blast_radius": None if report.radius is None else radius_json(report.radius),
         "kept_ids": list(report.kept_ids),
     }
 
@@ -78,7 +78,10 @@ def _used(used: UsedChanges) -> Dict[str, Any]:
     }
 
 
-def _radius(radius: BlastRadius) -> Dict[str, Any]:
+def radius_json(radius: Union[BlastRadius, str]) -> Dict[str, Any]:
+    """:return: a blast radius as ``--json`` shows it (why it was not computed: ``{"not_computed": why}``)"""
+    if isinstance(radius, str):
+        return {"not_computed": radius}
     return {
         "renewed": radius.renewed,
         "jobs": radius.jobs,

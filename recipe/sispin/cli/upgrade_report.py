@@ -6,7 +6,7 @@ radius, and what a refused move is refused for.
 
 from __future__ import annotations
 
-__all__ = ["UpgradeReport"]
+__all__ = ["UpgradeReport", "show_prices"]
 
 from typing import Callable
 
@@ -120,14 +120,7 @@ def _show_blast_radius(out: Output, set_name: str, radius: BlastRadius) -> None:
         f"{radius.headline} of set {set_name!r} get new ids; {radius.would_run} would run (not finished in work/), "
         f"{radius.unused} finished jobs would no longer be used ({radius.price.total.as_used(jobs=False)})."
     )
-    _show_classes(out, radius.price, Cost.as_used)
-    if radius.would_run:
-        ask, their = ("asks", "its") if radius.would_run == 1 else ("ask", "their")
-        out.result(
-            f"The {count(radius.would_run, 'job')} that would run {ask} for ({their} tasks' time limits, as first "
-            "submitted): " + radius.requested.total.as_requested(jobs=False)
-        )
-        _show_classes(out, radius.requested, Cost.as_requested)
+    show_prices(out, radius)
     out.result(f"Outputs that change: {listed(list(radius.changed)) if radius.changed else 'none'}")
     for cause in radius.causes:
         names = [name for name, _ in cause.outputs]
@@ -139,6 +132,21 @@ def _show_blast_radius(out: Output, set_name: str, radius: BlastRadius) -> None:
             out.result("      ... (every difference of every output: --verbose)")
         for name, differences in cause.outputs:
             out.detail(f"    {name}: {'; '.join(differences) or cause.cause}")
+
+
+def show_prices(out: Output, radius: BlastRadius) -> None:
+    """
+    Under a blast radius's first line: per job class what the finished jobs no longer used cost, then what the jobs
+    that would run ask for, in all and per class.
+    """
+    _show_classes(out, radius.price, Cost.as_used)
+    if radius.would_run:
+        ask, their = ("asks", "its") if radius.would_run == 1 else ("ask", "their")
+        out.result(
+            f"The {count(radius.would_run, 'job')} that would run {ask} for ({their} tasks' time limits, as first "
+            "submitted): " + radius.requested.total.as_requested(jobs=False)
+        )
+        _show_classes(out, radius.requested, Cost.as_requested)
 
 
 def _show_classes(out: Output, price: Price, text: Callable[[Cost], str]) -> None:

@@ -23,13 +23,14 @@ import tomlkit
 from sispin.errors import ConcurrentChangeError, NameConflictError, RevisionError, SisyphusError, UsageError
 from sispin.git.history import branch_commit, commit_as_of
 from sispin.git.store import Store
-from sispin.graph.build import load_graph
+from sispin.graph.build import GraphBuild, load_graphs
 from sispin.graph.probe.schema import SetGraph
 from sispin.graph.snapshot import edit_lock_and_snapshot
 from sispin.lock.editing import append_table, edit_lockfile, toml_pin
 from sispin.lock.files import check_writable, snapshot_path
 from sispin.lock.loading import parse_lockfile, read_lockfile_text
 from sispin.lock.lockfile import Lockfile, Pin, valid_name
+from sispin.ops.upgrade_judge import BlastRadius, blast_radius
 from sispin.text import display_path, shown_key
 
 #: a starter config is never written over a file
@@ -64,6 +65,10 @@ class NewSet:
     :param starter: the starter config written (setup-relative); None when none was asked for
     :param graph: its graph, recorded in the snapshot; None when it could not be built
     :param not_recorded: why it could not be built ("" when it was)
+    :param reuse: with a template set, what starting at the newest commits renews of the graph the set would have
+        at the template's commits (the jobs it would run, the finished ones it would not reuse, and their price);
+        None without one, or when a graph could not be built
+    :param reuse_unknown: why the template's graph could not be built ("" when it was, or without a template)
     """
 
     lock: Path
@@ -75,6 +80,8 @@ class NewSet:
     starter: Optional[str]
     graph: Optional[SetGraph]
     not_recorded: str
+    reuse: Optional[BlastRadius] = None
+    reuse_unknown: str = ""
 
     @property
     def snapshot(self) -> Path:
@@ -126,8 +133,14 @@ def new_set(
     add = _adding(name, configs, {repo: Pin(repo, heads[repo], kwargs) for repo, kwargs in pins.items()})
     parse_lockfile(_with_set(text, lockfile, add), path)  # a bad config path fails here, before any file is written
     written = _write_starter(lockfile.root, starter, name, list(pins)) if starter is not None else None
+    at_template = None
+    if from_set is not None:
+        # the same set at the template's commits: what starting there would reuse, to weigh against the newest
+        at_template = _adding(
+            name, configs, {repo: Pin(repo, pin.commit, pin.job_kwargs) for repo, pin in template.items()}
+        )
     try:
-        graph, not_recorded = _new_graph(lockfile, text, name, add)
+        (graph, not_recorded), (reuse, reuse_unknown) = _new_graph(lockfile, text, name, (add, at_template))
         if graph is None:
             edit_lockfile(path, add)
         else:
@@ -137,7 +150,9 @@ def new_set(
             written.unlink()  # the set was not added: its starter config would belong to nothing
         raise
     new_pins = tuple(NewPin(repo, sha, lockfile.get_repo(repo).branch) for repo, sha in heads.items())
-    return NewSet(path, name, from_set, new_pins, as_of, tuple(configs), starter, graph, not_recorded)
+    return NewSet(
+        path, name, from_set, new_pins, as_of, tuple(configs), starter, graph, not_recorded, reuse, reuse_unknown
+    )
 
 
 def _checked_configs(lockfile: Lockfile, name: str, configs: Sequence[str], starter: Optional[str]) -> List[str]:
@@ -191,19 +206,37 @@ def _adding(name: str, configs: Sequence[str], pins: Dict[str, Pin]) -> Edit:
     return add
 
 
-def _new_graph(lockfile: Lockfile, text: str, name: str, add: Edit) -> Tuple[Optional[SetGraph], str]:
+def _new_graph(
+    lockfile: Lockfile, text: str, name: str, edits: Tuple[Edit, Optional[Edit]]
+) -> Tuple[Tuple[Optional[SetGraph], str], Tuple[Optional[BlastRadius], str]]:
     """
     The new set's job graph, built from the lock as it will be, so that its snapshot is written with it and `pin
-    check` passes right away.
+    check` passes right away; beside it, side by side, the same set at its template's commits.
 
-    :return: the graph, or None and why it cannot be built (e.g. no Sisyphus, or its configs do not exist yet)
+    :param edits: the edit that adds the set at the newest commits, and the one that adds it at its template's
+        (None: no template)
+    :return: the graph, or None and why it cannot be built (e.g. no Sisyphus, or its configs do not exist yet); and
+        what starting at the newest commits renews of starting at the template's, or None and why it is not known
+        ("" without a template)
     """
+    add, at_template = edits
     candidate_text = _with_set(text, lockfile, add)
+    template_text = _with_set(text, lockfile, at_template) if at_template is not None else candidate_text
+    builds = [GraphBuild(name, candidate_text, records="all", requests=at_template is not None)]
+    if template_text != candidate_text:
+        builds.append(GraphBuild(name, template_text, records="all", blind=False))
     try:
-        graph = load_graph(parse_lockfile(candidate_text, lockfile.path), name, lock_text=candidate_text, records="all")
-        return graph, ""
+        graphs = load_graphs(parse_lockfile(candidate_text, lockfile.path), builds)
     except SisyphusError as exc:
-        return None, str(exc)
+        return (None, str(exc)), (None, "")
+    graph, template = graphs[0], graphs[-1]
+    if isinstance(graph, SisyphusError):
+        return (None, str(graph)), (None, "")
+    if at_template is None:
+        return (graph, ""), (None, "")
+    if isinstance(template, SisyphusError):
+        return (graph, ""), (None, str(template))
+    return (graph, ""), (blast_radius(template, graph, lockfile.root / "work"), "")
 
 
 def _with_set(text: str, lockfile: Lockfile, add: Edit) -> str:

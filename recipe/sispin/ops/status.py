@@ -11,13 +11,18 @@ __all__ = ["StatusResult", "status", "collect", "count_touching"]
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from sispin.errors import GitError, SisyphusError
 from sispin.git.history import PinFacts, pin_facts, releases_behind
 from sispin.git.store import Store
-from sispin.lock.loading import load_lockfile
+from sispin.lock.loading import parse_lockfile, read_lockfile_text
 from sispin.lock.lockfile import Lockfile
+
+if TYPE_CHECKING:  # the blast radius needs graph builds: only --changes imports what they need
+    from sispin.git.moves import Move
+    from sispin.graph.probe.schema import SetGraph
+    from sispin.ops.upgrade_judge import BlastRadius
 
 #: what a pin is measured against: the repository's URL, branch and release tags
 Follow = Tuple[str, Optional[str], Optional[str]]
@@ -32,6 +37,9 @@ class StatusResult:
     :param accepted: per set, the clones outside the lock it accepts deliberately (``allow_unpinned``,
         ``allow_hash_overwrite``)
     :param unbuilt: the sets whose graph could not be built for ``touching``, with why
+    :param at_heads: with ``changes``, per set with a pin behind: the blast radius of moving each such pin to the head
+        of its branch (what would run, what finished work would no longer be used, and their price), or why the set
+        does not build there
     """
 
     lockfile: Path
@@ -39,6 +47,7 @@ class StatusResult:
     pins: List[Dict[str, Any]]
     accepted: Dict[str, Dict[str, List[str]]]
     unbuilt: Dict[str, str]
+    at_heads: Dict[str, Union[BlastRadius, str]]
 
     @property
     def fetch_failures(self) -> Dict[str, str]:
@@ -63,9 +72,10 @@ def status(path: Path, set_names: Sequence[str], *, fetch: bool, store: Store, c
     :param store: where the mirrors are
     :param changes: count, of the commits behind, those that change what each set uses (builds every set's graph)
     """
-    lockfile = load_lockfile(path)
+    text = read_lockfile_text(path)
+    lockfile = parse_lockfile(text, path)
     records = collect(lockfile, set_names, fetch=fetch, store=store)
-    unbuilt = count_touching(lockfile, records, store) if changes else {}
+    unbuilt, at_heads = count_touching(lockfile, text, records, store) if changes else ({}, {})
     # clones outside the lock that a set accepts deliberately: shown, so that nobody forgets them
     accepted = {
         spec.name: {
@@ -75,7 +85,7 @@ def status(path: Path, set_names: Sequence[str], *, fetch: bool, store: Store, c
         for spec in lockfile.select_sets(set_names)
         if spec.allow_unpinned or spec.allow_hash_overwrite
     }
-    return StatusResult(lockfile.path, store.directory, records, accepted, unbuilt)
+    return StatusResult(lockfile.path, store.directory, records, accepted, unbuilt, at_heads)
 
 
 def collect(lockfile: Lockfile, set_names: Sequence[str], *, fetch: bool, store: Store) -> List[Dict[str, Any]]:
@@ -144,37 +154,79 @@ def _mirrors(urls: Set[str], fetch: bool, store: Store) -> Tuple[Dict[str, Optio
     return mirrors, failed
 
 
-def count_touching(lockfile: Lockfile, records: List[Dict[str, Any]], store: Store) -> Dict[str, str]:
+def count_touching(
+    lockfile: Lockfile, text: str, records: List[Dict[str, Any]], store: Store
+) -> Tuple[Dict[str, str], Dict[str, Union[BlastRadius, str]]]:
     """
     Add to each record ``touching``: how many of the commits between the pin and its branch's head change what the
-    set uses, measured on a build of the set's graph (see :mod:`sispin.graph.used_code`); None where unknown.
+    set uses, measured on a build of the set's graph (see :mod:`sispin.graph.used_code`); None where unknown. Beside
+    that build, side by side, the set with every pin that is behind moved to its branch's head (as the store last
+    fetched it): what that move would cost.
 
-    :return: the sets whose graph could not be built, with why
+    :param text: the lockfile's text
+    :return: the sets whose graph could not be built, with why; and per set with a pin behind, the blast radius of
+        moving it to the heads, or why the set does not build there
     """
     # building graphs needs Sisyphus and the recorder: only --changes pays their import
     from sispin.git.history import branch_commit, changes_to
-    from sispin.graph.build import load_graph, recording_inputs
+    from sispin.graph.build import recording_inputs
     from sispin.graph.used_code import used_code
+    from sispin.ops.upgrade_judge import blast_radius
 
-    unbuilt = {}
+    unbuilt: Dict[str, str] = {}
+    at_heads: Dict[str, Union[BlastRadius, str]] = {}
     for set_name in dict.fromkeys(record["set"] for record in records):
         mine = [record for record in records if record["set"] == set_name]
         for record in mine:
             record["touching"] = None
         if not lockfile.get_set(set_name).configs:
             continue  # a set without configs uses nothing yet: a state the tools handle, no error
+        counted = [record for record in mine if record["behind"] is not None]
+        mirrors = {record["repo"]: store.mirror_path(record["url"]) for record in counted}
+        moving = [_to_head(lockfile, record, mirrors[record["repo"]]) for record in counted if record["behind"]]
         try:
             with recording_inputs() as read:
-                graph = load_graph(lockfile, set_name)
+                graph, moved = _at_pins_and_heads(lockfile, text, set_name, moving)
         except SisyphusError as exc:
             unbuilt[set_name] = str(exc)
             continue
-        counted = [record for record in mine if record["behind"] is not None]
-        mirrors = {record["repo"]: store.mirror_path(record["url"]) for record in counted}
+        if moved is not None:
+            at_heads[set_name] = moved if isinstance(moved, str) else blast_radius(graph, moved, lockfile.root / "work")
         used = used_code(lockfile, graph, read.ledgers[0] or {}, store, mirrors) if read.ledgers[0] else {}
         for record in counted:
             if record["repo"] in used:
                 mirror = mirrors[record["repo"]]
                 head = branch_commit(mirror, record["branch"])
                 record["touching"] = changes_to(mirror, record["commit"], head, used[record["repo"]].paths, 0)[0]
-    return unbuilt
+    return unbuilt, at_heads
+
+
+def _at_pins_and_heads(
+    lockfile: Lockfile, text: str, set_name: str, moving: List[Move]
+) -> Tuple[SetGraph, Union[SetGraph, str, None]]:
+    """
+    :return: the set's graph at its pins, and side by side its graph with the moves made (None: no move; why it
+        could not be built)
+    :raises SisyphusError: when the graph at the pins could not be built
+    """
+    from sispin.graph.build import GraphBuild, load_graphs
+    from sispin.ops.upgrade_write import moved_text
+
+    # the current pins' build is what the records are compared with; the check's blind-job pass is not needed
+    builds = [GraphBuild(set_name, records="all" if moving else None, blind=False)]
+    if moving:
+        moved = moved_text(lockfile, text, {set_name: moving})
+        builds.append(GraphBuild(set_name, moved, records="all", scratch_checkouts=True, requests=True, blind=False))
+    graphs = load_graphs(lockfile, builds)
+    if isinstance(graphs[0], SisyphusError):
+        raise graphs[0]
+    if not moving:
+        return graphs[0], None
+    return graphs[0], str(graphs[1]) if isinstance(graphs[1], SisyphusError) else graphs[1]
+
+
+def _to_head(lockfile: Lockfile, record: Dict[str, Any], mirror: Path) -> Move:
+    """:return: the move of a pin that is behind to its branch's head, as the store last fetched it"""
+    from sispin.git.moves import Target, plan_repo_move
+
+    return plan_repo_move(mirror, lockfile.get_repo(record["repo"]), record["commit"], Target()).move
