@@ -422,6 +422,15 @@ class Train(Job):
         pass
 
 
+class Spread(Job):
+    def __init__(self, code):
+        self.code = code
+        self.out_model = self.output_path("model")
+
+    def tasks(self):
+        yield Task("run", rqmt={"time": 2, "gpu": 1, "cpu": 2, "mem": 4, "multi_node_slots": 4})
+
+
 class Split(Job):
     def __init__(self, corpus):
         self.corpus = corpus
@@ -438,7 +447,8 @@ def test_what_would_run_is_priced_at_what_its_tasks_ask_for(setup, capsys):
     (setup.root / "recipe" / "training" / "__init__.py").write_text(TRAINING_RECIPE)
     setup.config.write_text(
         CONFIG
-        + "    from training import Split, Train\n\n"
+        + "    from training import Split, Spread, Train\n\n"
+        + '    tk.register_output("exp/spread", Spread(root).out_model)\n'
         + "    train = Train(root)\n"
         + '    train.update_rqmt("run", {"time": 5})\n'
         + '    tk.register_output("exp/model", train.out_model)\n'
@@ -452,20 +462,26 @@ def test_what_would_run_is_priced_at_what_its_tasks_ask_for(setup, capsys):
     # by hand: two tasks of 2 GPUs and 4 CPUs for 5 hours (the config's overwrite of the recipe's 3), and its mini
     # task at the local engine's defaults (1 CPU, 1 GB, 1 hour: settings.py's engine()), as `sis manager` submits them
     assert requested.by_class["Train"] == Cost(jobs=1, cpu_hours=2 * 5 * 4 + 1, gpu_hours=2 * 5 * 2, peak_memory=8)
+    # a task on 4 nodes asks for its processors on each: 2 hours of 1 GPU and 2 CPUs, 4 times
+    assert requested.by_class["Spread"] == Cost(jobs=1, cpu_hours=2 * 2 * 4, gpu_hours=2 * 1 * 4, peak_memory=4)
     # the clone, the config and its copy: one mini task each; Split cannot list its tasks before its input exists
-    assert requested.total == Cost(jobs=4, cpu_hours=41 + 3, gpu_hours=20, peak_memory=8, unknown=1)
+    assert requested.total == Cost(jobs=5, cpu_hours=41 + 16 + 3, gpu_hours=20 + 8, peak_memory=8, unknown=1)
     assert requested.by_class["Split"] == Cost(unknown=1)
     assert (
-        "The 5 jobs that would run ask for (their tasks' time limits, as first submitted): 20.0 GPU-h, 44.0 CPU-h, "
+        "The 6 jobs that would run ask for (their tasks' time limits, as first submitted): 28.0 GPU-h, 60.0 CPU-h, "
         "8.0 GB in one task; request unknown for 1 job\n"
         "    Train: 1 job, 20.0 GPU-h, 41.0 CPU-h, 8.0 GB in one task\n"
     ) in out, out
-    assert "    Split: request unknown for 1 job\n" in out, out
+    # five classes one by one, the dearest first; the sixth (Split, unknown) with --verbose
+    assert "    Spread: 1 job, 8.0 GPU-h, 16.0 CPU-h, 4.0 GB in one task\n" in out, out
+    assert "    Split" not in out and "    ... 1 more class (--verbose)\n" in out, out
+    assert setup.run("upgrade", "exp", "--dry-run", "--verbose") == 0
+    assert "    Split: request unknown for 1 job\n" in capsys.readouterr().out
     # the same for scripts, in one document
     assert setup.run("upgrade", "exp", "--dry-run", "--json") == 0
     (judged,) = json.loads(capsys.readouterr().out)["sets"]
     radius = judged["blast_radius"]
-    assert radius["would_run"] == 5 and radius["would_run_requests"]["total"] == asdict(requested.total)
+    assert radius["would_run"] == 6 and radius["would_run_requests"]["total"] == asdict(requested.total)
     assert radius["would_run_requests"]["by_class"]["Train"]["gpu_hours"] == 20
     assert radius["unused_cost"]["total"]["jobs"] == 0 and judged["moves"][0]["kind"] == "forward"
 

@@ -31,8 +31,8 @@ def unfinished_requests(
 def requested(job: Any) -> Optional[Tuple[float, float, float]]:
     """
     :return: (CPU-hours, GPU-hours, the most memory one task asks for in GB): each task's time limit times its
-        processors (GPUs) over all its task ids; None when the job cannot list its tasks or has none, the settings'
-        engine cannot be made, or a task still names no time limit
+        processors (GPUs) over all its task ids and the nodes it spans; None when the job cannot list its tasks or
+        has none, the settings' engine cannot be made, or a task still names no time limit
     """
     from sisyphus import global_settings, tools
 
@@ -46,7 +46,8 @@ def requested(job: Any) -> Optional[Tuple[float, float, float]]:
             rqmt = global_settings.check_engine_limits({**engine.get_default_rqmt(task), **task.rqmt()}, task)
             if "time" not in rqmt:
                 return None
-            hours = tools.str_to_hours(rqmt["time"]) * ids
+            # a task over several nodes (multi_node_slots: SLURM's --nodes and --ntasks) asks for its processors on each
+            hours = tools.str_to_hours(rqmt["time"]) * ids * max(1, int(rqmt.get("multi_node_slots") or 1))
             cpu += hours * float(rqmt.get("cpu", 1))
             gpu += hours * float(rqmt.get("gpu", 0) or 0)
             memory = max(memory, tools.str_to_GB(rqmt.get("mem", 0)))
