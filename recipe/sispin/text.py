@@ -15,6 +15,7 @@ __all__ = [
     "listed",
     "shown_key",
     "shown_value",
+    "unsupported_version",
     "visible",
 ]
 
@@ -101,6 +102,18 @@ def visible(text: str) -> str:
         commit subject, a carriage return in a file name) written as its escape, ``\\x1b`` or ``\\u202e``
     """
     return _UNSEEN_RE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def unsupported_version(version: Any, supported: int) -> str:
+    """
+    :param version: a file's ``version`` value, not the one this sispin reads
+    :param supported: the one it reads
+    :return: what is wrong with it; a higher number is a file a newer sispin wrote, which this one must not half-read
+    """
+    newer = type(version) is int and version > supported
+    return f"unsupported version {reprlib.repr(version)} (this sispin reads {supported}" + (
+        "; a newer sispin wrote it: update sispin)" if newer else ")"
+    )
 
 
 def capped(line: str) -> str:

@@ -36,7 +36,12 @@ CORPUS = {
     # pin.toml content
     "invalid TOML": ("version = 1\n[repos.rc\n", ["status"], 3, r"pin.toml: invalid TOML at line 2, column 10: "),
     "empty file": ("", ["status"], 3, "pin.toml: version: missing"),
-    "unknown version": ("version = 2\n", ["status"], 3, "pin.toml: version: unsupported version 2"),
+    "unknown version": (
+        "version = 2\n",
+        ["status"],
+        3,
+        r"pin.toml: version: unsupported version 2 \(this sispin reads 1; a newer sispin wrote it: update sispin\)$",
+    ),
     "string version": ('version = "1"\n', ["status"], 3, "pin.toml: version: unsupported version '1'"),
     "unknown key": ("version = 1\nsetsx = 1\n", ["status"], 3, "pin.toml: setsx: unknown key"),
     "missing url": ("version = 1\n[repos.rc]\n", ["status"], 3, "pin.toml: repos.rc.url: missing"),
@@ -452,6 +457,13 @@ DISK_CORPUS = {
         "sets.demo.outputs.'demo/x': needs a 'job' string",
     ),
     "snapshot version '1'": (GOOD, _snapshot("version = '1'\n"), CHECK, 3, "pin.snapshot.toml: version: unsupported"),
+    "snapshot of a newer sispin": (
+        GOOD,
+        _snapshot("version = 2\n"),
+        CHECK,
+        3,
+        r"pin.snapshot.toml: version: unsupported version 2 \(this sispin reads 1; a newer sispin wrote it: update",
+    ),
     "snapshot nested 3000 deep": (
         GOOD,
         _snapshot(f"version = 1\nx = {'[' * 3000}{']' * 3000}\n"),

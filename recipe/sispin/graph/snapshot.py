@@ -48,7 +48,7 @@ from sispin.lock.files import (
 )
 from sispin.lock.loading import parse_lockfile, parse_toml, read_lockfile_text
 from sispin.lock.lockfile import Lockfile
-from sispin.text import display_path, is_bare_key, shown_key
+from sispin.text import display_path, is_bare_key, shown_key, unsupported_version
 
 if sys.version_info >= (3, 11):
     pass
@@ -95,7 +95,7 @@ def parse_snapshot(text: str, where: str) -> Tuple[Dict[str, Entry], Dict[str, L
     """
     data = parse_toml(text, where)
     if data.get("version") != 1 or type(data.get("version")) is not int:
-        raise LockfileError(f"{where}: version: unsupported version {data.get('version')!r:.40} (expected 1)")
+        raise LockfileError(f"{where}: version: {unsupported_version(data.get('version'), 1)}")
     sets = data.get("sets", {})
     if not isinstance(sets, dict):
         raise LockfileError(f"{where}: sets: must be a table")

@@ -14,7 +14,6 @@ from __future__ import annotations
 __all__ = ["ALIAS_KEY", "SET_KEYS", "validate"]
 
 import re
-import reprlib
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
@@ -33,7 +32,7 @@ from sispin.lock.lockfile import (
     valid_name,
 )
 from sispin.lock.urls import check_url, same_repository
-from sispin.text import closest, did_you_mean, shown_key, shown_value
+from sispin.text import closest, did_you_mean, shown_key, shown_value, unsupported_version
 
 #: the longest file name (one path component) file systems take, in bytes
 _NAME_MAX = 255
@@ -146,9 +145,7 @@ class _Validator:
             raise self.fail("version", f"missing (this sispin reads version = {SUPPORTED_VERSION})")
         version = data["version"]
         if type(version) is not int or version != SUPPORTED_VERSION:
-            raise self.fail(
-                "version", f"unsupported version {reprlib.repr(version)} (this sispin reads {SUPPORTED_VERSION})"
-            )
+            raise self.fail("version", unsupported_version(version, SUPPORTED_VERSION))
         repos = self.named_tables("repos", data.get("repos", {}), self.repo)
         sets = self.named_tables(
             "sets", data.get("sets", {}), lambda key, name, table: self.set(key, name, table, repos)
