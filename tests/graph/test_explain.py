@@ -324,12 +324,15 @@ def test_against_a_revision_a_value_derived_from_where_the_config_runs_is_no_cha
         '    tk.register_output("exp/own_hash"',
         "    here = os.path.dirname(os.path.abspath(__file__))\n"
         '    tk.register_output("exp/located", OwnHash(LEARNING_RATE, here).out)\n'
+        # a value too long for a record to keep its text (only its digest): the location is written before it
+        '    tk.register_output("exp/deep", OwnHash(LEARNING_RATE * 3, os.path.join(here, "d" * 130)).out)\n'
         '    tk.register_output("exp/own_hash"',
     )
     (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
     commit_setup(setup.root)
     setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
     assert differences(explained(against="HEAD", output="exp/located")) == ["size: 0.001 -> 0.002"]
+    assert differences(explained(against="HEAD", output="exp/deep")) == ["size: 0.003 -> 0.006"]
 
 
 def test_against_a_revision_git_does_not_know_is_one_line(setup, capsys):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 __all__ = ["graph_at_revision"]
 
-import dataclasses
 import os
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -21,7 +20,7 @@ from sispin.git.registry import forget_lockfile
 from sispin.git.setup_history import export_setup
 from sispin.git.store import Store
 from sispin.graph.build import load_graph
-from sispin.graph.probe.schema import Arg, JobRecord, SetGraph
+from sispin.graph.probe.schema import SetGraph
 from sispin.lock.loading import load_lockfile
 from sispin.lock.lockfile import Lockfile
 
@@ -51,7 +50,10 @@ def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optio
             old = load_lockfile(old_path)
             if set_name not in old.sets:
                 return None
-            return _seen_from(load_graph(old, set_name, records="all"), old_root, lockfile.root)
+            # a value derived from where the configs run (a root_path, a recipe folder) is no change the revision
+            # made: the copy's location is recorded as the setup's own, before any digest
+            relocated = {str(old_root): str(lockfile.root), str(old_root.resolve()): str(lockfile.root)}
+            return load_graph(old, set_name, records="all", relocated=relocated)
         except PinError as exc:
             # the revision's files, not today's: named as git names them, not by the temporary directory
             said = str(exc).replace(f"{old_root}{os.sep}", f"{revision}:")
@@ -61,30 +63,6 @@ def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optio
         finally:
             # the build's exp.imported() recorded the temporary lockfile as a user of the store: it is none
             forget_lockfile(Store().directory, old_path)
-
-
-def _seen_from(graph: SetGraph, copy: Path, root: Path) -> SetGraph:
-    """
-    :return: the graph with the temporary copy's location in its records' values written as the setup's own: a
-        value the configs derive from where they run (a ``root_path``, a recipe folder) is no change the revision
-        made, and shown as one it would hide the real cause among lines that differ only there
-    """
-    places = sorted({str(copy), str(copy.resolve())}, key=len, reverse=True)
-
-    def seen(leaf: Arg) -> Arg:
-        if leaf.value is None or not any(place in leaf.value for place in places):
-            return leaf
-        text = leaf.value
-        for place in places:
-            text = text.replace(place, str(root))
-        return Arg.of_text(text, leaf.job)
-
-    def seen_record(record: JobRecord) -> JobRecord:
-        detail = None if record.detail is None else {where: seen(leaf) for where, leaf in record.detail.items()}
-        args = {where: seen(leaf) for where, leaf in record.args.items()}
-        return dataclasses.replace(record, args=args, detail=detail)
-
-    return dataclasses.replace(graph, records={job: seen_record(record) for job, record in graph.records.items()})
 
 
 def _parents(files: Set[str]) -> Set[str]:

@@ -240,6 +240,8 @@ class GraphBuild:
     :param requests: report what each unfinished job's tasks ask the engine for (to price what would run)
     :param blind: find the jobs that keep their id when a pin's commit moves (the check's guard: a build at its pins
         of a set whose ids are recorded; an upgrade compares two builds instead)
+    :param relocated: {place: as}: record each place in every value as the other (the build runs in a temporary
+        copy of the setup, ``--against``, whose location is no change of the configs)
     """
 
     set_name: str
@@ -250,6 +252,7 @@ class GraphBuild:
     scratch_checkouts: bool = False
     requests: bool = False
     blind: bool = True
+    relocated: Optional[Dict[str, str]] = None
 
 
 def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = None, **options: Any) -> SetGraph:
@@ -376,6 +379,7 @@ def _graph_request(lockfile: Lockfile, build: GraphBuild) -> Tuple[Dict[str, Any
         "records": build.records,
         "requests": build.requests,
         "blind": build.blind,
+        "relocated": build.relocated,
     }
     return request, f"loading the configs of set {name!r}" + (" with its pins moved" if build.moved else "")
 

@@ -44,9 +44,9 @@ from sispin.graph.probe.adapter import (
     waiting_configs,
 )
 from sispin.graph.probe.forking import EnvironmentWrites, fork_builds, site_modules
-from sispin.graph.probe.records import hashed_paths, record
+from sispin.graph.probe.records import hashed_paths, record, relocating
 from sispin.graph.probe.requests import unfinished_requests
-from sispin.graph.probe.schema import Clone, Escape, Failure, Overwrite, RecordedOutput, Reply, SetGraph
+from sispin.graph.probe.schema import Clone, Escape, Failure, JobRecord, Overwrite, RecordedOutput, Reply, SetGraph
 from sispin.graph.probe.values import CloneSites, ValueUses
 
 #: exit code of a probe whose configs raised; OUT then holds a Reply with the failure
@@ -59,7 +59,7 @@ def describe(
     """
     :param request: a :class:`~sispin.graph.build.GraphBuild` as :mod:`sispin.graph.build` sends it: "set", its
         "configs" (relative to the setup root, the working directory), "states", "moved" (None: at its pins), "records"
-        ("all", {output name: job id recorded before}, or None), "requests", "blind"
+        ("all", {output name: job id recorded before}, or None), "requests", "blind", "relocated"
     :param loaded: called once the configs are loaded (what is read after that is no input of the graph)
     :param site: the graph's ``site_modules``
     :return: the graph the configs built (``states`` when asked for, or when a value left the graph)
@@ -95,7 +95,7 @@ def describe(
         clones=tuple(found.clones),
         escapes=tuple(found.escapes),
         # what an id is made of is walked only where it is needed: for the snapshot, or below an id that differs
-        records={job.job_id(): record(job) for job in _to_record(jobs, outputs, found.inputs, request.get("records"))},
+        records=_records(jobs, outputs, found.inputs, request),
         inputs=found.inputs,
         pinned={clone.job_id(): repo for repo, clones in pinned.items() for clone in clones},
         blind={job: tuple(repos) for job, repos in blind.items()},
@@ -125,8 +125,16 @@ def _load_configs(configs: List[str], watching: List[Any]) -> None:
         config_manager.load_configs(configs)
 
 
+def _records(
+    jobs: List[Any], outputs: Dict[str, RecordedOutput], inputs: Dict[str, Any], request: Dict[str, Any]
+) -> Dict[str, JobRecord]:
+    """:return: the records asked for (see :func:`describe`), each value with the places ``relocated`` names moved"""
+    seen = relocating(request.get("relocated"))
+    return {job.job_id(): record(job, seen) for job in _to_record(jobs, outputs, inputs, request.get("records"))}
+
+
 def _to_record(jobs: List[Any], outputs: Dict[str, RecordedOutput], inputs: Dict[str, Any], wanted: Any) -> List[Any]:
-    """:return: the jobs whose records were asked for (see :func:`describe`)"""
+    """:return: the jobs whose records were asked for"""
     if wanted == "all":
         return jobs
     if not wanted:

@@ -7,12 +7,12 @@ hashed arguments (to find a clone path whose commit a ``hash_overwrite`` hides).
 
 from __future__ import annotations
 
-__all__ = ["MAX_LEAVES", "MAX_DETAIL_LEAVES", "MAX_DEPTH", "record", "hashed_paths"]
+__all__ = ["MAX_LEAVES", "MAX_DETAIL_LEAVES", "MAX_DEPTH", "record", "relocating", "hashed_paths"]
 
 import enum
 import hashlib
 import inspect
-from typing import Any, Dict, Iterator, List, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from sispin.graph.probe.adapter import hash_bytes, hashes_as_job, is_internal, is_path, job_arguments, object_state
 from sispin.graph.probe.schema import Arg, JobRecord
@@ -27,13 +27,16 @@ MAX_DETAIL_LEAVES = 20_000
 MAX_DEPTH = 12
 
 
-def record(job: Any) -> JobRecord:
+def record(job: Any, seen: Callable[[str], str] = str) -> JobRecord:
     """
     What the job's id is made of, leaf by leaf: every argument path Sisyphus hashes (``Job.hash``: the arguments but
     those at their ``__sis_hash_exclude__`` value, and ``__sis_version__``) with a digest of its content, its value
     when short, and for a path the id of the job that creates it. A path's digest covers its creator's class, file
     and hash_overwrite but not the creator's id, so that a changed input shows as an input, not as this job's own
     change. Above MAX_LEAVES or MAX_DEPTH, a container is one digest (a cut of the Merkle tree).
+
+    :param seen: how a leaf's text is recorded (a build in a temporary copy of the setup writes the copy's location
+        as the setup's own, before the digest, so that a value derived from where the configs run is no change)
     """
     from sisyphus.job import Job
 
@@ -45,7 +48,7 @@ def record(job: Any) -> JobRecord:
     for budget in (MAX_LEAVES, MAX_DETAIL_LEAVES):
         leaves: Dict[str, Arg] = {}
         for name, value in sorted(hashed.items()):
-            _walk(value, name, 1, leaves, budget)
+            _walk(value, name, 1, leaves, (budget, seen))
         records.append(leaves)
         if len(leaves) < MAX_LEAVES:
             break  # no container was cut for the budget (only for depth, the same in both): the detail is the same
@@ -54,14 +57,16 @@ def record(job: Any) -> JobRecord:
     return JobRecord(args, custom_hash, detail if detail != args else None)
 
 
-def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], budget: int) -> None:
+def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], limits: Tuple[int, Callable[[str], str]]) -> None:
     """Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper."""
+    budget, seen = limits
     children = _children(value) if depth < MAX_DEPTH and len(leaves) < budget else None
     if children is None:
-        leaves[where] = Arg.of_text(*_leaf(value))
+        text, creator = _leaf(value)
+        leaves[where] = Arg.of_text(seen(text), creator)
         return
     for suffix, child in children:
-        _walk(child, f"{where}{suffix}", depth + 1, leaves, budget)
+        _walk(child, f"{where}{suffix}", depth + 1, leaves, limits)
 
 
 def _children(value: Any) -> Any:
@@ -128,6 +133,23 @@ def _leaf(value: Any) -> Tuple[str, Any]:
     except TypeError:  # Sisyphus refuses to hash it, so it sits where no id looks: its text stands for it
         content = repr(value).encode("utf-8", "backslashreplace")
     return f"<{type(value).__qualname__} {hashlib.sha256(content).hexdigest()[:8]}>", None
+
+
+def relocating(relocated: Optional[Dict[str, str]]) -> Callable[[str], str]:
+    """
+    :param relocated: {place: as}, or None
+    :return: how :func:`record` writes a leaf's text: each place as its value, the longest first
+    """
+    if not relocated:
+        return str
+    places = sorted(relocated, key=len, reverse=True)
+
+    def seen(text: str) -> str:
+        for place in places:
+            text = text.replace(place, relocated[place])
+        return text
+
+    return seen
 
 
 def hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:
