@@ -108,12 +108,14 @@ class Change:
     :param old: the text replaced (its first occurrence)
     :param new: what replaces it
     :param what: the change, for the report
+    :param argument: what every cause ``pin explain --against HEAD`` names must be about (the changed argument)
     """
 
     file: str
     old: str
     new: str
     what: str
+    argument: str
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,7 @@ I6_MODELS_REPO_PATH = experiment_set("{set}").repo("i6_models").copy()
             old="np.linspace(5e-5, 5e-4, 480)",
             new="np.linspace(5e-5, 6e-4, 480)",
             what="the CTC model's learning-rate schedule changed (np.linspace(5e-5, 6e-4, 480))",
+            argument="['learning_rates']",
         ),
     ),
     # ESPnet beam searches of models on the authors' cluster, each scored twice: every input is a tk.Path (a model
@@ -222,6 +225,7 @@ def py():
             old='"nbest": 1,',
             new='"nbest": 2,',
             what="the searches' baseline argument nbest changed from 1 to 2",
+            argument="nbest",
         ),
         # ReturnnComputeWERJob finds RETURNN through the settings, as in every i6 setup; no job runs here
         settings='RETURNN_ROOT = "/opt/returnn"\nRETURNN_PYTHON_EXE = "/usr/bin/python3"\n',
@@ -665,11 +669,16 @@ def bench_change(setup: Setup) -> List[Result]:
     if change.old not in text:
         return [Result(change.what, "", "", "", skipped=f"{change.file} has no {change.old!r}")]
     unchanged = setup.load()
+    # the setup's own history, as a user's setup has one: `pin explain --against HEAD` builds the old graph from it
+    git(setup.root, "init", "-q")
+    git(setup.root, "add", "-A")
+    git(setup.root, "commit", "-q", "-m", "the pipeline as it ran")
     code.write_text(text.replace(change.old, change.new, 1))
     dated_back(setup.root)
     changed = setup.load()
     check = setup.pin("check", "--offline")
     explain = setup.pin("explain", name)
+    against, plain = setup.pin("explain", name, "--against", "HEAD"), setup.plain()
     code.write_text(text)
     gone, _ = _differ(unchanged, changed)
     outputs = sum(1 for output, job in unchanged.outputs.items() if job != changed.outputs.get(output))
@@ -692,6 +701,36 @@ def bench_change(setup: Setup) -> List[Result]:
             f"{s(explain.wall)}",
             "-",
             "-",
+        ),
+        *_against_rows(change, name, against, plain),
+    ]
+
+
+def _against_rows(change: Change, name: str, against: Run, plain: Run) -> List[Result]:
+    """
+    :return: the rows of ``pin explain --against HEAD`` of the change: whether every cause it names is the changed
+        argument (no artifact of the temporary copy it builds the old graph in), and its CPU against two plain loads
+    """
+    causes = [line.strip() for line in against.out.splitlines() if line.strip().startswith("because")]
+    other = [cause for cause in causes if change.argument not in cause]
+    named = f"{len(causes)} causes, {len(other)} about anything else" + (f" (first: {other[0][:80]})" if other else "")
+    ratio = against.cpu / (2 * plain.cpu)
+    return [
+        Result(
+            f"pin explain {name} --against HEAD of that change: what it names",
+            f"exit {against.code}, {len(against.out.splitlines())} lines; {named}",
+            "-",
+            "-",
+            Goal(f"only {change.argument}", 0),
+            len(other) if causes and against.code == 1 else 1e9,
+        ),
+        Result(
+            f"pin explain {name} --against HEAD against two plain loads (CPU)",
+            f"{s(against.cpu)} CPU, {s(against.wall)} wall",
+            f"2 x {s(plain.cpu)} CPU",
+            f"{ratio:.2f}x",
+            Goal("<= 1.3x", 1.3),
+            ratio,
         ),
     ]
 
