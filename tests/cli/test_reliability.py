@@ -457,6 +457,13 @@ DISK_CORPUS = {
         "sets.demo.outputs.'demo/x': needs a 'job' string",
     ),
     "snapshot version '1'": (GOOD, _snapshot("version = '1'\n"), CHECK, 3, "pin.snapshot.toml: version: unsupported"),
+    "snapshot without a version": (
+        GOOD,
+        _snapshot("[sets]\n"),
+        CHECK,
+        3,
+        r"pin.snapshot.toml: version: missing \(this sispin reads version = 1\)$",
+    ),
     "snapshot of a newer sispin": (
         GOOD,
         _snapshot("version = 2\n"),

@@ -255,35 +255,3 @@ def test_a_git_hooks_variables_do_not_reach_git_and_os_environ_is_never_written(
     assert (exported / "pin.toml").read_text() == "version = 1\n"
     assert git(caller, "rev-parse", "HEAD") == caller_head and git(caller, "status", "--porcelain") == ""
     assert (caller / ".git" / "index").read_bytes() == caller_index and _objects(caller) == caller_objects
-
-
-def test_an_export_links_what_the_working_tree_holds_as_the_revision_has_it_and_writes_the_rest(tmp_path):
-    setup = tmp_path / "setup"
-    files = {
-        "pin.toml": "version = 1\n",
-        "recipe/big/a.py": "A = 1\n",
-        "recipe/big/b.py": "",
-        "recipe/mine/x.py": "X = 1\n",
-    }
-    files.update({"recipe/mine/y.py": "Y = 1\n", "recipe/hidden/h.py": "H = 1\n", "output/o.txt": "o\n"})
-    for name, text in files.items():
-        (setup / name).parent.mkdir(parents=True, exist_ok=True)
-        (setup / name).write_text(text)
-    git(setup, "init", "-q", "-b", "main")
-    git(setup, "add", "-A")
-    git(setup, "commit", "-q", "-m", "as run")
-    (setup / "recipe" / "mine" / "x.py").write_text("X = 2\n")
-    (setup / "recipe" / "hidden" / "h.py").write_text("H = 2\n")
-    git(setup, "update-index", "--skip-worktree", "recipe/hidden/h.py")  # git diff no longer sees the edit
-    (setup / "output" / "untracked.txt").write_text("not the revision's\n")
-    (tmp_path / "export").mkdir()
-    exported = export_setup(setup, "HEAD", tmp_path / "export", frozenset({"output"}))
-    # a folder with nothing changed below it: linked whole; beside a changed file: each unchanged file linked
-    assert (exported / "recipe" / "big").resolve() == (setup / "recipe" / "big").resolve()
-    assert (exported / "recipe" / "mine" / "y.py").is_symlink()
-    # what changed, or what the user's index hides from git diff: written as the revision has it
-    for name in ("recipe/mine/x.py", "recipe/hidden/h.py"):
-        assert not (exported / name).is_symlink() and (exported / name).read_text() == files[name], name
-    # a folder kept out is never linked whole: what is beside git's files there stays out
-    assert not (exported / "output").is_symlink() and not (exported / "output" / "untracked.txt").exists()
-    assert (exported / "output" / "o.txt").read_text() == "o\n"

@@ -6,6 +6,7 @@ is explained by argument path, old -> new, from a live old graph and from pin.sn
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -333,6 +334,32 @@ def test_against_a_revision_a_value_derived_from_where_the_config_runs_is_no_cha
     setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
     assert differences(explained(against="HEAD", output="exp/located")) == ["size: 0.001 -> 0.002"]
     assert differences(explained(against="HEAD", output="exp/deep")) == ["size: 0.003 -> 0.006"]
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [
+        "os.path.join(os.path.dirname(os.path.realpath(__file__)), '..', '..', 'data', 'scale.txt')",
+        "os.path.join(os.path.dirname(__file__), 'data', 'scale.txt')",  # through a relative symlink git holds
+    ],
+    ids=["its own location resolved", "a tracked relative symlink"],
+)
+def test_against_a_revision_recipe_code_reads_the_revisions_files_however_it_reaches_them(setup, capsys, reads):
+    # a module that reads a data file of the setup next to it, the way recipe code finds its own files: the old
+    # build must read the file as the revision had it, never today's through a link back into the setup
+    mine = setup.root / "recipe" / "mine"
+    mine.mkdir()
+    (mine / "__init__.py").write_text(f"import os\n\nSCALE = float(open({reads}).read())\n")
+    os.symlink("../../data", mine / "data")
+    (setup.root / "data").mkdir()
+    (setup.root / "data" / "scale.txt").write_text("1\n")
+    setup.edit("LEARNING_RATE = 1e-3", "from mine import SCALE\nLEARNING_RATE = 1e-3 * SCALE")
+    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
+    commit_setup(setup.root)
+    (setup.root / "data" / "scale.txt").write_text("2\n")
+    assert differences(explained(against="HEAD", output="exp/config")) == [
+        "returnn_config.config['learning_rate']: 0.001 -> 0.002"
+    ]
 
 
 def test_against_a_revision_git_does_not_know_is_one_line(setup, capsys):

@@ -1,7 +1,7 @@
 """
-The setup's own history: the setup directory as it was at a revision of the git repository that holds it, made from
-git's objects through a temporary index (never the user's), what the working tree still holds unchanged linked in, so
-that an old graph can be built again without touching the user's working tree, index or worktree list.
+The setup's own history: the setup directory as it was at a revision of the git repository that holds it, written
+out from git's objects through a temporary index (never the user's), so that an old graph can be built again without
+touching the user's working tree, index or worktree list.
 """
 
 from __future__ import annotations
@@ -10,20 +10,17 @@ __all__ = ["export_setup", "check_committable", "commit_files"]
 
 import os
 from pathlib import Path
-from typing import AbstractSet, List, Optional, Sequence, Set
+from typing import List, Optional, Sequence
 
 from sispin.errors import GitCommandError, GitError, RevisionError
 from sispin.git.process import read_git, read_git_raw, write_git
 
 
-def export_setup(root: Path, revision: str, target: Path, kept_out: AbstractSet[str] = frozenset()) -> Path:
+def export_setup(root: Path, revision: str, target: Path) -> Path:
     """
-    What the setup's working tree holds as the revision has it is linked in, not written out again.
-
     :param root: the setup directory (where pin.toml is), inside a git repository
     :param revision: any revision git names a commit by (``HEAD~1``, ``main``, a tag, a SHA)
     :param target: an empty directory to work in
-    :param kept_out: names of folders never linked whole (what is in them beside git's files must not be shared)
     :return: the setup directory as it was at the revision, under target
     :raises RevisionError: when the setup is in no git repository, or the revision names no commit
     """
@@ -43,58 +40,12 @@ def export_setup(root: Path, revision: str, target: Path, kept_out: AbstractSet[
     files = target / "setup"
     try:
         write_git(root, "read-tree", f"--index-output={index}", "--end-of-options", tree)
-        written = _link_unchanged(root, top, commit, index, files, kept_out)
-        env = {"GIT_INDEX_FILE": str(index)}
-        write_git(top, "checkout-index", "--stdin", "-z", f"--prefix={files}{os.sep}", stdin=written, env=env)
+        write_git(top, "checkout-index", "--all", f"--prefix={files}{os.sep}", env={"GIT_INDEX_FILE": str(index)})
     except GitCommandError as exc:
         raise RevisionError(f"{revision}: the setup directory {prefix} is not in that commit ({exc.reason})") from None
     finally:
         index.unlink(missing_ok=True)
     return files
-
-
-def _link_unchanged(root: Path, top: Path, commit: str, index: Path, files: Path, kept_out: AbstractSet[str]) -> str:
-    """
-    Link into the copy what the setup's working tree holds as the commit has it, as git compares them: each folder
-    with no file changed below it (the folder itself: a recipe tree of thousands of files is not written out again,
-    which costs about a millisecond a file), else each unchanged regular file. Files the user's index hides from that
-    comparison (assume-unchanged, skip-worktree) count as changed; a folder named in ``kept_out`` is never linked
-    whole (its untracked content must stay out of the copy).
-
-    :return: the rest, to check out: their paths, each ended by a NUL (``checkout-index --stdin -z``)
-    """
-    changed = set(read_git(root, "diff", "--name-only", "-z", "--no-renames", "--relative", commit).split("\0"))
-    hidden = read_git(root, "ls-files", "-v", "-z").split("\0")
-    changed |= {entry[2:] for entry in hidden if entry[:1].islower() or entry[:1] == "S"}
-    touched = {"/".join(path.split("/")[:depth]) for path in changed for depth in range(1, path.count("/") + 1)}
-    linked: Set[str] = set()
-    rest = []
-    for entry in read_git(top, "ls-files", "-s", "-z", env={"GIT_INDEX_FILE": str(index)}).split("\0"):
-        if not entry:
-            continue
-        mode, path = entry.split(" ", 1)[0], entry.split("\t", 1)[1]
-        parts = path.split("/")
-        folders = ["/".join(parts[:depth]) for depth in range(1, len(parts))]
-        whole = next((folder for folder in folders if folder not in touched), None)
-        if whole is not None and not kept_out & set(whole.split("/")) and _real_folder(root / whole):
-            if whole not in linked:
-                linked.add(whole)
-                (files / whole).parent.mkdir(parents=True, exist_ok=True)
-                (files / whole).symlink_to((root / whole).absolute())
-        elif mode in ("100644", "100755") and path not in changed and _real_file(root / path):
-            (files / path).parent.mkdir(parents=True, exist_ok=True)
-            (files / path).symlink_to((root / path).absolute())
-        else:
-            rest.append(path + "\0")
-    return "".join(rest)
-
-
-def _real_folder(path: Path) -> bool:
-    return path.is_dir() and not path.is_symlink()
-
-
-def _real_file(path: Path) -> bool:
-    return path.is_file() and not path.is_symlink()
 
 
 def _top(root: Path) -> Path:

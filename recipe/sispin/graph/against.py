@@ -10,7 +10,6 @@ from __future__ import annotations
 __all__ = ["graph_at_revision"]
 
 import os
-import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Optional, Set
@@ -41,19 +40,16 @@ def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optio
     :raises SisyphusError: when the old configs do not build
     """
     with tempfile.TemporaryDirectory(prefix="sispin-against-") as temporary:
-        old_root = export_setup(lockfile.root, revision, Path(temporary), _NOT_LINKED)
+        old_root = export_setup(lockfile.root, revision, Path(temporary))
         old_path = old_root / lockfile.path.name
         if not old_path.is_file():
             raise LockfileError(f"{revision}: the setup had no {lockfile.path.name} then")
-        _made_real(old_root, lockfile.path.name, lockfile.root)
         tracked = set(read_git(lockfile.root, "ls-files", "-z").split("\0")) - {""}
         _link_untracked(lockfile.root, old_root, tracked | _parents(tracked))
         try:
             old = load_lockfile(old_path)
             if set_name not in old.sets:
                 return None
-            for config in old.get_set(set_name).configs:
-                _made_real(old_root, config, lockfile.root)  # a config is built only from inside the setup
             # a value derived from where the configs run (a root_path, a recipe folder) is no change the revision
             # made: the copy's location is recorded as the setup's own, before any digest
             relocated = {str(old_root): str(lockfile.root), str(old_root.resolve()): str(lockfile.root)}
@@ -67,28 +63,6 @@ def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optio
         finally:
             # the build's exp.imported() recorded the temporary lockfile as a user of the store: it is none
             forget_lockfile(Store().directory, old_path)
-
-
-def _made_real(copy: Path, relative: str, root: Path) -> None:
-    """
-    Turn what the export linked on the way to a file of the copy into the copy's own: a linked folder into a folder
-    of links to what it holds, the linked file into a copy of it (the setup's file, unchanged since the revision).
-    """
-    here = copy
-    parts = PurePosixPath(relative).parts
-    for depth, part in enumerate(parts, 1):
-        here = here / part
-        target = Path(os.readlink(here)) if here.is_symlink() else None
-        if target is None or root.absolute() not in target.parents:
-            continue  # the revision's own (checked out), or a symlink the setup holds itself
-        here.unlink()
-        if depth == len(parts) or not target.is_dir():
-            shutil.copy2(target, here)
-            return
-        here.mkdir()
-        for entry in target.iterdir():
-            if entry.name not in _NOT_LINKED:
-                (here / entry.name).symlink_to(os.readlink(entry) if entry.is_symlink() else entry)
 
 
 def _parents(files: Set[str]) -> Set[str]:
