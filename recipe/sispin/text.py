@@ -104,12 +104,15 @@ def visible(text: str) -> str:
     return _UNSEEN_RE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
 
 
-def unsupported_version(version: Any, supported: int) -> str:
+def unsupported_version(version: Any, supported: int, missing: bool = False) -> str:
     """
     :param version: a file's ``version`` value, not the one this sispin reads
     :param supported: the one it reads
+    :param missing: the file has no ``version``
     :return: what is wrong with it; a higher number is a file a newer sispin wrote, which this one must not half-read
     """
+    if missing:
+        return f"missing (this sispin reads version = {supported})"
     newer = type(version) is int and version > supported
     return f"unsupported version {reprlib.repr(version)} (this sispin reads {supported}" + (
         "; a newer sispin wrote it: update sispin)" if newer else ")"

@@ -362,6 +362,25 @@ def test_against_a_revision_recipe_code_reads_the_revisions_files_however_it_rea
     ]
 
 
+def test_against_a_revision_a_job_that_hashes_the_setups_location_is_said_to_differ_there_alone(setup, capsys):
+    setup.edit("from sispin import experiment_set", "import os\n\nfrom sispin import experiment_set")
+    setup.edit(
+        '    tk.register_output("exp/own_hash"',
+        '    tk.register_output("exp/here", WriteToTextFileJob(os.path.dirname(os.path.abspath(__file__))).out_file)\n'
+        '    tk.register_output("exp/own_hash"',
+    )
+    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
+    commit_setup(setup.root)
+    # nothing changed: only the temporary copy the old graph is built in is elsewhere, and this job hashes where
+    (changed,) = explained(against="HEAD").outputs
+    assert changed.explanation.output == "exp/here"
+    assert [cause.reason for cause in changed.explanation.causes] == [
+        "every recorded argument is equal once the setup's location is written as its own: the job hashes where the "
+        "setup is (a path of it, as text), and the old graph was built in a temporary copy of the setup; its id "
+        "differs there alone"
+    ]
+
+
 def test_against_a_revision_git_does_not_know_is_one_line(setup, capsys):
     assert main(["explain", "--against", "HEAD"]) == 5
     assert "is in no git repository: --against needs the setup's history" in capsys.readouterr().err

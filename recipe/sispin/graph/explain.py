@@ -142,7 +142,8 @@ def _compare(
     if own:
         causes.append(Cause(old_id, new_id, via, own, new.custom_hash))
     elif not inputs:
-        causes.append(Cause(old_id, new_id, via, custom_hash=new.custom_hash, reason=_unexplained(old_id, new_id)))
+        reason = _relocated if old.relocated or new.relocated else _unexplained(old_id, new_id)
+        causes.append(Cause(old_id, new_id, via, custom_hash=new.custom_hash, reason=reason))
 
 
 def argument_order(path: str) -> Tuple[Any, ...]:
@@ -150,6 +151,14 @@ def argument_order(path: str) -> Tuple[Any, ...]:
     :return: a sort key for argument paths that puts list positions in numeric order (``x[2]`` before ``x[10]``)
     """
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(path))
+
+
+#: why a job differs whose arguments are equal once a build in a temporary copy wrote the setup's location as its own
+_relocated = (
+    "every recorded argument is equal once the setup's location is written as its own: the job hashes where the "
+    "setup is (a path of it, as text), and the old graph was built in a temporary copy of the setup; its id differs "
+    "there alone"
+)
 
 
 def _unexplained(old_id: str, new_id: str) -> str:

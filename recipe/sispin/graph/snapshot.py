@@ -94,10 +94,8 @@ def parse_snapshot(text: str, where: str) -> Tuple[Dict[str, Entry], Dict[str, L
     :raises LockfileError: when it is malformed (naming file and key)
     """
     data = parse_toml(text, where)
-    if "version" not in data:
-        raise LockfileError(f"{where}: version: missing (this sispin reads version = 1)")
-    if data["version"] != 1 or type(data["version"]) is not int:
-        raise LockfileError(f"{where}: version: {unsupported_version(data['version'], 1)}")
+    if data.get("version") != 1 or type(data.get("version")) is not int:
+        raise LockfileError(f"{where}: version: {unsupported_version(data.get('version'), 1, 'version' not in data)}")
     sets = data.get("sets", {})
     if not isinstance(sets, dict):
         raise LockfileError(f"{where}: sets: must be a table")

@@ -141,11 +141,9 @@ class _Validator:
 
     def lockfile(self, data: Dict[str, Any], path: Path) -> Lockfile:
         self.only_keys("", data, ("version", "repos", "sets", "setup"))
-        if "version" not in data:
-            raise self.fail("version", f"missing (this sispin reads version = {SUPPORTED_VERSION})")
-        version = data["version"]
+        version = data.get("version")
         if type(version) is not int or version != SUPPORTED_VERSION:
-            raise self.fail("version", unsupported_version(version, SUPPORTED_VERSION))
+            raise self.fail("version", unsupported_version(version, SUPPORTED_VERSION, "version" not in data))
         repos = self.named_tables("repos", data.get("repos", {}), self.repo)
         sets = self.named_tables(
             "sets", data.get("sets", {}), lambda key, name, table: self.set(key, name, table, repos)

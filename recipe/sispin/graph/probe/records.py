@@ -44,17 +44,24 @@ def record(job: Any, seen: Callable[[str], str] = str) -> JobRecord:
     hashed = {k: v for k, v in job_arguments(job).items() if not (k in excluded and excluded[k] == v)}
     if type(job).__sis_version__ is not None:
         hashed["__sis_version__"] = type(job).__sis_version__
-    records = []
+    records, moved = [], []
+
+    def noted(text: str) -> str:
+        written = seen(text)
+        if written != text:
+            moved.append(True)
+        return written
+
     for budget in (MAX_LEAVES, MAX_DETAIL_LEAVES):
         leaves: Dict[str, Arg] = {}
         for name, value in sorted(hashed.items()):
-            _walk(value, name, 1, leaves, (budget, seen))
+            _walk(value, name, 1, leaves, (budget, noted))
         records.append(leaves)
         if len(leaves) < MAX_LEAVES:
             break  # no container was cut for the budget (only for depth, the same in both): the detail is the same
     args, detail = records[0], records[-1]
     custom_hash = getattr(type(job).hash, "__func__", None) is not Job.hash.__func__
-    return JobRecord(args, custom_hash, detail if detail != args else None)
+    return JobRecord(args, custom_hash, detail if detail != args else None, bool(moved))
 
 
 def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], limits: Tuple[int, Callable[[str], str]]) -> None:

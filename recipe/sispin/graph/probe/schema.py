@@ -186,11 +186,14 @@ class JobRecord(_Json):
     :param args: argument path -> its leaf, cut at the size pin.snapshot.toml keeps
     :param custom_hash: the job's class defines its own ``hash()``, so its arguments may not be what it hashes
     :param detail: of a live graph, the leaves below that cut too, when there are more (None: args is complete)
+    :param relocated: a leaf held the setup's location, which a build in a temporary copy of the setup (``--against``)
+        recorded as the setup's own: the job's id may differ from the setup's there alone
     """
 
     args: Mapping[str, Arg]
     custom_hash: bool = False
     detail: Optional[Mapping[str, Arg]] = None
+    relocated: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
