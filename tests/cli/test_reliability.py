@@ -106,7 +106,7 @@ CORPUS = {
         f"version = 1\n{REPO}[sets.demo]\nrc = {{ commit = '{SHA}', patches = 'x' }}\n",
         ["status"],
         3,
-        "sets.demo.rc.patches: must be a array of strings",
+        "sets.demo.rc.patches: must be an array of strings",
     ),
     "absolute checkout": (
         f"version = 1\n{REPO}checkout = '/etc'\n",

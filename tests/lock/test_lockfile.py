@@ -169,6 +169,10 @@ BAD = {
         f"version = 1\n{REPO}[sets.demo]\nrc = {{ commit = '{SHA_A}', clone_submodules = 'yes' }}\n",
         "sets.demo.rc.clone_submodules: must be a boolean",
     ),
+    "empty file to check out": (
+        f"version = 1\n{REPO}[sets.demo]\nrc = {{ commit = '{SHA_A}', files_to_checkout = ['a', ''] }}\n",
+        "sets.demo.rc.files_to_checkout: an empty string is no file to check out",
+    ),
     "NUL in a patch": (
         f"version = 1\n{REPO}[sets.demo]\nrc = {{ commit = '{SHA_A}', patches = ['''\n+a\n''', " + '"a\\u0000b"] }\n',
         r"sets.demo.rc.patches: 'a\\x00b' contains a control character",

@@ -359,3 +359,20 @@ def test_equal_lines_both_branches_changed_in_different_sets_merge(tmp_path):
         "c": SHA["5"],
         "d": SHA["6"],
     }
+
+
+def test_a_pin_respelt_on_one_branch_and_moved_on_the_other_is_one_line_both_changed(tmp_path):
+    # the same commit written as a table is the same pin by value: no "moved to nothing"; but both branches changed
+    # its line, and a merge keeps every line either branch wrote or says which it cannot keep
+    respelt = BASE.replace(f'rc = "{SHA["1"]}"  # a\'s comment', f'rc = {{ commit = "{SHA["1"]}" }}  # a\'s comment')
+    moved = BASE.replace(f'rc = "{SHA["1"]}"', f'rc = "{SHA["5"]}"')
+    for ours, theirs, side in ((respelt, moved, "this branch's"), (moved, respelt, "the other branch's")):
+        merge = _merged(tmp_path, BASE, ours, theirs)
+        (conflict,) = merge.conflicts
+        assert f"a merge by value cannot keep {side} line 'rc = {{ commit = " in conflict, conflict
+    # moved on both sides to different commits, one of them respelt: the conflict of a pin moved twice
+    merge = _merged(tmp_path, BASE, respelt.replace(SHA["1"], SHA["6"]), moved)
+    assert [line.split(": ", 1)[1] for line in merge.conflicts] == [
+        f"sets.a.rc moved to {SHA['6'][:12]} on this branch and to {SHA['5'][:12]} on the other "
+        f"(from {SHA['1'][:12]}): keep one, then `pin check`"
+    ]

@@ -22,6 +22,7 @@ from sispin.errors import LockfileError
 from sispin.lock.editing import add_value, append_table, pop_ending_trivia, rendered, toml_pin
 from sispin.lock.loading import parse_toml
 from sispin.lock.lockfile import is_full_sha
+from sispin.lock.validate import SET_KEYS
 from sispin.text import shown_key, shown_value
 
 #: a key one side does not have
@@ -53,6 +54,9 @@ def merge_values(base: Dict[str, Any], ours: Dict[str, Any], theirs: Dict[str, A
     :param theirs: the other branch's values
     :param where: how messages name the file
     """
+    spelled = ours, theirs
+    # a pin is its value in any spelling: a commit string is the table of that commit alone
+    base, ours, theirs = (_pins_as_tables(values) for values in (base, ours, theirs))
     base_leaves, our_leaves, their_leaves = _leaves(base), _leaves(ours), _leaves(theirs)
     merged: Leaves = {}
     conflicts: Dict[Tuple[str, ...], str] = {}
@@ -74,7 +78,40 @@ def merge_values(base: Dict[str, Any], ours: Dict[str, Any], theirs: Dict[str, A
     # a set removed on one branch and changed on the other is one conflict, not one per key
     removed = _removed_and_changed(base, ours, theirs, where)
     kept = [line for path, line in conflicts.items() if path[:2] not in removed]
-    return LockMerge(values, list(removed.values()) + kept + _frozen_and_moved(values, ours, theirs, where))
+    problems = list(removed.values()) + kept + _frozen_and_moved(values, ours, theirs, where)
+    return LockMerge(_spelled_as(values, *spelled), problems)
+
+
+def _pins_as_tables(values: Dict[str, Any]) -> Dict[str, Any]:
+    """:return: the values with every pin of a set that is a commit string written as ``{commit = ...}``"""
+    sets = values.get("sets")
+    if not isinstance(sets, dict):
+        return values
+    return {**values, "sets": {name: _set_as_tables(spec) for name, spec in sets.items()}}
+
+
+def _set_as_tables(spec: Any) -> Any:
+    if not isinstance(spec, dict):
+        return spec
+    return {
+        key: {"commit": value} if key not in SET_KEYS and isinstance(value, str) else value
+        for key, value in spec.items()
+    }
+
+
+def _spelled_as(merged: Dict[str, Any], ours: Dict[str, Any], theirs: Dict[str, Any]) -> Dict[str, Any]:
+    """
+    :return: the merged values with each pin spelled as this branch spells it where it holds that pin's value, else
+        as the other branch does where it holds it (a pin changed on both sides stays a table)
+    """
+    for name, spec in (merged.get("sets") or {}).items():
+        for repo, pin in spec.items() if isinstance(spec, dict) else ():
+            sides = [side.get("sets", {}).get(name, {}) for side in (ours, theirs)]
+            written = [side[repo] for side in sides if isinstance(side, dict) and repo in side]
+            spec[repo] = next(
+                (value for value in written if _same_types(_set_as_tables({repo: value})[repo], pin)), pin
+            )
+    return merged
 
 
 def _removed_and_changed(

@@ -341,8 +341,10 @@ class _Validator:
     def kwarg(self, key: str, kwarg: str, value: Any) -> Any:
         expected = PIN_KWARGS[kwarg]
         if not _KWARG_TYPES[expected](value):
-            raise self.fail(key, f"must be a {expected}")
+            raise self.fail(key, f"must be {'an' if expected[0] in 'aeiou' else 'a'} {expected}")
         texts: List[str] = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        if kwarg == "files_to_checkout" and "" in texts:
+            raise self.fail(key, "an empty string is no file to check out (git refuses it as a pathspec)")
         for text in texts:
             # a patch is text with lines (and tabs, and a CRLF file's CRs); nothing else of a pin may hold them
             self.printable(key, text, _PATCH_CONTROLS if kwarg == "patches" else "")
