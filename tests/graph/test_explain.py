@@ -317,20 +317,24 @@ def test_against_a_revision_a_file_git_holds_now_but_not_then_stays_out_of_the_o
     ]
 
 
+def _committed_with_outputs(setup, registrations: str) -> None:
+    """Add the registrations (lines of py(), which may use os) to the config, and commit the setup as it is."""
+    setup.edit("from sispin import experiment_set", "import os\n\nfrom sispin import experiment_set")
+    setup.edit('    tk.register_output("exp/own_hash"', registrations + '    tk.register_output("exp/own_hash"')
+    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
+    commit_setup(setup.root)
+
+
 def test_against_a_revision_a_value_derived_from_where_the_config_runs_is_no_change(setup, capsys):
     # the job hashes its size only and keeps the folder of the config (as i6_core keeps a root_path): the old build
     # runs in a temporary copy, whose location must not read as a change the revision made
-    setup.edit("from sispin import experiment_set", "import os\n\nfrom sispin import experiment_set")
-    setup.edit(
-        '    tk.register_output("exp/own_hash"',
+    _committed_with_outputs(
+        setup,
         "    here = os.path.dirname(os.path.abspath(__file__))\n"
         '    tk.register_output("exp/located", OwnHash(LEARNING_RATE, here).out)\n'
         # a value too long for a record to keep its text (only its digest): the location is written before it
-        '    tk.register_output("exp/deep", OwnHash(LEARNING_RATE * 3, os.path.join(here, "d" * 130)).out)\n'
-        '    tk.register_output("exp/own_hash"',
+        '    tk.register_output("exp/deep", OwnHash(LEARNING_RATE * 3, os.path.join(here, "d" * 130)).out)\n',
     )
-    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
-    commit_setup(setup.root)
     setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
     assert differences(explained(against="HEAD", output="exp/located")) == ["size: 0.001 -> 0.002"]
     assert differences(explained(against="HEAD", output="exp/deep")) == ["size: 0.003 -> 0.006"]
@@ -363,14 +367,10 @@ def test_against_a_revision_recipe_code_reads_the_revisions_files_however_it_rea
 
 
 def test_against_a_revision_a_job_that_hashes_the_setups_location_is_said_to_differ_there_alone(setup, capsys):
-    setup.edit("from sispin import experiment_set", "import os\n\nfrom sispin import experiment_set")
-    setup.edit(
-        '    tk.register_output("exp/own_hash"',
-        '    tk.register_output("exp/here", WriteToTextFileJob(os.path.dirname(os.path.abspath(__file__))).out_file)\n'
-        '    tk.register_output("exp/own_hash"',
+    _committed_with_outputs(
+        setup,
+        '    tk.register_output("exp/here", WriteToTextFileJob(os.path.dirname(os.path.abspath(__file__))).out_file)\n',
     )
-    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
-    commit_setup(setup.root)
     # nothing changed: only the temporary copy the old graph is built in is elsewhere, and this job hashes where
     (changed,) = explained(against="HEAD").outputs
     assert changed.explanation.output == "exp/here"

@@ -11,7 +11,7 @@ import argparse
 
 from sispin.cli.options import add_command, as_of, commit_option, commit_written, setup_relative
 from sispin.cli.output import Output
-from sispin.cli.upgrade_report import show_prices
+from sispin.cli.upgrade_report import show_radius
 from sispin.errors import SisyphusError
 from sispin.git.store import Store
 from sispin.lock.loading import find_lockfile
@@ -95,14 +95,8 @@ def render(result: NewSet, out: Output) -> int:
 
 def _show_reuse(result: NewSet, out: Output) -> None:
     """What starting at the newest commits renews of the set the template's commits would give, and its price."""
+    lead = f"Blast radius against the commits of {result.from_set!r}"
     if result.reuse_unknown:
-        out.result(f"Blast radius against the commits of {result.from_set!r}: not computed ({result.reuse_unknown})")
-    radius = result.reuse
-    if radius is None:
-        return
-    out.result(
-        f"Blast radius against the commits of {result.from_set!r}: {radius.renewed} of {radius.jobs} jobs get new ids; "
-        f"{radius.would_run} would run (not finished in work/), {radius.unused} finished jobs would not be reused "
-        f"({radius.price.total.as_used(jobs=False)})."
-    )
-    show_prices(out, radius)
+        out.result(f"{lead}: not computed ({result.reuse_unknown})")
+    if result.reuse is not None:
+        show_radius(out, result.reuse, lead, unused="would not be reused")

@@ -147,14 +147,10 @@ def _notes(records: List[Dict[str, Any]]) -> List[str]:
 
 def _show_at_heads(out: Output, set_name: str, radius: Union[BlastRadius, str]) -> None:
     """What moving the set's pins that are behind to their branches' heads would cost (``pin upgrade SET``)."""
-    from sispin.cli.upgrade_report import show_prices
+    from sispin.cli.upgrade_report import show_radius
 
-    where = f"Moving set {set_name!r} to the heads"
+    lead = f"Moving set {set_name!r} to the heads"
     if isinstance(radius, str):
-        out.result(f"{where}: blast radius not computed ({radius})")
-        return
-    out.result(
-        f"{where}: {radius.renewed} of {radius.jobs} jobs get new ids; {radius.would_run} would run (not finished "
-        f"in work/), {radius.unused} finished jobs would no longer be used ({radius.price.total.as_used(jobs=False)})."
-    )
-    show_prices(out, radius)
+        out.result(f"{lead}: blast radius not computed ({radius})")
+    else:
+        show_radius(out, radius, lead)

@@ -6,7 +6,7 @@ radius, and what a refused move is refused for.
 
 from __future__ import annotations
 
-__all__ = ["UpgradeReport", "show_prices"]
+__all__ = ["UpgradeReport", "show_radius"]
 
 from typing import Callable
 
@@ -116,11 +116,7 @@ def _show_used(out: Output, set_name: str, repo: str, used: UsedChanges, sign: s
 
 def _show_blast_radius(out: Output, set_name: str, radius: BlastRadius) -> None:
     """How much of the graph the move renews, what it costs, the outputs that change, and one line per cause."""
-    out.result(
-        f"{radius.headline} of set {set_name!r} get new ids; {radius.would_run} would run (not finished in work/), "
-        f"{radius.unused} finished jobs would no longer be used ({radius.price.total.as_used(jobs=False)})."
-    )
-    show_prices(out, radius)
+    show_radius(out, radius, "Blast radius", whose=f" of set {set_name!r}")
     out.result(f"Outputs that change: {listed(list(radius.changed)) if radius.changed else 'none'}")
     for cause in radius.causes:
         names = [name for name, _ in cause.outputs]
@@ -134,11 +130,22 @@ def _show_blast_radius(out: Output, set_name: str, radius: BlastRadius) -> None:
             out.detail(f"    {name}: {'; '.join(differences) or cause.cause}")
 
 
-def show_prices(out: Output, radius: BlastRadius) -> None:
+def show_radius(
+    out: Output, radius: BlastRadius, lead: str, whose: str = "", unused: str = "would no longer be used"
+) -> None:
     """
-    Under a blast radius's first line: per job class what the finished jobs no longer used cost, then what the jobs
-    that would run ask for, in all and per class.
+    A blast radius and its price, as ``pin upgrade``, ``pin new --from`` and ``pin status --changes`` show it: its
+    line (``LEAD: 3 of 5 jobs[WHOSE] get new ids; ...``), per job class what the finished jobs it leaves unused cost,
+    then what the jobs that would run ask for, in all and per class.
+
+    :param lead: what the radius is of (``Blast radius``, ``Moving set 'exp' to the heads``)
+    :param whose: after "jobs" (`` of set 'exp'``)
+    :param unused: what becomes of the finished jobs it renews
     """
+    out.result(
+        f"{lead}: {radius.renewed} of {radius.jobs} jobs{whose} get new ids; {radius.would_run} would run (not "
+        f"finished in work/), {radius.unused} finished jobs {unused} ({radius.price.total.as_used(jobs=False)})."
+    )
     _show_classes(out, radius.price, Cost.as_used)
     if radius.would_run:
         ask, their = ("asks", "its") if radius.would_run == 1 else ("ask", "their")

@@ -91,12 +91,12 @@ def _pins_as_tables(values: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _set_as_tables(spec: Any) -> Any:
-    if not isinstance(spec, dict):
-        return spec
-    return {
-        key: {"commit": value} if key not in SET_KEYS and isinstance(value, str) else value
-        for key, value in spec.items()
-    }
+    return {key: _as_table(key, value) for key, value in spec.items()} if isinstance(spec, dict) else spec
+
+
+def _as_table(key: str, value: Any) -> Any:
+    """:return: a set's entry, a pin that is a commit string as the table of that commit alone"""
+    return {"commit": value} if key not in SET_KEYS and isinstance(value, str) else value
 
 
 def _spelled_as(merged: Dict[str, Any], ours: Dict[str, Any], theirs: Dict[str, Any]) -> Dict[str, Any]:
@@ -108,9 +108,7 @@ def _spelled_as(merged: Dict[str, Any], ours: Dict[str, Any], theirs: Dict[str, 
         for repo, pin in spec.items() if isinstance(spec, dict) else ():
             sides = [side.get("sets", {}).get(name, {}) for side in (ours, theirs)]
             written = [side[repo] for side in sides if isinstance(side, dict) and repo in side]
-            spec[repo] = next(
-                (value for value in written if _same_types(_set_as_tables({repo: value})[repo], pin)), pin
-            )
+            spec[repo] = next((value for value in written if _same_types(_as_table(repo, value), pin)), pin)
     return merged
 
 
