@@ -6,6 +6,7 @@ The remote is a real git daemon on 127.0.0.1 behind a relay that slows it down (
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 from conftest import RECIPE_DIR, git
 from scenarios import CHUNK, PAUSE, pin_on_a_terminal
 from sispin.cli.main import main
+from sispin.cli.progress import TerminalProgress
 from sispin.errors import GitError
 from sispin.git import process as sispin_git
 from sispin.git.repo import clone_at_commit
@@ -116,3 +118,21 @@ def test_no_progress_with_quiet_or_off_a_terminal(remotes, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert [line.split()[-1] for line in result.stdout.splitlines()] == ["cloned", "cloned"]
+
+
+def test_the_line_says_what_git_waits_for_before_git_says_anything(remotes, tmp_path):
+    heard = []
+    with sispin_git.progress_to(lambda who, line: heard.append((who, line))):
+        clone_at_commit(f"file://{remotes / 'a'}", git(remotes / "a", "rev-parse", "HEAD"), tmp_path / "a")
+    assert heard[0] == ("a", "git clone: waiting for the remote"), heard[:3]
+    assert heard[-1] == ("a", ""), "cleared when done"
+
+
+def test_a_remotes_words_on_the_line_cannot_act_on_the_terminal():
+    shown = io.StringIO()
+    draw = TerminalProgress(shown)
+    draw("a", "done")  # nothing to clear yet: the first line draws only itself
+    draw("a", "")
+    draw("a", "")  # nothing on the line: nothing written
+    draw("a", "remote: \x1b[2J\x1b[1Acounting")
+    assert shown.getvalue() == "\ra: done\r       \r\ra: remote: \\x1b[2J\\x1b[1Acounting", repr(shown.getvalue())

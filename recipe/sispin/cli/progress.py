@@ -13,6 +13,8 @@ import shutil
 import threading
 from typing import TextIO
 
+from sispin.text import visible
+
 
 class TerminalProgress:
     """
@@ -34,8 +36,11 @@ class TerminalProgress:
         """
         # never wider than the terminal: a wrapped line could not be redrawn in place
         width = shutil.get_terminal_size().columns - 1
-        text = f"{who}: {line}"[:width] if line else ""
+        # a remote's own words ("remote: ...") are text from outside: an escape sequence in them must not act
+        text = visible(f"{who}: {line}")[:width] if line else ""
         with self._drawing:
+            if not text and not self._shown:
+                return  # nothing on the line to clear
             self.stream.write("\r" + text.ljust(self._shown) + ("" if text else "\r"))
             self.stream.flush()
             self._shown = len(text)
