@@ -129,7 +129,9 @@ def environment(**values: str) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def python(arguments: Sequence[str], cwd: Path, pycache: Path, env: Optional[Dict[str, str]] = None) -> str:
+def python(
+    arguments: Sequence[str], cwd: Path, pycache: Path, env: Optional[Dict[str, str]] = None, exit_code: int = 0
+) -> str:
     """
     Run this interpreter in a fresh process, as a user's command starts: this checkout's sispin first on the path,
     no lockfile named by the environment, and bytecode cached as Python does by default, only in another place (so
@@ -137,11 +139,15 @@ def python(arguments: Sequence[str], cwd: Path, pycache: Path, env: Optional[Dic
 
     :param pycache: where the bytecode cache goes (``PYTHONPYCACHEPREFIX``)
     :param env: more environment variables
+    :param exit_code: the exit code it must end with (a command that finds a problem exits 1)
     :return: its stdout
     """
     environ = {k: v for k, v in os.environ.items() if k not in ("PIN_LOCK", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
     environ.update(PYTHONPATH=str(RECIPE), PYTHONPYCACHEPREFIX=str(pycache), **(env or {}))
-    result = subprocess.run([sys.executable, *arguments], cwd=cwd, env=environ, check=True, capture_output=True)
+    result = subprocess.run([sys.executable, *arguments], cwd=cwd, env=environ, check=False, capture_output=True)
+    if result.returncode != exit_code:
+        said = result.stderr.decode()
+        raise RuntimeError(f"{' '.join(arguments)}: exit {result.returncode}, not {exit_code}: {said}")
     return result.stdout.decode()
 
 
