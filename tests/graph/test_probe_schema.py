@@ -89,6 +89,11 @@ def test_a_field_too_many_or_too_few_is_refused_not_read_as_a_default():
     clone = {k: v for k, v in data["clones"][0].items() if k != "files_to_checkout"}
     with pytest.raises(ValueError, match="missing fields \\['files_to_checkout'\\]"):
         SetGraph.from_json({**data, "clones": [clone]})
+    # an argument's leaf, whose fields are all plain JSON, is read by a path of its own (reports hold 100,000s)
+    record = data["records"]["m/Use.x"]
+    for leaf, wrong in (({**record["args"]["size"], "folder": "rc"}, "unknown"), ({"digest": "12ab34cd"}, "missing")):
+        with pytest.raises(ValueError, match=f"Arg: .*{wrong} fields \\['(folder|job|value)"):
+            SetGraph.from_json({**data, "records": {"m/Use.x": {**record, "args": {"size": leaf}}}})
 
 
 def test_a_clone_carries_every_argument_of_the_job_by_its_parameter_name():

@@ -3,7 +3,8 @@ What runs inside the Sisyphus process: the probe that :mod:`sispin.graph.build` 
 loads a set's configs with real Sisyphus and reports the graph they build, without running a job.
 
 - :mod:`~sispin.graph.probe.main`: the probe's modes, and the graph it reports;
-- :mod:`~sispin.graph.probe.schema`: that report, defined once for both sides of the process seam;
+- :mod:`~sispin.graph.probe.schema`: that report, defined once for both sides of the process seam, and
+  :mod:`~sispin.graph.probe.codec`: how it becomes JSON and back;
 - :mod:`~sispin.graph.probe.adapter`: what the probe knows of Sisyphus and i6_core beyond their public API;
 - :mod:`~sispin.graph.probe.records`: what each job's id is made of, and the paths among its hashed arguments;
 - :mod:`~sispin.graph.probe.state`: every job a job holds, and the whole state of each;
@@ -16,6 +17,6 @@ loads a set's configs with real Sisyphus and reports the graph they build, witho
 - :mod:`~sispin.graph.probe.forking`: several builds forked from one process that imported what they share.
 
 Its modules may import :mod:`sispin.lock` and the config path, and Sisyphus and i6_core (only inside the probe's
-process, and lazily). The parent imports only :mod:`~sispin.graph.probe.schema` and
+process, and lazily). The parent imports only :mod:`~sispin.graph.probe.schema` (with its codec) and
 :mod:`~sispin.graph.probe.ledger` of them, which import no Sisyphus.
 """

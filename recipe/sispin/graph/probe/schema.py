@@ -1,8 +1,9 @@
 """
 What the probe reports, defined once for both sides of the process seam: the probe builds these objects and writes
-them with ``to_json()``; the parent (:mod:`sispin.graph.build` and what it hands the graph to) reads them back with
-``from_json()``. A field has one name on both sides and in the JSON between them, and ``from_json`` refuses a field
-too many or too few, so a renamed or missing field fails at once instead of reading as a default.
+them with ``to_json_text()``; the parent (:mod:`sispin.graph.build` and what it hands the graph to) reads them back
+with ``from_json()`` (both of :mod:`sispin.graph.probe.codec`). A field has one name on both sides and in the JSON
+between them, and ``from_json`` refuses a field too many or too few, so a renamed or missing field fails at once
+instead of reading as a default.
 
 This module imports no Sisyphus: the parent imports it.
 """
@@ -23,125 +24,19 @@ __all__ = [
     "Reply",
 ]
 
-import collections.abc
 import dataclasses
-import functools
 import hashlib
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    List,
-    Mapping,
-    Optional,
-    Tuple,
-    Type,
-    TypeVar,
-    Union,
-    get_args,
-    get_origin,
-    get_type_hints,
-)
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from sispin.clonejob import PARAMETERS
-
-_T = TypeVar("_T", bound="_Json")
-
-
-class _Json:
-    """The JSON form of a report dataclass: an object of its fields by name, nested values alike."""
-
-    def to_json(self) -> Dict[str, Any]:
-        """:return: the object as JSON data (dicts, lists, strings, numbers, booleans, None)"""
-        return _encoded(self)
-
-    @classmethod
-    def from_json(cls: Type[_T], data: Mapping[str, Any]) -> _T:
-        """
-        :param data: what :meth:`to_json` made
-        :raises ValueError: when a field is missing or unknown (the two sides disagree), or a value has another shape
-        """
-        try:
-            return _decoder(cls)(data)
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"not a {cls.__name__} of the probe's report: {exc}") from None
-
-
-def _encoded(value: Any) -> Any:
-    if isinstance(value, _Json):
-        return {field.name: _encoded(getattr(value, field.name)) for field in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [_encoded(item) for item in value]
-    if isinstance(value, collections.abc.Mapping):
-        return {key: _encoded(item) for key, item in value.items()}
-    return value
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-@functools.lru_cache(maxsize=None)  # noqa: UP033 - functools.cache is Python 3.9+, lru_cache reads on all
-def _decoder(kind: Any) -> Callable[[Any], Any]:
-    """:return: what turns JSON data into a value of the type ``kind`` (made once per type: reports are large)"""
-    origin, args = get_origin(kind), get_args(kind)
-    if isinstance(kind, type) and issubclass(kind, _Json):
-        return _dataclass_decoder(kind)
-    if origin is Union:
-        (inner,) = [arg for arg in args if arg is not type(None)]
-        decode = _decoder(inner)
-        return _same if decode is _same else lambda data: None if data is None else decode(data)
-    if origin is tuple and args[-1:] == (Ellipsis,):
-        item = _decoder(args[0])
-        return lambda data: tuple(item(value) for value in data)
-    if origin is tuple:
-        items = [_decoder(arg) for arg in args]
-        return lambda data: tuple(decode(value) for decode, value in zip(_fixed(items, data), data))
-    if origin in (dict, collections.abc.Mapping):
-        value_of = _decoder(args[1])
-        return lambda data: {key: value_of(value) for key, value in data.items()}
-    return _same
-
-
-def _fixed(items: List[Callable[[Any], Any]], data: Any) -> List[Callable[[Any], Any]]:
-    """:raises TypeError: unless a fixed-length tuple's data has its length (zip would cut it short)"""
-    if len(data) != len(items):
-        raise TypeError(f"{len(data)} values for a tuple of {len(items)}")
-    return items
-
-
-def _dataclass_decoder(kind: Type[_Json]) -> Callable[[Any], Any]:
-    hints = get_type_hints(kind)
-    parts = {field.name: _decoder(hints[field.name]) for field in dataclasses.fields(kind)}
-    if all(part is _same for part in parts.values()):
-        # every field as JSON has it (an Arg: a report holds hundreds of thousands): no decoder per field
-
-        def plain(data: Mapping[str, Any]) -> Any:
-            _fields_match(kind, parts, data)
-            return kind(**data)
-
-        return plain
-
-    def decode(data: Mapping[str, Any]) -> Any:
-        _fields_match(kind, parts, data)
-        return kind(**{name: part(data[name]) for name, part in parts.items()})
-
-    return decode
-
-
-def _fields_match(kind: Type[_Json], parts: Mapping[str, Any], data: Mapping[str, Any]) -> None:
-    """:raises KeyError: unless data has kind's fields (a field too few or too many: the two sides disagree)"""
-    if len(data) != len(parts):
-        unknown, missing = sorted(set(data) - set(parts)), sorted(set(parts) - set(data))
-        raise KeyError(f"{kind.__name__}: unknown fields {unknown}, missing fields {missing}")
-
+from sispin.graph.probe.codec import JsonForm
 
 #: a leaf whose text is longer is recorded by digest only
 MAX_VALUE = 120
 
 
 @dataclasses.dataclass(frozen=True)
-class Arg(_Json):
+class Arg(JsonForm):
     """
     One hashed argument leaf of a job.
 
@@ -181,7 +76,7 @@ class Arg(_Json):
 
 
 @dataclasses.dataclass(frozen=True)
-class JobRecord(_Json):
+class JobRecord(JsonForm):
     """
     :param args: argument path -> its leaf, cut at the size pin.snapshot.toml keeps
     :param custom_hash: the job's class defines its own ``hash()``, so its arguments may not be what it hashes
@@ -197,7 +92,7 @@ class JobRecord(_Json):
 
 
 @dataclasses.dataclass(frozen=True)
-class RecordedOutput(_Json):
+class RecordedOutput(JsonForm):
     """
     A registered output of a set, as a build finds it and pin.snapshot.toml records it.
 
@@ -210,7 +105,7 @@ class RecordedOutput(_Json):
 
 
 @dataclasses.dataclass(frozen=True)
-class Clone(_Json):
+class Clone(JsonForm):
     """
     A CloneGitRepositoryJob of the graph: its arguments by their parameter names (:data:`sispin.clonejob.PARAMETERS`),
     as its object holds them.
@@ -250,7 +145,7 @@ class Clone(_Json):
 
 
 @dataclasses.dataclass(frozen=True)
-class Assignment(_Json):
+class Assignment(JsonForm):
     """
     A ``hash_overwrite`` that config code assigned on a path of a clone job.
 
@@ -268,7 +163,7 @@ class Assignment(_Json):
 
 
 @dataclasses.dataclass(frozen=True)
-class ValueUse(_Json):
+class ValueUse(JsonForm):
     """
     A place where config code took a pinned value out of the graph as a plain value.
 
@@ -285,7 +180,7 @@ class ValueUse(_Json):
 
 
 @dataclasses.dataclass(frozen=True)
-class Escape(_Json):
+class Escape(JsonForm):
     """
     A path created by a CloneGitRepositoryJob (its output, a copy, a ``join_right``...) with a ``hash_overwrite``,
     among the hashed arguments of a job: that job's id no longer depends on the commit.
@@ -305,7 +200,7 @@ class Escape(_Json):
 
 
 @dataclasses.dataclass(frozen=True)
-class Overwrite(_Json):
+class Overwrite(JsonForm):
     """
     A string ``hash_overwrite`` on a path no clone created, hashed by a job: it hashes like a clone's path carrying
     the same value as an alias.
@@ -325,7 +220,7 @@ class Overwrite(_Json):
 
 
 @dataclasses.dataclass(frozen=True)
-class SetGraph(_Json):
+class SetGraph(JsonForm):
     """
     The job graph a set's configs build, as the probe reports it (``graph`` mode).
 
@@ -410,7 +305,7 @@ class SetGraph(_Json):
 
 
 @dataclasses.dataclass(frozen=True)
-class Failure(_Json):
+class Failure(JsonForm):
     """
     The configs' own error (or exit) in the probe.
 
@@ -428,12 +323,13 @@ class Failure(_Json):
 
 
 @dataclasses.dataclass(frozen=True)
-class Reply(_Json):
+class Reply(JsonForm):
     """
     What the probe writes to its OUT file, in every mode.
 
-    :param report: the mode's report as JSON: a :class:`SetGraph` (``graph``), per call {"original", "replacement"}
-        job ids (``clone-ids``), set -> repository -> clone job id (``set-clones``); None when it failed
+    :param report: the mode's report: a :class:`SetGraph` (``graph``; the parent reads back its JSON data), per call
+        {"original", "replacement"} job ids (``clone-ids``), set -> repository -> clone job id (``set-clones``); None
+        when it failed
     :param read: what the build read (a ledger of :mod:`sispin.graph.probe.ledger`), when it was asked to record
     :param failure: the configs' error, when they raised
     """
