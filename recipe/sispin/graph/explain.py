@@ -29,6 +29,7 @@ __all__ = [
     "compare_set",
 ]
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,6 +147,7 @@ def _compare(
         causes.append(Cause(old_id, new_id, via, custom_hash=new.custom_hash, reason=reason))
 
 
+@functools.lru_cache(maxsize=65536)  # every output of a set names the same few thousand paths
 def argument_order(path: str) -> Tuple[Any, ...]:
     """
     :return: a sort key for argument paths that puts list positions in numeric order (``x[2]`` before ``x[10]``)

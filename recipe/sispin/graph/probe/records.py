@@ -76,9 +76,13 @@ def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], limits: Tu
         _walk(child, f"{where}{suffix}", depth + 1, leaves, limits)
 
 
+#: the types of leaves whose text is their repr()
+_SCALARS = frozenset({type(None), int, float, bool, str, complex})
+
+
 def _children(value: Any) -> Any:
     """(path suffix, child) pairs of a container Sisyphus hashes element by element; None for a leaf."""
-    if value is None or type(value) in (int, float, bool, str, complex, bytes) or is_path(value):
+    if type(value) in _SCALARS or type(value) is bytes or is_path(value):
         return None
     if hashes_as_job(value) or isinstance(value, enum.Enum) or inspect.isfunction(value) or inspect.isclass(value):
         return None
@@ -115,6 +119,8 @@ def _leaf(value: Any) -> Tuple[str, Any]:
     """(canonical text of a leaf, id of the job that creates it when it is a path)"""
     from sispin.sets import shown_overwrite
 
+    if type(value) in _SCALARS:  # most leaves: no attribute of theirs to ask for
+        return repr(value), None
     if is_path(value):
         creator = value.creator
         overwrite = f" hash_overwrite={shown_overwrite(value.hash_overwrite)!r}" if value.hash_overwrite else ""

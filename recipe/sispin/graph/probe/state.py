@@ -107,10 +107,15 @@ def _reduced(value: Any) -> List[Tuple[str, Any]]:
     return [(name, part) for name, part in zip(names, parts) if part is not None]
 
 
+#: the types whose values hold nothing further: most of what a state holds, told apart by one lookup
+_SCALARS = frozenset({type(None), int, float, bool, str, complex, bytes})
+#: the builtin containers: never a path, a job or a leaf (no attribute of theirs needs to be asked for)
+_CONTAINERS = frozenset({list, tuple, set, frozenset, dict})
+
+
 def _leaf(value: Any) -> bool:
     return (
-        value is None
-        or type(value) in (int, float, bool, str, complex, bytes)
+        type(value) in _SCALARS
         or inspect.isfunction(value)
         or inspect.isclass(value)
         or inspect.ismodule(value)
@@ -125,9 +130,19 @@ def referenced_jobs(job: Any) -> List[Any]:
     stack: List[Any] = list(_attributes(job).values()) + input_paths(job)
     while stack:
         value = stack.pop()
-        if _leaf(value) or id(value) in seen:
+        kind = type(value)
+        if kind in _SCALARS or id(value) in seen:
             continue
         seen.add(id(value))
+        if kind in _CONTAINERS:
+            if kind is dict:
+                stack.extend(key for key in value if type(key) not in _SCALARS)
+                stack.extend(value.values())
+            else:
+                stack.extend(value)
+            continue
+        if _leaf(value):
+            continue
         if is_path(value):
             creator = value.__dict__.get("creator")
             if creator is not None and creator is not job:
@@ -185,9 +200,11 @@ def job_states(jobs: Sequence[Any]) -> Dict[str, Dict[str, str]]:
 
 def _state_bytes(value: Any, active: Set[int]) -> bytes:
     """Like Sisyphus's sis_hash_helper, but every object is walked through its whole state, not what it hashes."""
-    kind = type(value).__qualname__.encode()
-    if value is None or type(value) in (int, float, bool, str, complex, bytes):
+    kind = _kind_name(type(value))
+    if type(value) in _SCALARS:
         return kind + b":" + repr(value).encode()
+    if type(value) in _CONTAINERS:
+        return _container_bytes(value, kind, active)
     if is_path(value):
         creator = value.__dict__.get("creator")
         who = job_id(creator) if is_job(creator) else repr(creator)
@@ -197,6 +214,16 @@ def _state_bytes(value: Any, active: Set[int]) -> bytes:
     if _leaf(value):
         name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or repr(value)
         return f"{kind.decode()}:{getattr(value, '__module__', '')}.{name}".encode()
+    return _container_bytes(value, kind, active)
+
+
+@functools.cache
+def _kind_name(kind: type) -> bytes:
+    return kind.__qualname__.encode()
+
+
+def _container_bytes(value: Any, kind: bytes, active: Set[int]) -> bytes:
+    """What :func:`_state_bytes` makes of a container or an object: its members' bytes, each once (a cycle cut)"""
     if id(value) in active:
         return b"(cycle)"
     active.add(id(value))
