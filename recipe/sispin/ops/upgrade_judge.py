@@ -351,14 +351,18 @@ def _drift(lockfile: Lockfile, current: SetGraph) -> Tuple[Drift, ...]:
     recorded = read_snapshot(snapshot_path(lockfile.path)).get(current.set_name)
     if recorded is None:
         return ()  # nothing recorded yet: nothing to drift from
-    records = read_records(lockfile.path, current.set_name, recorded) or {}
-    drifted = []
+    differing = []
     for name in sorted(set(recorded) | set(current.outputs)):
         old = recorded[name].job if name in recorded else None
         new = current.outputs[name].job if name in current.outputs else None
         if old != new:
-            drifted.append(Drift(name, old, new, summary(explain_output(name, old, new, records, current.records))))
-    return tuple(drifted)
+            differing.append((name, old, new))
+    # the recorded arguments only where something drifted: the whole set's records are megabytes to read
+    records = (read_records(lockfile.path, current.set_name, recorded) or {}) if differing else {}
+    return tuple(
+        Drift(name, old, new, summary(explain_output(name, old, new, records, current.records)))
+        for name, old, new in differing
+    )
 
 
 def _drift_refusal(lockfile: Lockfile, set_name: str, drifted: int) -> RefusedMoveError:
