@@ -16,10 +16,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, List, Optional
 
 import pytest
 
+import sispin.ops.upgrade_judge as upgrade_judge
 from conftest import SISYPHUS_DIR, USE_JOB, git_commit
 from sispin.cli.main import main
 from sispin.graph.build import load_graph, recording_inputs
@@ -514,3 +515,85 @@ def test_a_config_that_asks_whether_a_job_finished_sees_it_finish(inc, capsys):
     _write(root / "work" / job / "finished", "")
     code, out = _check(capsys)
     assert code == 1 and "new outputs not in the snapshot (run `pin snapshot` to record them): inc/more" in out, out
+
+
+def _counting_builds(monkeypatch) -> List[int]:
+    """:return: how many builds each graph load of `pin upgrade` asks for (the real loads run)"""
+    counts: List[int] = []
+    load = upgrade_judge.load_graphs
+
+    def counting(lockfile, builds):
+        counts.append(len(builds))
+        return load(lockfile, builds)
+
+    monkeypatch.setattr(upgrade_judge, "load_graphs", counting)
+    return counts
+
+
+@pytest.mark.parametrize("change", sorted(set(CHANGES) - {"lock section"}))  # a moved pin leaves nothing to upgrade
+def test_an_upgrade_builds_the_set_at_its_pins_again_only_when_something_it_read_changed(
+    inc, capsys, monkeypatch, change
+):
+    root = inc()
+    builds, _ = _counting_builds(monkeypatch), capsys.readouterr()
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    first = capsys.readouterr().out
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    assert capsys.readouterr().out == first, "the kept build says what the build said"
+    assert builds == [2, 1], "the second dry run builds only the moved side"
+    CHANGES[change](root, monkeypatch)
+    main(["upgrade", "inc", "rc", "--dry-run"])
+    assert builds[-1] == 2, f"after a change of the {change}, both sides are built"
+
+
+def test_a_kept_build_sees_the_jobs_that_finished_since_in_work(inc, capsys, monkeypatch):
+    root = inc()
+    builds, _ = _counting_builds(monkeypatch), capsys.readouterr()
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    assert "0 finished jobs would no longer be used" in capsys.readouterr().out
+    job = read_snapshot(snapshot_path(root / "pin.toml"))["inc"]["inc/out"].job
+    _write(root / "work" / job / "finished", "")
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    kept = capsys.readouterr().out
+    assert builds == [2, 1] and "1 finished job would no longer be used" in kept, kept
+    shutil.rmtree(root / ".sispin-cache" / "builds")
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    assert capsys.readouterr().out == kept and builds[-1] == 2, "what a build of both sides says"
+
+
+def test_a_build_whose_work_dir_is_not_the_setups_is_not_kept(inc, capsys, monkeypatch):
+    def elsewhere(root: Path) -> None:
+        settings = root / "settings.py"
+        settings.write_text(settings.read_text() + 'WORK_DIR = "elsewhere"\n')
+
+    root = inc(before=elsewhere)
+    builds, _ = _counting_builds(monkeypatch), capsys.readouterr()
+    job = read_snapshot(snapshot_path(root / "pin.toml"))["inc"]["inc/out"].job
+    _write(root / "elsewhere" / job / "finished", "")  # what Sisyphus sees; work/ has nothing
+    _age(root)
+    for _ in range(2):
+        assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+        assert "1 finished job would no longer be used" in capsys.readouterr().out
+    assert builds == [2, 2], "the parent could not tell which jobs finished: each upgrade builds both sides"
+
+
+WAITING_CONFIG = """\
+from sisyphus import tk
+
+from sispin import experiment_set
+
+
+async def py():
+    rc = experiment_set("inc").repo("rc")
+    tk.register_output("inc/out", rc)
+    await tk.async_run(rc)
+    tk.register_output("inc/after", rc)
+"""
+
+
+def test_a_build_that_waits_for_unfinished_jobs_is_not_kept(inc, capsys, monkeypatch):
+    inc(config=WAITING_CONFIG)
+    builds = _counting_builds(monkeypatch)
+    for _ in range(2):
+        assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    assert builds == [2, 2], "what it builds once the jobs ran is not in the graph: each upgrade builds both sides"

@@ -142,9 +142,10 @@ def show_radius(
     :param whose: after "jobs" (`` of set 'exp'``)
     :param unused: what becomes of the finished jobs it renews
     """
+    unused_jobs = count(radius.unused, "finished job")
     out.result(
         f"{lead}: {radius.renewed} of {radius.jobs} jobs{whose} get new ids; {radius.would_run} would run (not "
-        f"finished in work/), {radius.unused} finished jobs {unused} ({radius.price.total.as_used(jobs=False)})."
+        f"finished in work/), {unused_jobs} {unused} ({radius.price.total.as_used(jobs=False)})."
     )
     _show_classes(out, radius.price, Cost.as_used)
     if radius.would_run:

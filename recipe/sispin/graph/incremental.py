@@ -9,16 +9,23 @@ snapshot entry and alias history, the Python and the source of sispin itself, an
 with. Only passes are kept: a set with a problem is built again on every check, and a build that read the clock,
 unseeded randomness, a process or the network (volatile) is never kept. Only a cache: what cannot be read or written
 is as if it were not there.
+
+The build of a set at its pins that ``pin upgrade`` compares a move against is kept the same way, in
+``.sispin-cache/builds/SET.json``, so that the next upgrade of the set (a dry run, then the real one) builds only the
+moved side. Which of its jobs finished is read from work/ anew each time; a build whose view of work/ is not the
+setup's own work/ (a settings.py that puts it elsewhere) is not kept, nor one whose configs wait for jobs (volatile:
+its graph depends on work/).
 """
 
 from __future__ import annotations
 
-__all__ = ["KeptPass", "kept_pass", "keep_pass", "forget_pass"]
+__all__ = ["KeptPass", "kept_pass", "keep_pass", "forget_pass", "kept_build", "keep_build"]
 
 import functools
 import hashlib
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
@@ -26,7 +33,8 @@ from sispin.errors import PinError
 from sispin.git.store import default_store_dir
 from sispin.graph.build import probe_environment
 from sispin.graph.probe.ledger import changed_input
-from sispin.graph.probe.schema import RecordedOutput
+from sispin.graph.probe.schema import RecordedOutput, SetGraph
+from sispin.graph.usage import finished_job
 from sispin.lock.cache import set_cache_file, sispin_sources, source_digests, write_set_cache
 from sispin.lock.lockfile import Lockfile
 
@@ -94,6 +102,49 @@ def _key(
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
 
 
+def _standing(
+    lockfile: Lockfile,
+    set_name: str,
+    data: Mapping[str, Any],
+    recorded: Mapping[str, RecordedOutput],
+    bound: Mapping[str, Sequence[str]],
+) -> str:
+    """:return: why what data keeps no longer stands, one phrase; "" when it does"""
+    if data.get("version") != _VERSION:
+        return "no earlier pass"
+    if data["key"] != _key(lockfile, set_name, data["sets"], recorded, bound):
+        return "pin.toml, the snapshot, the setup's or the store's location, Python or sispin changed"
+    environment = probe_environment(lockfile)
+    for ledger in data["ledgers"]:
+        changed = changed_input(ledger, environment, str(lockfile.root))
+        if changed:
+            return changed
+    return ""
+
+
+def _kept(
+    lockfile: Lockfile,
+    set_name: str,
+    recorded: Mapping[str, RecordedOutput],
+    bound: Mapping[str, Sequence[str]],
+    ledgers: Sequence[Optional[Mapping[str, Any]]],
+) -> Tuple[Optional[Dict[str, Any]], str]:
+    """:return: what keeps the builds' verdict valid (their key and what they read), or None and why it cannot"""
+    if not ledgers or any(ledger is None for ledger in ledgers):
+        return None, "a build recorded nothing"
+    volatile = next((ledger["volatile"] for ledger in ledgers if ledger["volatile"]), None)
+    if volatile:
+        return None, volatile
+    sets_read = sorted({name for ledger in ledgers if ledger for name in ledger["sets"]})
+    key = _key(lockfile, set_name, sets_read, recorded, bound)
+    return {"version": _VERSION, "key": key, "sets": sets_read, "ledgers": list(ledgers)}, ""
+
+
+#: what a kept file cannot be read as: a damaged or foreign file, or a setup the key cannot be made for (its Sisyphus
+#: gone); the build says why
+_UNREADABLE = (OSError, ValueError, LookupError, TypeError, AttributeError, RecursionError, PinError)
+
+
 def kept_pass(
     lockfile: Lockfile, set_name: str, recorded: Mapping[str, RecordedOutput], bound: Mapping[str, Sequence[str]]
 ) -> Tuple[Optional[KeptPass], str]:
@@ -106,18 +157,9 @@ def kept_pass(
     """
     try:
         data = json.loads(_file(lockfile.root, set_name).read_bytes())
-        if data.get("version") != _VERSION:
-            return None, "no earlier pass"
-        if data["key"] != _key(lockfile, set_name, data["sets"], recorded, bound):
-            return None, "pin.toml, the snapshot, the setup's or the store's location, Python or sispin changed"
-        environment = probe_environment(lockfile)
-        for ledger in data["ledgers"]:
-            changed = changed_input(ledger, environment, str(lockfile.root))
-            if changed:
-                return None, changed
-        return KeptPass(int(data["outputs"]), dict(data["changes"])), ""
-    except (OSError, ValueError, LookupError, TypeError, AttributeError, RecursionError, PinError):
-        # a damaged or foreign file, or a setup the key cannot be made for (its Sisyphus gone): the build says why
+        why = _standing(lockfile, set_name, data, recorded, bound)
+        return (None, why) if why else (KeptPass(int(data["outputs"]), dict(data["changes"])), "")
+    except _UNREADABLE:
         return None, "no earlier pass"
 
 
@@ -136,25 +178,57 @@ def keep_pass(
     :param passed: what the check found
     :return: why it cannot be kept (a volatile build), or None
     """
-    target = _file(lockfile.root, set_name)
-    if not ledgers or any(ledger is None for ledger in ledgers):
-        _forget(target)
-        return "a build recorded nothing"
-    volatile = next((ledger["volatile"] for ledger in ledgers if ledger["volatile"]), None)
-    if volatile:
-        _forget(target)
-        return volatile
-    sets_read = sorted({name for ledger in ledgers if ledger for name in ledger["sets"]})
-    data = {
-        "version": _VERSION,
-        "key": _key(lockfile, set_name, sets_read, recorded, bound),
-        "sets": sets_read,
-        "ledgers": list(ledgers),
-        "outputs": passed.outputs,
-        "changes": passed.changes,
-    }
+    data, why = _kept(lockfile, set_name, recorded, bound, ledgers)
+    if data is None:
+        _forget(_file(lockfile.root, set_name))
+        return why
+    data.update(outputs=passed.outputs, changes=passed.changes)
     write_set_cache(lockfile.path, "checks", set_name, data)  # a setup that cannot hold it builds every time
     return None
+
+
+def kept_build(
+    lockfile: Lockfile, set_name: str, recorded: Mapping[str, RecordedOutput], bound: Mapping[str, Sequence[str]]
+) -> Optional[Tuple[SetGraph, Mapping[str, Any]]]:
+    """
+    :param recorded: the set's outputs in the snapshot
+    :param bound: the snapshot's alias history
+    :return: the set's build at its pins as ``pin upgrade`` makes it (every state and record) and what it read, when
+        nothing it read changed since, with which jobs finished read from work/ now; else None
+    """
+    try:
+        data = json.loads(set_cache_file(lockfile.root, "builds", set_name).read_bytes())
+        if _standing(lockfile, set_name, data, recorded, bound):
+            return None
+        graph = SetGraph.from_json(data["graph"])
+        work = lockfile.root / "work"
+        return replace(graph, jobs={job: finished_job(work / job) for job in graph.jobs}), data["ledgers"][0]
+    except _UNREADABLE:
+        return None
+
+
+def keep_build(
+    lockfile: Lockfile,
+    set_name: str,
+    recorded: Mapping[str, RecordedOutput],
+    bound: Mapping[str, Sequence[str]],
+    built: Tuple[SetGraph, Optional[Mapping[str, Any]]],
+) -> None:
+    """
+    Keep the set's build at its pins, as ``pin upgrade`` made it, for the next upgrade (replacing an earlier one).
+
+    :param built: the graph, and what its build read
+    """
+    graph, ledger = built
+    data, _ = _kept(lockfile, set_name, recorded, bound, [ledger])
+    work = lockfile.root / "work"
+    # which jobs finished is read from work/ when the build is taken, as the probe read it now: where the two
+    # disagree (a settings.py with another WORK_DIR, a job finishing meanwhile), the next upgrade builds again
+    if data is None or any(finished_job(work / job) != done for job, done in graph.jobs.items()):
+        _forget(set_cache_file(lockfile.root, "builds", set_name))
+        return
+    data["graph"] = graph.to_json()
+    write_set_cache(lockfile.path, "builds", set_name, data)
 
 
 def _forget(target: Path) -> None:

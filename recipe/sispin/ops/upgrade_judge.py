@@ -11,7 +11,7 @@ __all__ = ["UsedChanges", "MoveReport", "Cause", "BlastRadius", "Drift", "SetUpg
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from sispin.errors import HashOverwriteError, PinError, RefusedMoveError, SisyphusError
 from sispin.git.history import Change, changes_to
@@ -20,10 +20,11 @@ from sispin.git.store import Store
 from sispin.graph.build import GraphBuild, load_graphs, recording_inputs
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
 from sispin.graph.guard import state_problems
+from sispin.graph.incremental import keep_build, kept_build
 from sispin.graph.price import Price, price_of, requested_price
 from sispin.graph.probe.schema import SetGraph
 from sispin.graph.recordcache import read_records
-from sispin.graph.snapshot import read_snapshot
+from sispin.graph.snapshot import read_bound, read_snapshot
 from sispin.graph.used_code import UsedCode, used_code
 from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import Lockfile, SetSpec
@@ -226,21 +227,10 @@ def judge_set(
     dropped = tuple(
         (m.repo, alias, m.old) for m in moving for alias in [spec.pins[m.repo].hash_overwrite] if alias is not None
     )
-    # side by side; what the move checks out goes with its build (a dry run leaves the store as it was)
-    builds = [
-        GraphBuild(set_name, text, states=True, records="all", blind=False),
-        GraphBuild(
-            set_name, moved_text, states=True, records="all", scratch_checkouts=True, requests=True, blind=False
-        ),
-    ]
-    try:
-        with recording_inputs() as read:
-            before, after = load_graphs(lockfile, builds)
-    except SisyphusError as exc:
-        before = after = exc
-    if isinstance(before, SisyphusError):
-        return SetUpgrade(set_name, move_reports(lockfile, planned), dropped, unbuilt=str(before))
-    ledger = read.ledgers[0]
+    built = _builds(lockfile, set_name, (text, moved_text))
+    if isinstance(built, SisyphusError):
+        return SetUpgrade(set_name, move_reports(lockfile, planned), dropped, unbuilt=str(built))
+    before, after, ledger = built
     # what the set uses is read at the pinned commit in the mirror: not there (gone from the remote before the store
     # saw it), the move's commits in between are not known either
     measured = {move.repo: mirror_of[move.repo] for move in moving if move.added is not None}
@@ -253,6 +243,35 @@ def judge_set(
         return replace(report, refusal=refusal)
     graphs = (before, after)
     return _judged(lockfile, spec, moving, graphs, replace(report, before=before, after=after), drift_allowed)
+
+
+def _builds(
+    lockfile: Lockfile, set_name: str, texts: Tuple[str, str]
+) -> Union[SisyphusError, Tuple[SetGraph, Union[SetGraph, SisyphusError], Optional[Mapping[str, Any]]]]:
+    """
+    :return: the set's graph at its pins (kept from the last upgrade while nothing it read changed, else built), its
+        graph after the moves (or why it does not build), and what the first build read; or why the set does not build
+    """
+    target = snapshot_path(lockfile.path)
+    recorded, bound = read_snapshot(target).get(set_name, {}), read_bound(target)
+    kept = kept_build(lockfile, set_name, recorded, bound)
+    # what the move checks out goes with its build (a dry run leaves the store as it was)
+    moved = GraphBuild(
+        set_name, texts[1], states=True, records="all", scratch_checkouts=True, requests=True, blind=False
+    )
+    builds = ([] if kept else [GraphBuild(set_name, texts[0], states=True, records="all", blind=False)]) + [moved]
+    try:
+        with recording_inputs() as read:
+            graphs = load_graphs(lockfile, builds)  # side by side
+    except SisyphusError as exc:
+        return exc
+    if kept:
+        return kept[0], graphs[0], kept[1]
+    before, after = graphs
+    if isinstance(before, SisyphusError):
+        return before
+    keep_build(lockfile, set_name, recorded, bound, (before, read.ledgers[0]))
+    return before, after, read.ledgers[0]
 
 
 def _judged(
