@@ -183,19 +183,24 @@ def test_a_build_on_a_terminal_shows_one_live_line_within_a_second_and_nothing_o
 )
 def test_every_command_that_builds_a_graph_shows_a_live_line_within_a_second(setup, monkeypatch, command):
     root, _ = setup
-    assert main(["snapshot", "a"]) == 0 and main(["status", "--fetch"]) == 0  # explain has records; a move is known
+    # explain has records, a move is known, and the store holds every mirror the commands fetch (Sisyphus's among
+    # them): what a user's second command finds
+    assert main(["snapshot", "a"]) == 0 and main(["check", "a"]) == 0 and main(["status", "--fetch"]) == 0
     monkeypatch.setenv("BUILD_SECONDS", "1.5")
     tries = []
     # a second try where the first missed: a loaded machine (CI beside other jobs) can stall any process for a
     # second; a command that is slow to say something misses every time
     while len(tries) < 2 and not (tries and tries[-1][0] < 1):
         code, shown = pin_on_a_terminal_timed(root, *command)
-        text = "".join(piece for _, piece in shown)
-        assert code in (0, 1), text
-        assert re.search(r"\rpin: [a-z].*\(0 s\)", text), f"the build's own line: {text!r}"
-        live = [at for at, piece in shown if re.search(r"\r[\w.-]+: \S", piece)]  # a line drawn, with something on it
-        tries.append((live[0] if live else float("inf"), [(round(at, 2), piece[:60]) for at, piece in shown[:4]]))
-    assert tries[-1][0] < 1, f"no live line within a second: {tries}"
+        assert code in (0, 1), "".join(piece for _, piece in shown)
+        text, drawn = "", float("inf")
+        for at, piece in shown:
+            text += piece
+            if re.search(r"\rpin: [a-z][^\r\n]*\(0 s\)", text):  # the build's own line, drawn
+                drawn = at
+                break
+        tries.append((drawn, [(round(at, 2), piece[:60]) for at, piece in shown[:6]]))
+    assert tries[-1][0] < 1, f"the build's line did not come within a second: {tries}"
 
 
 def test_no_builds_is_no_probe_and_a_set_without_pins_is_checked(setup, monkeypatch):

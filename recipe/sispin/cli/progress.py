@@ -36,8 +36,9 @@ class TerminalProgress:
         """
         # never wider than the terminal: a wrapped line could not be redrawn in place
         width = shutil.get_terminal_size().columns - 1
-        # a remote's own words ("remote: ...") are text from outside: an escape sequence in them must not act
-        text = visible(f"{who}: {line}")[:width] if line else ""
+        # a remote's own words ("remote: ...") are text from outside: an escape sequence in them must not act, and a
+        # tab would move the cursor past what the width counts
+        text = visible(f"{who}: {line}").replace("\t", " ")[:width] if line else ""
         with self._drawing:
             if not text and not self._shown:
                 return  # nothing on the line to clear

@@ -258,9 +258,9 @@ def network(repository: Path, url: str, verb: str, command: str, *args: str) -> 
     stderr: IO[bytes] = process.stderr  # type: ignore[assignment]
     output = _Progress()
     listener = progress_listener()
-    if listener is not None:  # git says nothing until the remote answers, which can take seconds
-        listener(name_from_url(url), f"git {command}: waiting for the remote")
     try:
+        if listener is not None:  # git says nothing until the remote answers, which can take seconds
+            listener(name_from_url(url), f"git {command}: waiting for the remote")
         silent_since = time.monotonic()
         while True:
             quiet_for = time.monotonic() - silent_since

@@ -77,7 +77,7 @@ def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], limits: Tu
 
 
 #: the types of leaves whose text is their repr()
-_SCALARS = frozenset({type(None), int, float, bool, str, complex})
+_SCALARS = (type(None), int, float, bool, str, complex)
 
 
 def _children(value: Any) -> Any:

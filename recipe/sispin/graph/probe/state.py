@@ -107,10 +107,10 @@ def _reduced(value: Any) -> List[Tuple[str, Any]]:
     return [(name, part) for name, part in zip(names, parts) if part is not None]
 
 
-#: the types whose values hold nothing further: most of what a state holds, told apart by one lookup
-_SCALARS = frozenset({type(None), int, float, bool, str, complex, bytes})
-#: the builtin containers: never a path, a job or a leaf (no attribute of theirs needs to be asked for)
-_CONTAINERS = frozenset({list, tuple, set, frozenset, dict})
+#: the types whose values hold nothing further (most of what a state holds): told apart before any attribute is read
+_SCALARS = (type(None), int, float, bool, str, complex, bytes)
+#: the builtin containers: never a path, a job or a leaf
+_CONTAINERS = (list, tuple, set, frozenset, dict)
 
 
 def _leaf(value: Any) -> bool:
@@ -135,9 +135,11 @@ def referenced_jobs(job: Any) -> List[Any]:
             continue
         seen.add(id(value))
         if kind in _CONTAINERS:
-            if kind is dict:
-                stack.extend(key for key in value if type(key) not in _SCALARS)
-                stack.extend(value.values())
+            if kind is dict:  # as _members walks it: each value, then its key (the order jobs are found in)
+                for key, item in value.items():
+                    stack.append(item)
+                    if type(key) not in _SCALARS:
+                        stack.append(key)
             else:
                 stack.extend(value)
             continue
@@ -200,7 +202,7 @@ def job_states(jobs: Sequence[Any]) -> Dict[str, Dict[str, str]]:
 
 def _state_bytes(value: Any, active: Set[int]) -> bytes:
     """Like Sisyphus's sis_hash_helper, but every object is walked through its whole state, not what it hashes."""
-    kind = _kind_name(type(value))
+    kind = type(value).__qualname__.encode()
     if type(value) in _SCALARS:
         return kind + b":" + repr(value).encode()
     if type(value) in _CONTAINERS:
@@ -215,11 +217,6 @@ def _state_bytes(value: Any, active: Set[int]) -> bytes:
         name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or repr(value)
         return f"{kind.decode()}:{getattr(value, '__module__', '')}.{name}".encode()
     return _container_bytes(value, kind, active)
-
-
-@functools.cache
-def _kind_name(kind: type) -> bytes:
-    return kind.__qualname__.encode()
 
 
 def _container_bytes(value: Any, kind: bytes, active: Set[int]) -> bytes:
