@@ -517,6 +517,24 @@ def test_a_config_that_asks_whether_a_job_finished_sees_it_finish(inc, capsys):
     assert code == 1 and "new outputs not in the snapshot (run `pin snapshot` to record them): inc/more" in out, out
 
 
+TMP_CONFIG = (
+    "from sisyphus import Job, Task, global_settings, tk\n\nfrom sispin import experiment_set\n\n" + USE_JOB + """
+
+def py():
+    tk.register_output("inc/out", Use({"rc": experiment_set("inc").repo("rc"), "tmp": global_settings.TMP_PREFIX}).out)
+"""
+)
+
+
+def test_what_sisyphus_reads_of_the_environment_when_imported_is_an_input(inc, capsys, monkeypatch):
+    monkeypatch.setenv("TMPDIR", "/tmp")
+    inc(config=TMP_CONFIG)
+    assert _check(capsys)[0] == 0 and NOT_BUILT in _check(capsys)[1]
+    monkeypatch.setenv("TMPDIR", "/var/tmp")  # global_settings.TMP_PREFIX: /var/tmp/sis_
+    code, out = _check(capsys)
+    assert code == 1 and "sets.inc: built ($TMPDIR: changed)" in out, out
+
+
 def _counting_builds(monkeypatch) -> List[int]:
     """:return: how many builds each graph load of `pin upgrade` asks for (the real loads run)"""
     counts: List[int] = []
@@ -561,20 +579,46 @@ def test_a_kept_build_sees_the_jobs_that_finished_since_in_work(inc, capsys, mon
     assert capsys.readouterr().out == kept and builds[-1] == 2, "what a build of both sides says"
 
 
-def test_a_build_whose_work_dir_is_not_the_setups_is_not_kept(inc, capsys, monkeypatch):
-    def elsewhere(root: Path) -> None:
-        settings = root / "settings.py"
-        settings.write_text(settings.read_text() + 'WORK_DIR = "elsewhere"\n')
+def _settings(*lines: str) -> Callable[[Path], None]:
+    """:return: what adds lines to the setup's settings.py"""
 
-    root = inc(before=elsewhere)
+    def add(root: Path) -> None:
+        settings = root / "settings.py"
+        settings.write_text(settings.read_text() + "".join(f"{line}\n" for line in lines))
+
+    return add
+
+
+def test_a_kept_build_asks_sisyphus_where_work_is_and_what_marks_a_job_finished(inc, capsys, monkeypatch):
+    settings = _settings('WORK_DIR = "elsewhere"', 'JOB_FINISHED_MARKER = "done"')
+    root = inc(before=lambda root: (settings(root), (root / "elsewhere").mkdir()))
     builds, _ = _counting_builds(monkeypatch), capsys.readouterr()
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    assert "0 finished jobs would no longer be used" in capsys.readouterr().out
     job = read_snapshot(snapshot_path(root / "pin.toml"))["inc"]["inc/out"].job
-    _write(root / "elsewhere" / job / "finished", "")  # what Sisyphus sees; work/ has nothing
+    _write(root / "elsewhere" / job / "done", "")  # finished, as this setup's Sisyphus sees it; work/ has nothing
     _age(root)
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    kept = capsys.readouterr().out
+    assert builds == [2, 1] and "1 finished job would no longer be used" in kept, kept
+    shutil.rmtree(root / ".sispin-cache" / "builds")
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    assert capsys.readouterr().out == kept, "what a build of both sides says"
+
+
+def test_a_kept_build_is_not_taken_where_a_jobs_directory_holds_its_tags(inc, capsys, monkeypatch):
+    inc(before=_settings("JOB_USE_TAGS_IN_PATH = True"))
+    builds, _ = _counting_builds(monkeypatch), capsys.readouterr()
     for _ in range(2):
         assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
-        assert "1 finished job would no longer be used" in capsys.readouterr().out
-    assert builds == [2, 2], "the parent could not tell which jobs finished: each upgrade builds both sides"
+    assert builds == [2, 1, 2], "the moved build could not tell which of the kept jobs finished: both built again"
+
+
+def test_an_upgrade_that_writes_builds_both_sides(inc, capsys, monkeypatch):
+    inc()
+    builds = _counting_builds(monkeypatch)
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0 and main(["upgrade", "inc", "rc"]) == 0
+    assert builds == [2, 2], "its refusals judge a build of now, not what a read the recorder missed left kept"
 
 
 WAITING_CONFIG = """\

@@ -242,6 +242,7 @@ class GraphBuild:
         of a set whose ids are recorded; an upgrade compares two builds instead)
     :param relocated: {place: as}: record each place in every value as the other (the build runs in a temporary
         copy of the setup, ``--against``, whose location is no change of the configs)
+    :param finished_of: job ids whose finished state in work/ to report beside the graph (the jobs of a kept graph)
     """
 
     set_name: str
@@ -253,6 +254,7 @@ class GraphBuild:
     requests: bool = False
     blind: bool = True
     relocated: Optional[Dict[str, str]] = None
+    finished_of: Tuple[str, ...] = ()
 
 
 def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = None, **options: Any) -> SetGraph:
@@ -380,6 +382,7 @@ def _graph_request(lockfile: Lockfile, build: GraphBuild) -> Tuple[Dict[str, Any
         "requests": build.requests,
         "blind": build.blind,
         "relocated": build.relocated,
+        "finished_of": list(build.finished_of),
     }
     return request, f"loading the configs of set {name!r}" + (" with its pins moved" if build.moved else "")
 

@@ -12,9 +12,8 @@ is as if it were not there.
 
 The build of a set at its pins that ``pin upgrade`` compares a move against is kept the same way, in
 ``.sispin-cache/builds/SET.json``, so that the next upgrade of the set (a dry run, then the real one) builds only the
-moved side. Which of its jobs finished is read from work/ anew each time; a build whose view of work/ is not the
-setup's own work/ (a settings.py that puts it elsewhere) is not kept, nor one whose configs wait for jobs (volatile:
-its graph depends on work/).
+moved side (asking its Sisyphus which of the kept graph's jobs finished since). A build whose configs wait for jobs
+is not kept (volatile: its graph depends on work/).
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ import functools
 import hashlib
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
@@ -34,7 +32,6 @@ from sispin.git.store import default_store_dir
 from sispin.graph.build import probe_environment
 from sispin.graph.probe.ledger import changed_input
 from sispin.graph.probe.schema import RecordedOutput, SetGraph
-from sispin.graph.usage import finished_job
 from sispin.lock.cache import set_cache_file, sispin_sources, source_digests, write_set_cache
 from sispin.lock.lockfile import Lockfile
 
@@ -194,15 +191,13 @@ def kept_build(
     :param recorded: the set's outputs in the snapshot
     :param bound: the snapshot's alias history
     :return: the set's build at its pins as ``pin upgrade`` makes it (every state and record) and what it read, when
-        nothing it read changed since, with which jobs finished read from work/ now; else None
+        nothing it read changed since (which of its jobs finished is as it was then: ask Sisyphus again); else None
     """
     try:
         data = json.loads(set_cache_file(lockfile.root, "builds", set_name).read_bytes())
         if _standing(lockfile, set_name, data, recorded, bound):
             return None
-        graph = SetGraph.from_json(data["graph"])
-        work = lockfile.root / "work"
-        return replace(graph, jobs={job: finished_job(work / job) for job in graph.jobs}), data["ledgers"][0]
+        return SetGraph.from_json(data["graph"]), data["ledgers"][0]
     except _UNREADABLE:
         return None
 
@@ -221,10 +216,7 @@ def keep_build(
     """
     graph, ledger = built
     data, _ = _kept(lockfile, set_name, recorded, bound, [ledger])
-    work = lockfile.root / "work"
-    # which jobs finished is read from work/ when the build is taken, as the probe read it now: where the two
-    # disagree (a settings.py with another WORK_DIR, a job finishing meanwhile), the next upgrade builds again
-    if data is None or any(finished_job(work / job) != done for job, done in graph.jobs.items()):
+    if data is None:
         _forget(set_cache_file(lockfile.root, "builds", set_name))
         return
     data["graph"] = graph.to_json()

@@ -11,7 +11,7 @@ CloneGitRepositoryJob is a git checkout whose HEAD is the commit and whose ``ori
 
 from __future__ import annotations
 
-__all__ = ["CloneRun", "Usage", "WorkDir", "finished_job", "target_matcher", "find_usages"]
+__all__ = ["CloneRun", "Usage", "WorkDir", "target_matcher", "find_usages"]
 
 import os
 from dataclasses import dataclass, field
@@ -32,11 +32,6 @@ Matcher = Callable[[str, str], bool]
 
 _CLONE_JOB_PREFIX = "CloneGitRepositoryJob."
 _FINISHED_MARKERS = ("finished", "finished.tar.gz")
-
-
-def finished_job(directory: Path) -> bool:
-    """:param directory: a job's directory in work/ :return: whether Sisyphus finished it there"""
-    return any((directory / marker).is_file() for marker in _FINISHED_MARKERS)
 
 
 def target_matcher(lockfile: Lockfile, target: str) -> Matcher:
@@ -112,7 +107,7 @@ class WorkDir:
     def finished(self, job: str) -> bool:
         """:return: whether the job is in work/ and finished"""
         directory = self.jobs.get(job)
-        return directory is not None and finished_job(directory)
+        return directory is not None and any((directory / marker).is_file() for marker in _FINISHED_MARKERS)
 
     def clones(self) -> Iterator[CloneRun]:
         """:return: the finished CloneGitRepositoryJobs whose output is a checkout with a commit and an origin"""

@@ -179,7 +179,7 @@ def upgrade(
     texts = (text, moved_text(lockfile, text, plan.moving))
     for set_name, moves in plan.plans.items():
         if set_name in plan.moving:
-            report = judge_set(lockfile, texts, set_name, moves, allowed.drift, (store, plan.mirrors))
+            report = judge_set(lockfile, texts, set_name, moves, (allowed.drift, dry_run), (store, plan.mirrors))
         else:
             report = SetUpgrade(set_name, move_reports(lockfile, moves))
         reports.append(report)

@@ -208,7 +208,7 @@ def judge_set(
     texts: Tuple[str, str],
     set_name: str,
     planned: List[PlannedMove],
-    drift_allowed: bool,
+    flags: Tuple[bool, bool],
     mirrors: Tuple[Store, Dict[str, Path]],
 ) -> SetUpgrade:
     """
@@ -218,16 +218,17 @@ def judge_set(
     :param texts: its text, and that text with every set's moves made
     :param set_name: the set
     :param planned: its planned moves, some moving
-    :param drift_allowed: ``--accept-drift``: move even when the graph already differs from the snapshot
+    :param flags: ``--accept-drift`` (move even when the graph already differs from the snapshot), and whether this is
+        a dry run (which may take the graph before the moves from the last upgrade: see :func:`_builds`)
     :param mirrors: the store, and the mirror of each repository
     """
-    (text, moved_text), (store, mirror_of) = texts, mirrors
+    (text, moved_text), (store, mirror_of), (drift_allowed, dry_run) = texts, mirrors, flags
     spec = lockfile.get_set(set_name)
     moving = [p.move for p in planned if p.move.kind != "none"]
     dropped = tuple(
         (m.repo, alias, m.old) for m in moving for alias in [spec.pins[m.repo].hash_overwrite] if alias is not None
     )
-    built = _builds(lockfile, set_name, (text, moved_text))
+    built = _builds(lockfile, set_name, (text, moved_text), dry_run)
     if isinstance(built, SisyphusError):
         return SetUpgrade(set_name, move_reports(lockfile, planned), dropped, unbuilt=str(built))
     before, after, ledger = built
@@ -246,32 +247,49 @@ def judge_set(
 
 
 def _builds(
-    lockfile: Lockfile, set_name: str, texts: Tuple[str, str]
+    lockfile: Lockfile, set_name: str, texts: Tuple[str, str], dry_run: bool
 ) -> Union[SisyphusError, Tuple[SetGraph, Union[SetGraph, SisyphusError], Optional[Mapping[str, Any]]]]:
     """
-    :return: the set's graph at its pins (kept from the last upgrade while nothing it read changed, else built), its
-        graph after the moves (or why it does not build), and what the first build read; or why the set does not build
+    The set's graph at its pins and after the moves, built side by side. A dry run takes the first from the last
+    upgrade while nothing it read changed (:func:`~sispin.graph.incremental.kept_build`), asking the moved build's
+    Sisyphus which of its jobs finished since. An upgrade that writes builds both: its refusals (a drift above all)
+    judge a build of now, never a kept one that a read the recorder cannot see (docs/hashes.md) left behind.
+
+    :return: the graph at the pins, the graph after the moves (or why it does not build), what the first build read;
+        or why the set does not build
     """
     target = snapshot_path(lockfile.path)
     recorded, bound = read_snapshot(target).get(set_name, {}), read_bound(target)
-    kept = kept_build(lockfile, set_name, recorded, bound)
+    kept = kept_build(lockfile, set_name, recorded, bound) if dry_run else None
+    before = GraphBuild(set_name, texts[0], states=True, records="all", blind=False)
     # what the move checks out goes with its build (a dry run leaves the store as it was)
     moved = GraphBuild(
-        set_name, texts[1], states=True, records="all", scratch_checkouts=True, requests=True, blind=False
+        set_name,
+        texts[1],
+        states=True,
+        records="all",
+        scratch_checkouts=True,
+        requests=True,
+        blind=False,
+        finished_of=tuple(kept[0].jobs) if kept else (),
     )
-    builds = ([] if kept else [GraphBuild(set_name, texts[0], states=True, records="all", blind=False)]) + [moved]
     try:
+        if kept:
+            (after,) = load_graphs(lockfile, [moved])
+            if isinstance(after, SisyphusError):
+                return kept[0], after, kept[1]
+            if None not in after.finished_of.values():
+                return replace(kept[0], jobs=after.finished_of), after, kept[1]
+            # Sisyphus puts a job's tags in its directory, which the id does not hold: the kept graph cannot be asked
+            moved = replace(moved, finished_of=())
         with recording_inputs() as read:
-            graphs = load_graphs(lockfile, builds)  # side by side
+            graphs = load_graphs(lockfile, [before, moved])  # side by side
     except SisyphusError as exc:
         return exc
-    if kept:
-        return kept[0], graphs[0], kept[1]
-    before, after = graphs
-    if isinstance(before, SisyphusError):
-        return before
-    keep_build(lockfile, set_name, recorded, bound, (before, read.ledgers[0]))
-    return before, after, read.ledgers[0]
+    if isinstance(graphs[0], SisyphusError):
+        return graphs[0]
+    keep_build(lockfile, set_name, recorded, bound, (graphs[0], read.ledgers[0]))
+    return graphs[0], graphs[1], read.ledgers[0]
 
 
 def _judged(

@@ -5,7 +5,8 @@ loads a set's configs with real Sisyphus and reports the graph they build, witho
 - :mod:`~sispin.graph.probe.main`: the probe's modes, and the graph it reports;
 - :mod:`~sispin.graph.probe.schema`: that report, defined once for both sides of the process seam, and
   :mod:`~sispin.graph.probe.codec`: how it becomes JSON and back;
-- :mod:`~sispin.graph.probe.adapter`: what the probe knows of Sisyphus and i6_core beyond their public API;
+- :mod:`~sispin.graph.probe.adapter`: what the probe knows of Sisyphus and i6_core beyond their public API, with
+  :mod:`~sispin.graph.probe.adapter.watches`: the places it watches while configs load;
 - :mod:`~sispin.graph.probe.records`: what each job's id is made of, and the paths among its hashed arguments;
 - :mod:`~sispin.graph.probe.state`: every job a job holds, and the whole state of each;
 - :mod:`~sispin.graph.probe.requests`: what an unfinished job would ask the engine for;

@@ -20,16 +20,8 @@ import sys
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sispin.clonejob import is_clone
-from sispin.graph.probe.adapter import (
-    SISPIN_DIR,
-    construction_wrapped,
-    job_arguments,
-    job_id,
-    overwrite_of,
-    overwrites_watched,
-    path_hashing_watched,
-    sisyphus_dir,
-)
+from sispin.graph.probe.adapter import SISPIN_DIR, job_arguments, job_id, overwrite_of, sisyphus_dir
+from sispin.graph.probe.adapter.watches import construction_wrapped, overwrites_watched, path_hashing_watched
 from sispin.graph.probe.schema import Assignment
 from sispin.lock.urls import same_repository
 

@@ -31,9 +31,11 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from sispin.graph.probe.adapter import (
     SISPIN_DIR,
+    SISYPHUS_ENVIRONMENT,
     act_as_manager,
     find_sisyphus,
     finished,
+    finished_at,
     given_arguments,
     graph_jobs,
     held_arguments,
@@ -94,7 +96,6 @@ def describe(
         jobs=found.jobs,
         clones=tuple(found.clones),
         escapes=tuple(found.escapes),
-        # what an id is made of is walked only where it is needed: for the snapshot, or below an id that differs
         records=_records(jobs, outputs, found.inputs, request),
         inputs=found.inputs,
         pinned={clone.job_id(): repo for repo, clones in pinned.items() for clone in clones},
@@ -110,6 +111,7 @@ def describe(
         overwrites=found.overwrites_given(assignments.elsewhere),
         requests=None,
         site_modules=site(),
+        finished_of={job: finished_at(job) for job in request.get("finished_of", ())},
     )
     # last: listing a job's tasks runs recipe code, which could change what the states and records hold
     return replace(graph, requests=unfinished_requests(jobs, found.jobs)) if request.get("requests") else graph
@@ -128,7 +130,10 @@ def _load_configs(configs: List[str], watching: List[Any]) -> None:
 def _records(
     jobs: List[Any], outputs: Dict[str, RecordedOutput], inputs: Dict[str, Any], request: Dict[str, Any]
 ) -> Dict[str, JobRecord]:
-    """:return: the records asked for (see :func:`describe`), each value with the places ``relocated`` names moved"""
+    """
+    :return: the records asked for (see :func:`describe`), each value with the places ``relocated`` names moved: what
+        an id is made of is walked only where it is needed, for the snapshot or below an id that differs
+    """
     seen = relocating(request.get("relocated"))
     return {job.job_id(): record(job, seen) for job in _to_record(jobs, outputs, inputs, request.get("records"))}
 
@@ -400,8 +405,10 @@ def _ledger(recorder: Any, graph: SetGraph) -> Dict[str, Any]:
     from sispin.lock.loading import PROBE_TEXT_ENV
     from sispin.sets import asked_for
 
-    # Sisyphus takes a setting from every SIS_* variable
+    # Sisyphus takes a setting from every SIS_* variable, and a few more of the environment's
     ledger = recorder.ledger(asked_for(), [global_settings.ENVIRONMENT_SETTINGS_PREFIX])
+    for name in SISYPHUS_ENVIRONMENT:
+        ledger["environment"].setdefault(name, os.environ.get(name))
     ledger["environment"].pop(PROBE_TEXT_ENV, None)  # the moved pins' text: keyed on by the core
     if not ledger["volatile"] and (any(graph.awaits.values()) or graph.waiting):
         ledger["volatile"] = "an async config waits for jobs: its graph depends on work/"

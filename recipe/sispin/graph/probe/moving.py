@@ -35,18 +35,20 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from sispin.clonejob import class_parameters, is_clone, job_class
 from sispin.graph.probe.adapter import (
-    async_run_wrapped,
-    construction_wrapped,
-    creation_watched,
     current_config,
     hashes_itself,
-    hashing_wrapped,
     input_paths,
     is_job,
     job_arguments,
     job_id,
-    recomputed_digest,
     set_job_id,
+)
+from sispin.graph.probe.adapter.watches import (
+    async_run_wrapped,
+    construction_wrapped,
+    creation_watched,
+    hashing_wrapped,
+    recomputed_digest,
 )
 from sispin.graph.probe.state import References
 from sispin.graph.probe.values import carries_calls

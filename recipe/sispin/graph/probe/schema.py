@@ -253,6 +253,9 @@ class SetGraph(JsonForm):
         (TensorFlow, numpy...): what the builds of the set at moved pins import before they fork (see
         :func:`sispin.graph.build.load_graphs`); none when the configs changed the environment, which an import
         may read
+    :param finished_of: job id -> whether Sisyphus finished it in work/, for each job id the build was asked about
+        (the jobs of a kept graph: where this build's Sisyphus settings put work/ and what marks a job finished);
+        None where a job's directory holds its tags, which the id does not
     """
 
     set_name: str
@@ -275,6 +278,7 @@ class SetGraph(JsonForm):
     overwrites: Tuple[Overwrite, ...] = ()
     requests: Optional[Dict[str, Optional[Tuple[float, float, float]]]] = None
     site_modules: Tuple[str, ...] = ()
+    finished_of: Dict[str, Optional[bool]] = dataclasses.field(default_factory=dict)
 
     def outputs_above(self) -> Callable[[str], Tuple[str, ...]]:
         """

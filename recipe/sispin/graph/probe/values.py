@@ -22,14 +22,8 @@ from types import CodeType
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, TypeVar
 
 from sispin.clonejob import is_clone, job_class
-from sispin.graph.probe.adapter import (
-    JOB_INTERNALS,
-    SISPIN_DIR,
-    construction_wrapped,
-    job_arguments,
-    job_id,
-    sisyphus_dir,
-)
+from sispin.graph.probe.adapter import JOB_INTERNALS, SISPIN_DIR, job_arguments, job_id, sisyphus_dir
+from sispin.graph.probe.adapter.watches import construction_wrapped
 from sispin.graph.probe.schema import ValueUse
 from sispin.lock.urls import same_repository
 

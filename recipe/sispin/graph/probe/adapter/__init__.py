@@ -3,11 +3,13 @@ What the probe knows of Sisyphus and i6_core beyond their public API, gathered h
 a setup may pin (docs/setup.md lists where the versions differ): where their code lies, how a path and a job are
 told apart from other objects, what a job holds (its id, the arguments its id was made of, its inputs), a path's
 ``hash_overwrite``, what a CloneGitRepositoryJob's object holds of its arguments, a job's own environment, the
-outputs, inputs and state of jobs in the graph, Sisyphus's hash walk, and the places the probe watches while configs
-load (job creation and construction, ``hash_overwrite`` assignments, ``tk.async_run``). A variant a version needs is
-chosen by what that version has, never by its version.
+outputs, inputs and state of jobs in the graph, and Sisyphus's hash walk; :mod:`~sispin.graph.probe.adapter.watches`
+holds the places the probe watches while configs load (job creation and construction, the hash walk, a path's hash
+and ``hash_overwrite`` assignments, ``tk.async_run``). A variant a version needs is chosen by what that version has,
+never by its version.
 
-Only the probe's own process imports this module (it imports Sisyphus, lazily).
+Only the probe's own process imports this package. Its modules may import :mod:`sispin.clonejob`, and Sisyphus and
+i6_core (lazily: only once the probe needs them).
 """
 
 from __future__ import annotations
@@ -27,17 +29,10 @@ __all__ = [
     "hashes_itself",
     "object_state",
     "hash_bytes",
-    "creation_watched",
-    "recomputed_digest",
-    "construction_wrapped",
-    "hashing_wrapped",
-    "async_run_wrapped",
     "current_config",
     "waiting_configs",
     "path_class",
     "overwrite_of",
-    "overwrites_watched",
-    "path_hashing_watched",
     "suffix_follows_overwrite",
     "given_arguments",
     "held_arguments",
@@ -46,24 +41,25 @@ __all__ = [
     "registered_outputs",
     "graph_jobs",
     "finished",
+    "finished_at",
+    "SISYPHUS_ENVIRONMENT",
     "task_requests",
     "input_jobs",
     "find_sisyphus",
 ]
 
-import contextlib
 import functools
 import inspect
 import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from sispin.clonejob import DEFAULTS, class_parameters
 
 #: sispin's own code (the package directory, with a separator): what it does is no config code's
-SISPIN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+SISPIN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))) + os.sep
 
 
 def sisyphus_dir() -> str:
@@ -82,6 +78,10 @@ def is_job(value: Any) -> bool:
     """:return: whether value is a Sisyphus job object with an id (not a job class)"""
     return hasattr(value, "_sis_id_cache") and not isinstance(value, type)
 
+
+#: the environment variables Sisyphus reads beside its ``SIS_*`` settings, when it is imported (before anything is
+#: recorded): global_settings' TMP_PREFIX comes from TMPDIR
+SISYPHUS_ENVIRONMENT = ("TMPDIR",)
 
 #: the attributes Sisyphus keeps on a job object for itself (reading one is reading the job's id or arguments)
 JOB_INTERNALS = frozenset({"_sis_kwargs", "_sis_path", "_sis_id", "_sis_id_cache"})
@@ -150,87 +150,6 @@ def hash_bytes(value: Any) -> bytes:
     return sis_hash_helper(value)
 
 
-@contextlib.contextmanager
-def creation_watched(
-    hashed: Callable[[Any, Dict[str, Any], Dict[str, Any], str], None], created: Callable[[Any, Dict[str, Any]], None]
-) -> Iterator[None]:
-    """
-    While the context lasts, tell of each job's creation: ``hashed(cls, given, parsed_args, digest)`` after the
-    class hashed its arguments (given: a copy from before, for a job's own ``hash()`` may change them), and
-    ``created(job, parsed_args)`` before the job's ``__init__`` sees them.
-    """
-    from sisyphus.job import Job
-
-    original, init = Job.__dict__["_sis_hash_static"], Job._sis_init
-
-    def hash_static(cls: Any, parsed_args: Dict[str, Any]) -> str:
-        given = dict(parsed_args)
-        digest = original.__func__(cls, parsed_args)
-        hashed(cls, given, parsed_args, digest)
-        return digest
-
-    def sis_init(job: Any, args: Any, kwargs: Any, parsed_args: Dict[str, Any]) -> None:
-        created(job, parsed_args)
-        init(job, args, kwargs, parsed_args)
-
-    Job._sis_hash_static, Job._sis_init = classmethod(hash_static), sis_init
-    try:
-        yield
-    finally:
-        Job._sis_hash_static, Job._sis_init = original, init
-
-
-def recomputed_digest(job: Any, arguments: Dict[str, Any]) -> str:
-    """:return: the digest part of the id Sisyphus gives a job of the job's class created with these arguments"""
-    return type(job)._sis_hash_static(arguments)
-
-
-@contextlib.contextmanager
-def _replaced(owner: Any, name: str, wrap: Callable[[Any], Any]) -> Iterator[None]:
-    """While the context lasts, ``owner.name`` is ``wrap(what it was)``; after it, what it was."""
-    original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
-    setattr(owner, name, wrap(original))
-    try:
-        yield
-    finally:
-        setattr(owner, name, original)
-
-
-def construction_wrapped(
-    wrap: Callable[[Callable[..., Any]], Callable[..., Any]],
-) -> contextlib.AbstractContextManager[None]:
-    """
-    While the context lasts, every job construction (``SomeJob(...)``, which Sisyphus turns into one job object per
-    id) goes through ``wrap(create)(cls, *args, **kwargs)``, create being Sisyphus's own.
-    """
-    from sisyphus.job import JobSingleton
-
-    return _replaced(JobSingleton, "__call__", wrap)
-
-
-def hashing_wrapped(
-    wrap: Callable[[Callable[[Any], bytes]], Callable[[Any], bytes]],
-) -> contextlib.AbstractContextManager[None]:
-    """While the context lasts, Sisyphus's hash walk of each value goes through ``wrap(original)(value)``."""
-    from sisyphus import hash as sisyphus_hash
-
-    return _replaced(sisyphus_hash, "sis_hash_helper", wrap)
-
-
-@contextlib.contextmanager
-def async_run_wrapped(wrap: Callable[[Callable[[Any], Any]], Callable[[Any], Any]]) -> Iterator[None]:
-    """While the context lasts, a config's ``await tk.async_run(obj)`` awaits ``wrap(original)(obj)``."""
-    from sisyphus import async_workflow
-    from sisyphus import toolkit as tk
-
-    original = async_workflow.async_run
-    async_workflow.async_run = tk.async_run = wrap(original)
-    try:
-        yield
-    finally:
-        async_workflow.async_run = tk.async_run = original
-
-
 def current_config() -> str:
     """:return: the config file whose code runs now"""
     from sisyphus.loader import config_manager
@@ -278,52 +197,6 @@ def suffix_follows_overwrite() -> bool:
         return False
     derived = Path("sispin-asks", hash_overwrite="SISPIN_ASKS").join_right("suffix")
     return overwrite_of(derived) != (None, "SISPIN_ASKS")
-
-
-def path_hashing_watched(noted: Callable[[Any], None]) -> contextlib.AbstractContextManager[None]:
-    """While the context lasts, call ``noted(path)`` each time Sisyphus hashes a path (before it does)."""
-
-    def wrap(original: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
-        def hashing(path: Any) -> bytes:
-            noted(path)
-            return original(path)
-
-        return hashing
-
-    return _replaced(path_class(), "_sis_hash", wrap)
-
-
-@contextlib.contextmanager
-def overwrites_watched(assigned: Callable[[Any, Any, Any], None]) -> Iterator[None]:
-    """
-    Call ``assigned(path, value, frame)`` after each assignment of a path's ``hash_overwrite`` (frame: the
-    assigning code's), while the context lasts. Sisyphus since a5b9c46 (2022-07) sets it through a property;
-    before it, it is a plain attribute, which a property on the class takes over for the while.
-    """
-    owner = path_class()
-    existing = owner.__dict__.get("hash_overwrite")
-    if isinstance(existing, property):
-        store, read = existing.fset, existing.fget
-    else:
-
-        def store(path: Any, value: Any) -> None:
-            vars(path)["hash_overwrite"] = value
-
-        def read(path: Any) -> Any:
-            return vars(path).get("hash_overwrite")
-
-    def setter(path: Any, value: Any) -> None:
-        store(path, value)
-        assigned(path, value, sys._getframe(1))
-
-    owner.hash_overwrite = property(read, setter)
-    try:
-        yield
-    finally:
-        if existing is None:
-            del owner.hash_overwrite
-        else:
-            owner.hash_overwrite = existing
 
 
 def given_arguments(clone: Any) -> Dict[str, Any]:
@@ -409,6 +282,19 @@ def finished(job: Any) -> bool:
     from sisyphus.job import job_finished
 
     return job_finished(job._sis_path())
+
+
+def finished_at(job_id: str) -> Optional[bool]:
+    """
+    :return: whether Sisyphus finished the job of that id in work/, as :func:`finished` reads it (a job of another
+        graph: no object of it here); None when Sisyphus puts a job's tags in its directory, which the id does not hold
+    """
+    from sisyphus import global_settings
+    from sisyphus.job import job_finished
+
+    if global_settings.JOB_USE_TAGS_IN_PATH:
+        return None
+    return job_finished(os.path.join(global_settings.WORK_DIR, job_id))
 
 
 def task_requests(job: Any) -> List[Tuple[Any, int]]:
