@@ -11,9 +11,9 @@ unseeded randomness, a process or the network (volatile) is never kept. Only a c
 is as if it were not there.
 
 The build of a set at its pins that ``pin upgrade`` compares a move against is kept the same way, in
-``.sispin-cache/builds/SET.json``, so that the next upgrade of the set (a dry run, then the real one) builds only the
-moved side (asking its Sisyphus which of the kept graph's jobs finished since). A build whose configs wait for jobs
-is not kept (volatile: its graph depends on work/).
+``.sispin-cache/builds/SET.json``, so that the next dry run of the set builds only the moved side (asking its
+Sisyphus which of the kept graph's jobs finished since); an upgrade that writes builds both. A build whose configs
+wait for jobs is not kept (volatile: its graph depends on work/).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from sispin.graph.explain import explain_output, is_commit_only, shown, summary
 from sispin.graph.guard import state_problems
 from sispin.graph.incremental import keep_build, kept_build
 from sispin.graph.price import Price, price_of, requested_price
-from sispin.graph.probe.schema import SetGraph
+from sispin.graph.probe.schema import RecordedOutput, SetGraph
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_bound, read_snapshot
 from sispin.graph.used_code import UsedCode, used_code
@@ -228,7 +228,9 @@ def judge_set(
     dropped = tuple(
         (m.repo, alias, m.old) for m in moving for alias in [spec.pins[m.repo].hash_overwrite] if alias is not None
     )
-    built = _builds(lockfile, set_name, (text, moved_text), dry_run)
+    # the set's snapshot entry, read once: the kept build's key, and what the graph must not already differ from
+    recorded = read_snapshot(snapshot_path(lockfile.path)).get(set_name)
+    built = _builds(lockfile, set_name, (text, moved_text), dry_run, recorded or {})
     if isinstance(built, SisyphusError):
         return SetUpgrade(set_name, move_reports(lockfile, planned), dropped, unbuilt=str(built))
     before, after, ledger = built
@@ -243,11 +245,12 @@ def judge_set(
         refusal = SisyphusError(f"set {set_name!r} does not build at {targets}: {after}; nothing written")
         return replace(report, refusal=refusal)
     graphs = (before, after)
-    return _judged(lockfile, spec, moving, graphs, replace(report, before=before, after=after), drift_allowed)
+    drift_from = None if drift_allowed else recorded
+    return _judged(lockfile, spec, moving, graphs, replace(report, before=before, after=after), drift_from)
 
 
 def _builds(
-    lockfile: Lockfile, set_name: str, texts: Tuple[str, str], dry_run: bool
+    lockfile: Lockfile, set_name: str, texts: Tuple[str, str], dry_run: bool, recorded: Mapping[str, RecordedOutput]
 ) -> Union[SisyphusError, Tuple[SetGraph, Union[SetGraph, SisyphusError], Optional[Mapping[str, Any]]]]:
     """
     The set's graph at its pins and after the moves, built side by side. A dry run takes the first from the last
@@ -255,11 +258,11 @@ def _builds(
     Sisyphus which of its jobs finished since. An upgrade that writes builds both: its refusals (a drift above all)
     judge a build of now, never a kept one that a read the recorder cannot see (docs/hashes.md) left behind.
 
+    :param recorded: the set's outputs in the snapshot
     :return: the graph at the pins, the graph after the moves (or why it does not build), what the first build read;
         or why the set does not build
     """
-    target = snapshot_path(lockfile.path)
-    recorded, bound = read_snapshot(target).get(set_name, {}), read_bound(target)
+    bound = read_bound(snapshot_path(lockfile.path))
     kept = kept_build(lockfile, set_name, recorded, bound) if dry_run else None
     before = GraphBuild(set_name, texts[0], states=True, records="all", blind=False)
     # what the move checks out goes with its build (a dry run leaves the store as it was)
@@ -298,11 +301,15 @@ def _judged(
     moving: List[Move],
     graphs: Tuple[SetGraph, SetGraph],
     report: SetUpgrade,
-    drift_allowed: bool,
+    drift_from: Optional[Mapping[str, RecordedOutput]],
 ) -> SetUpgrade:
-    """:return: the report of a set whose graphs before and after its moves were built, judged on them"""
+    """
+    :param drift_from: the snapshot entry the graph at the pins must not already differ from (None: nothing to check,
+        for ``--accept-drift`` or a set not recorded yet)
+    :return: the report of a set whose graphs before and after its moves were built, judged on them
+    """
     before, after = graphs
-    drift = () if drift_allowed else _drift(lockfile, before)
+    drift = () if drift_from is None else _drift(lockfile, before, drift_from)
     if drift:
         return replace(report, drift=drift, refusal=_drift_refusal(lockfile, spec.name, len(drift)))
     setters = _alias_setters(spec, moving, before)
@@ -383,11 +390,8 @@ def _advice(name: str, before: SetGraph, after: SetGraph) -> Tuple[str, List[str
     return "content changes too" + ("" if paths else f": {content[0].reason}"), paths
 
 
-def _drift(lockfile: Lockfile, current: SetGraph) -> Tuple[Drift, ...]:
-    """:return: the outputs of a set whose graph at its current pins already differs from its snapshot"""
-    recorded = read_snapshot(snapshot_path(lockfile.path)).get(current.set_name)
-    if recorded is None:
-        return ()  # nothing recorded yet: nothing to drift from
+def _drift(lockfile: Lockfile, current: SetGraph, recorded: Mapping[str, RecordedOutput]) -> Tuple[Drift, ...]:
+    """:return: the outputs of a set whose graph at its current pins already differs from its snapshot entry"""
     differing = []
     for name in sorted(set(recorded) | set(current.outputs)):
         old = recorded[name].job if name in recorded else None
