@@ -111,7 +111,9 @@ def test_a_setup_that_writes_the_environment_has_nothing_imported_before_its_cod
 
 def test_builds_run_side_by_side_and_one_that_fails_fails_alone(setup, monkeypatch):
     root, (first, second) = setup
-    monkeypatch.setenv("BUILD_SECONDS", "1")
+    # long enough that on a loaded machine the failing build has ended, and the third begun, while the first still
+    # runs (at 1 s, a CI run beside other jobs took 1.4 s to see the failing process end)
+    monkeypatch.setenv("BUILD_SECONDS", "3")
     monkeypatch.setenv("FAILING_COMMIT", second)
     lockfile = load_lockfile(root / "pin.toml")
     builds = [GraphBuild("a"), GraphBuild("a", _moved_text(root, first, second)), GraphBuild("a")]
@@ -124,7 +126,7 @@ def test_builds_run_side_by_side_and_one_that_fails_fails_alone(setup, monkeypat
         pid, at, what = line.split()
         times.setdefault(pid, {})[what] = float(at)
     assert len(times) == 3
-    ended = [each for each in times.values() if "end" in each]  # the two that built, one second each
+    ended = [each for each in times.values() if "end" in each]  # the two that built, three seconds each
     overlapping = max(each["start"] for each in ended) < min(each["end"] for each in ended)
     assert overlapping == (len(processors()) > 1), times  # one processor: one after the other
 
