@@ -622,6 +622,43 @@ def test_an_upgrade_that_writes_builds_both_sides(inc, capsys, monkeypatch):
     assert builds == [2, 2], "its refusals judge a build of now, not what a read the recorder missed left kept"
 
 
+HELD_CONFIG = (
+    """\
+from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
+from sisyphus import Job, Task, tk
+
+from sispin import experiment_set
+
+"""
+    + USE_JOB
+    + """
+
+def py():
+    rc = experiment_set("inc").repo("rc")
+    # a RETURNN config hashes its config, not its post_config: the job keeps its id when the pin moves
+    config = ReturnnConfig({"x": 1}, post_config={"held": rc})
+    tk.register_output("inc/held", WriteReturnnConfigJob(config).out_returnn_config_file)
+    tk.register_output("inc/out", Use(rc).out)
+"""
+)
+
+
+def test_a_kept_build_still_finds_a_job_that_would_keep_its_id_with_other_content(inc, capsys, monkeypatch):
+    root = inc()
+    # a set not recorded yet: the check's guard, which would refuse to record it, has not looked at it
+    (root / "config" / "inc.py").write_text(HELD_CONFIG)
+    (root / "pin.snapshot.toml").unlink()
+    _age(root)
+    builds, _ = _counting_builds(monkeypatch), capsys.readouterr()
+    said = []
+    for _ in range(2):
+        assert main(["upgrade", "inc", "rc", "--dry-run"]) == 7
+        out = capsys.readouterr()
+        assert "1 job would keep its id with other content after this move" in out.err, out
+        said.append(out)
+    assert builds == [2, 1] and said[0] == said[1], "the moved build, compared with the kept one, has its states"
+
+
 WAITING_CONFIG = """\
 from sisyphus import tk
 

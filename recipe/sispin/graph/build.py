@@ -231,7 +231,8 @@ class GraphBuild:
 
     :param set_name: the set whose ``configs`` to load
     :param lock_text: load against this lockfile content instead of the file (to see a move before making it)
-    :param states: report the whole state of every job (to compare with another build)
+    :param states: report the whole state of every job (to compare with another build), or of these jobs only (the
+        jobs of the kept graph the build is compared with: a job the other graph does not hold is compared with none)
     :param moved: build the set with its pins moved (``lock_text`` holds the moved pins): {"remap": [[url, pinned
         commit, moved commit]], "awaits": {config: awaits the real build passed}}
     :param records: whose argument records to take (walking them costs as much as hashing): "all" (to record the
@@ -247,7 +248,7 @@ class GraphBuild:
 
     set_name: str
     lock_text: Optional[str] = None
-    states: bool = False
+    states: Union[bool, Tuple[str, ...]] = False
     moved: Optional[Dict[str, Any]] = None
     records: Union[str, Mapping[str, str], None] = None
     scratch_checkouts: bool = False
@@ -376,7 +377,7 @@ def _graph_request(lockfile: Lockfile, build: GraphBuild) -> Tuple[Dict[str, Any
     request = {
         "set": name,
         "configs": list(spec.configs),
-        "states": build.states,
+        "states": build.states if isinstance(build.states, bool) else list(build.states),
         "moved": build.moved,
         "records": build.records,
         "requests": build.requests,

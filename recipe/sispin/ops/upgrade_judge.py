@@ -267,24 +267,17 @@ def _builds(
     before = GraphBuild(set_name, texts[0], states=True, records="all", blind=False)
     # what the move checks out goes with its build (a dry run leaves the store as it was)
     moved = GraphBuild(
-        set_name,
-        texts[1],
-        states=True,
-        records="all",
-        scratch_checkouts=True,
-        requests=True,
-        blind=False,
-        finished_of=tuple(kept[0].jobs) if kept else (),
+        set_name, texts[1], states=True, records="all", scratch_checkouts=True, requests=True, blind=False
     )
     try:
         if kept:
-            (after,) = load_graphs(lockfile, [moved])
+            (after,) = load_graphs(lockfile, [_compared_with(moved, kept[0])])
             if isinstance(after, SisyphusError):
                 return kept[0], after, kept[1]
             if None not in after.finished_of.values():
                 return replace(kept[0], jobs=after.finished_of), after, kept[1]
-            # Sisyphus puts a job's tags in its directory, which the id does not hold: the kept graph cannot be asked
-            moved = replace(moved, finished_of=())
+        # no kept graph, or Sisyphus puts a job's tags in its directory, which the id does not hold (the kept graph
+        # cannot be asked which of its jobs finished): both are built
         with recording_inputs() as read:
             graphs = load_graphs(lockfile, [before, moved])  # side by side
     except SisyphusError as exc:
@@ -293,6 +286,17 @@ def _builds(
         return graphs[0]
     keep_build(lockfile, set_name, recorded, bound, (graphs[0], read.ledgers[0]))
     return graphs[0], graphs[1], read.ledgers[0]
+
+
+def _compared_with(moved: GraphBuild, kept: SetGraph) -> GraphBuild:
+    """
+    :return: the moved build, taking only what comparing it with the kept graph needs: the state of each job the kept
+        graph holds too (an id of one graph only is compared with none), the records below each output whose job
+        differs (what explains it), and which of the kept graph's jobs finished since
+    """
+    jobs = tuple(kept.jobs)
+    records = {name: output.job for name, output in kept.outputs.items()}
+    return replace(moved, states=jobs, records=records, finished_of=jobs)
 
 
 def _judged(

@@ -68,7 +68,7 @@ def describe(
     """
     from sispin.graph.probe import moving
     from sispin.graph.probe.aliases import Assignments, Collisions, bound_aliases
-    from sispin.graph.probe.state import References, held_jobs, job_states
+    from sispin.graph.probe.state import References, held_jobs, requested_states
 
     act_as_manager()
     moved = request.get("moved")
@@ -89,7 +89,7 @@ def describe(
     outputs = _outputs()
     pinned = moving.pinned_clones(jobs, request["set"])
     blind, changed_jobs = moving.blind_jobs(jobs, pinned, creation, references) if blindness else ({}, [])
-    states = job_states(jobs) if request.get("states") or uses.found else None
+    states = requested_states(jobs, request.get("states"), bool(uses.found))
     graph = SetGraph(
         set_name=request["set"],
         outputs=outputs,

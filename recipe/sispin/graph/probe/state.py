@@ -8,13 +8,13 @@ must agree on all of it (:func:`job_states`), and every job a job holds in any o
 
 from __future__ import annotations
 
-__all__ = ["job_states", "referenced_jobs", "held_jobs", "References"]
+__all__ = ["requested_states", "job_states", "referenced_jobs", "held_jobs", "References"]
 
 import enum
 import functools
 import hashlib
 import inspect
-from typing import Any, Dict, Iterator, List, Sequence, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from sispin.graph.probe.adapter import (
     input_paths,
@@ -184,6 +184,23 @@ def held_jobs(jobs: Sequence[Any], references: References) -> List[Any]:
                 found[id(held)] = held
                 stack.append(held)
     return list(found.values())
+
+
+def requested_states(
+    jobs: Sequence[Any], wanted: Union[bool, List[str], None], values_left: bool
+) -> Optional[Dict[str, Dict[str, str]]]:
+    """
+    :param wanted: a request's "states": every job's, none, or only those of these ids (a kept graph's jobs: a job
+        the other graph does not hold is compared with none)
+    :param values_left: pinned values left the graph (the check compares every job's state then)
+    :return: the states asked for (see :func:`job_states`), or None
+    """
+    if not wanted and not values_left:
+        return None
+    if isinstance(wanted, list) and not values_left:
+        compared = set(wanted)
+        return job_states([job for job in jobs if job_id(job) in compared])
+    return job_states(jobs)
 
 
 def job_states(jobs: Sequence[Any]) -> Dict[str, Dict[str, str]]:
