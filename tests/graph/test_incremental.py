@@ -20,7 +20,7 @@ from typing import Callable, List, Optional
 
 import pytest
 
-import sispin.ops.upgrade_judge as upgrade_judge
+import sispin.ops.move_builds as move_builds
 from conftest import SISYPHUS_DIR, USE_JOB, git_commit
 from sispin.cli.main import main
 from sispin.graph.build import load_graph, recording_inputs
@@ -537,15 +537,15 @@ def test_what_sisyphus_reads_of_the_environment_when_imported_is_an_input(inc, c
 
 
 def _counting_builds(monkeypatch) -> List[int]:
-    """:return: how many builds each graph load of `pin upgrade` asks for (the real loads run)"""
+    """:return: how many builds each graph load that judges a move asks for (the real loads run)"""
     counts: List[int] = []
-    load = upgrade_judge.load_graphs
+    load = move_builds.load_graphs
 
     def counting(lockfile, builds):
         counts.append(len(builds))
         return load(lockfile, builds)
 
-    monkeypatch.setattr(upgrade_judge, "load_graphs", counting)
+    monkeypatch.setattr(move_builds, "load_graphs", counting)
     return counts
 
 
@@ -613,6 +613,29 @@ def test_a_kept_build_is_not_taken_where_a_jobs_directory_holds_its_tags(inc, ca
     for _ in range(2):
         assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
     assert builds == [2, 1, 2], "the moved build could not tell which of the kept jobs finished: both built again"
+
+
+def test_status_and_a_dry_run_of_the_same_move_take_the_graph_at_the_pins_the_other_kept(inc, capsys, monkeypatch):
+    root = inc()
+    builds, _ = _counting_builds(monkeypatch), capsys.readouterr()
+    said = []
+    for fetch in (["--fetch"], []):
+        assert main(["status", "--changes", *fetch]) == 0
+        said.append(capsys.readouterr().out)
+    assert "Moving set 'inc' to the heads: 2 of 2 jobs get new ids" in said[0] and said[0] == said[1], said
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    assert builds == [2, 1, 1], "after the first, only the moved side is built"
+    capsys.readouterr()
+    shutil.rmtree(root / ".sispin-cache" / "builds")
+    assert main(["status", "--changes"]) == 0
+    again = capsys.readouterr().out
+    # the dry run fetched the remote since: only the time of the store's last fetch differs
+    assert _unfetched(again) == _unfetched(said[0]) and builds[-1] == 2, "what a build of both sides says"
+
+
+def _unfetched(status: str) -> List[str]:
+    """:return: the lines of ``pin status`` output but the time of the store's last fetch"""
+    return [line for line in status.splitlines() if not line.startswith("store last fetched: ")]
 
 
 def test_an_upgrade_that_writes_builds_both_sides(inc, capsys, monkeypatch):

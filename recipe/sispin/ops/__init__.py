@@ -15,7 +15,8 @@ flags), :mod:`~sispin.ops.gc`, :mod:`~sispin.ops.import_pins` (with :mod:`~sispi
 :mod:`~sispin.ops.snapshot`, :mod:`~sispin.ops.status`, :mod:`~sispin.ops.sync`, :mod:`~sispin.ops.upgrade` (the
 sets chosen, the moves planned) with :mod:`~sispin.ops.upgrade_judge` (what a set's moves change, and the moves
 refused on it) and :mod:`~sispin.ops.upgrade_write` (the one rewrite of pin.toml and the snapshot),
-:mod:`~sispin.ops.verify`, :mod:`~sispin.ops.why`.
+:mod:`~sispin.ops.verify`, :mod:`~sispin.ops.why`; and :mod:`~sispin.ops.move_builds`, the builds of a set at its
+pins and with moves made that ``pin upgrade`` and ``pin status --changes`` judge a move on.
 
 It may import the rooms below it (adopt, graph, git, lock, the config path, text, errors); only the CLI imports it.
 """

@@ -11,7 +11,7 @@ __all__ = ["StatusResult", "status", "collect", "count_touching"]
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from sispin.errors import GitError, SisyphusError
 from sispin.git.history import PinFacts, pin_facts, releases_behind
@@ -169,7 +169,6 @@ def count_touching(
     """
     # building graphs needs Sisyphus and the recorder: only --changes pays their import
     from sispin.git.history import branch_commit, changes_to
-    from sispin.graph.build import recording_inputs
     from sispin.graph.used_code import used_code
     from sispin.ops.upgrade_judge import blast_radius
 
@@ -185,14 +184,13 @@ def count_touching(
         mirrors = {record["repo"]: store.mirror_path(record["url"]) for record in counted}
         moving = [_to_head(lockfile, record, mirrors[record["repo"]]) for record in counted if record["behind"]]
         try:
-            with recording_inputs() as read:
-                graph, moved = _at_pins_and_heads(lockfile, text, set_name, moving)
+            graph, moved, ledger = _at_pins_and_heads(lockfile, text, set_name, moving)
         except SisyphusError as exc:
             unbuilt[set_name] = str(exc)
             continue
         if moved is not None:
             at_heads[set_name] = moved if isinstance(moved, str) else blast_radius(graph, moved, lockfile.root / "work")
-        used = used_code(lockfile, graph, read.ledgers[0] or {}, store, mirrors) if read.ledgers[0] else {}
+        used = used_code(lockfile, graph, ledger, store, mirrors) if ledger else {}
         for record in counted:
             if record["repo"] in used:
                 mirror = mirrors[record["repo"]]
@@ -203,26 +201,32 @@ def count_touching(
 
 def _at_pins_and_heads(
     lockfile: Lockfile, text: str, set_name: str, moving: List[Move]
-) -> Tuple[SetGraph, Union[SetGraph, str, None]]:
+) -> Tuple[SetGraph, Union[SetGraph, str, None], Optional[Mapping[str, Any]]]:
     """
-    :return: the set's graph at its pins, and side by side its graph with the moves made (None: no move; why it
-        could not be built)
+    :return: the set's graph at its pins, its graph with the moves made (None: no move; why it could not be built),
+        and what the build at the pins read
     :raises SisyphusError: when the graph at the pins could not be built
     """
-    from sispin.graph.build import GraphBuild, load_graphs
+    from sispin.graph.build import GraphBuild, load_graphs, recording_inputs
+    from sispin.graph.snapshot import read_snapshot
+    from sispin.lock.files import snapshot_path
+    from sispin.ops.move_builds import pins_and_moved
     from sispin.ops.upgrade_write import moved_text
 
-    # the current pins' build is what the records are compared with; the check's blind-job pass is not needed
-    builds = [GraphBuild(set_name, records="all" if moving else None, blind=False)]
-    if moving:
-        moved = moved_text(lockfile, text, {set_name: moving})
-        builds.append(GraphBuild(set_name, moved, records="all", scratch_checkouts=True, requests=True, blind=False))
-    graphs = load_graphs(lockfile, builds)
-    if isinstance(graphs[0], SisyphusError):
-        raise graphs[0]
-    if not moving:
-        return graphs[0], None
-    return graphs[0], str(graphs[1]) if isinstance(graphs[1], SisyphusError) else graphs[1]
+    if not moving:  # only what the set uses is asked: no state, no record
+        with recording_inputs() as read:
+            (graph,) = load_graphs(lockfile, [GraphBuild(set_name, blind=False)])
+        if isinstance(graph, SisyphusError):
+            raise graph
+        return graph, None, read.ledgers[0]
+    # built as a dry run of the same move builds it: the graph at the pins kept by either serves the other
+    recorded = read_snapshot(snapshot_path(lockfile.path)).get(set_name) or {}
+    texts = (text, moved_text(lockfile, text, {set_name: moving}))
+    built = pins_and_moved(lockfile, set_name, texts, True, recorded)
+    if isinstance(built, SisyphusError):
+        raise built
+    graph, moved, ledger = built
+    return graph, str(moved) if isinstance(moved, SisyphusError) else moved, ledger
 
 
 def _to_head(lockfile: Lockfile, record: Dict[str, Any], mirror: Path) -> Move:

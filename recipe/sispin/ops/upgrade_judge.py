@@ -11,23 +11,22 @@ __all__ = ["UsedChanges", "MoveReport", "Cause", "BlastRadius", "Drift", "SetUpg
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from sispin.errors import HashOverwriteError, PinError, RefusedMoveError, SisyphusError
 from sispin.git.history import Change, changes_to
 from sispin.git.moves import LOG_LIMIT, Move, PlannedMove
 from sispin.git.store import Store
-from sispin.graph.build import GraphBuild, load_graphs, recording_inputs
 from sispin.graph.explain import explain_output, is_commit_only, shown, summary
 from sispin.graph.guard import state_problems
-from sispin.graph.incremental import keep_build, kept_build
 from sispin.graph.price import Price, price_of, requested_price
 from sispin.graph.probe.schema import RecordedOutput, SetGraph
 from sispin.graph.recordcache import read_records
-from sispin.graph.snapshot import read_bound, read_snapshot
+from sispin.graph.snapshot import read_snapshot
 from sispin.graph.used_code import UsedCode, used_code
 from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import Lockfile, SetSpec
+from sispin.ops.move_builds import pins_and_moved
 from sispin.text import count, display_path
 
 
@@ -219,7 +218,8 @@ def judge_set(
     :param set_name: the set
     :param planned: its planned moves, some moving
     :param flags: ``--accept-drift`` (move even when the graph already differs from the snapshot), and whether this is
-        a dry run (which may take the graph before the moves from the last upgrade: see :func:`_builds`)
+        a dry run (which may take the graph before the moves from the last build of both: see
+        :func:`~sispin.ops.move_builds.pins_and_moved`)
     :param mirrors: the store, and the mirror of each repository
     """
     (text, moved_text), (store, mirror_of), (drift_allowed, dry_run) = texts, mirrors, flags
@@ -230,7 +230,7 @@ def judge_set(
     )
     # the set's snapshot entry, read once: the kept build's key, and what the graph must not already differ from
     recorded = read_snapshot(snapshot_path(lockfile.path)).get(set_name)
-    built = _builds(lockfile, set_name, (text, moved_text), dry_run, recorded or {})
+    built = pins_and_moved(lockfile, set_name, (text, moved_text), dry_run, recorded or {})
     if isinstance(built, SisyphusError):
         return SetUpgrade(set_name, move_reports(lockfile, planned), dropped, unbuilt=str(built))
     before, after, ledger = built
@@ -247,56 +247,6 @@ def judge_set(
     graphs = (before, after)
     drift_from = None if drift_allowed else recorded
     return _judged(lockfile, spec, moving, graphs, replace(report, before=before, after=after), drift_from)
-
-
-def _builds(
-    lockfile: Lockfile, set_name: str, texts: Tuple[str, str], dry_run: bool, recorded: Mapping[str, RecordedOutput]
-) -> Union[SisyphusError, Tuple[SetGraph, Union[SetGraph, SisyphusError], Optional[Mapping[str, Any]]]]:
-    """
-    The set's graph at its pins and after the moves, built side by side. A dry run takes the first from the last
-    upgrade while nothing it read changed (:func:`~sispin.graph.incremental.kept_build`), asking the moved build's
-    Sisyphus which of its jobs finished since. An upgrade that writes builds both: its refusals (a drift above all)
-    judge a build of now, never a kept one that a read the recorder cannot see (docs/hashes.md) left behind.
-
-    :param recorded: the set's outputs in the snapshot
-    :return: the graph at the pins, the graph after the moves (or why it does not build), what the first build read;
-        or why the set does not build
-    """
-    bound = read_bound(snapshot_path(lockfile.path))
-    kept = kept_build(lockfile, set_name, recorded, bound) if dry_run else None
-    before = GraphBuild(set_name, texts[0], states=True, records="all", blind=False)
-    # what the move checks out goes with its build (a dry run leaves the store as it was)
-    moved = GraphBuild(
-        set_name, texts[1], states=True, records="all", scratch_checkouts=True, requests=True, blind=False
-    )
-    try:
-        if kept:
-            (after,) = load_graphs(lockfile, [_compared_with(moved, kept[0])])
-            if isinstance(after, SisyphusError):
-                return kept[0], after, kept[1]
-            if None not in after.finished_of.values():
-                return replace(kept[0], jobs=after.finished_of), after, kept[1]
-        # no kept graph, or Sisyphus puts a job's tags in its directory, which the id does not hold (the kept graph
-        # cannot be asked which of its jobs finished): both are built
-        with recording_inputs() as read:
-            graphs = load_graphs(lockfile, [before, moved])  # side by side
-    except SisyphusError as exc:
-        return exc
-    if isinstance(graphs[0], SisyphusError):
-        return graphs[0]
-    keep_build(lockfile, set_name, recorded, bound, (graphs[0], read.ledgers[0]))
-    return graphs[0], graphs[1], read.ledgers[0]
-
-
-def _compared_with(moved: GraphBuild, kept: SetGraph) -> GraphBuild:
-    """
-    :return: the moved build, taking only what comparing it with the kept graph needs: the state of each job the kept
-        graph holds too (an id of one graph only is compared with none), the records below each output whose job
-        differs (what explains it), and which of the kept graph's jobs finished since
-    """
-    jobs = tuple(kept.jobs)
-    records = {name: output.job for name, output in kept.outputs.items()}
-    return replace(moved, states=jobs, records=records, finished_of=jobs)
 
 
 def _judged(
