@@ -24,7 +24,9 @@ no pin.toml: ``pin import --config --write`` makes it. Then, in that copy, each 
   (``pin check`` must fail and name the assignment of the overwrite), ``pin upgrade --dry-run --accept-drift``
   (refused while the overwrite is in the code; with ``--redirect``, its count of changing commits held against
   ``git rev-list`` in that repository), the clone moved to ``experiment_set(NAME).repo(...)`` (every job id of
-  a plain load kept) and the upgrade itself (its blast radius against the ids a plain load gives afterwards).
+  a plain load kept), ``pin upgrade --dry-run`` of that move timed against the plain load (the first, with the graph
+  at the pins built beside the moved one, and again, with the graph at the pins kept from the first) and the upgrade
+  itself (its blast radius against the ids a plain load gives afterwards).
 
 The measured pipelines (``--pipeline``, default the first; each also with a code change whose report ``pin check``
 must count as two plain loads see it):
@@ -415,17 +417,23 @@ def build_setup(
     return Setup(root, pipeline, env, dict(redirects))
 
 
-def _paired(setup: Setup, arguments: Sequence[str], runs: int) -> Tuple[float, float, float, float, Run]:
+def _paired(
+    setup: Setup, arguments: Sequence[str], runs: int, before_each: Callable[[], None] = lambda: None
+) -> Tuple[float, float, float, float, Run]:
     """
     ``pin ARGUMENTS`` and the plain load, alternately, ``runs`` of each; both ran once before, so both are warm.
 
+    :param before_each: run in this process (outside the clocks) before each run of ``pin``: the state it starts from
     :return: the medians of sispin's CPU, the plain load's CPU, sispin's wall, the plain load's wall; sispin's last run
     """
+    before_each()
     setup.pin(*arguments), setup.plain()
     walls: List[List[float]] = [[], []]
     last: List[Run] = []
 
     def side(action: Callable[[], Run], index: int) -> float:
+        if index == 0:
+            before_each()
         done = action()
         walls[index].append(done.wall)
         if index == 0:
@@ -438,14 +446,24 @@ def _paired(setup: Setup, arguments: Sequence[str], runs: int) -> Tuple[float, f
     return cpu, plain_cpu, statistics.median(walls[0]), statistics.median(walls[1]), last[0]
 
 
-def _ratio_rows(what: str, timing: Tuple[float, float, float, float, Run], limit: float, passed: bool) -> List[Result]:
-    """:return: the CPU and wall rows of a paired timing; a command that did not pass misses its goal"""
+def _ratio_rows(
+    what: str, timing: Tuple[float, float, float, float, Run], limit: Optional[float], passed: bool
+) -> List[Result]:
+    """
+    :param limit: the ratio's goal (None: the rows only inform, but a command that did not pass still misses)
+    :return: the CPU and wall rows of a paired timing; a command that did not pass misses its goal
+    """
     cpu, plain_cpu, wall, plain_wall, _ = timing
     rows = []
     for kind, mine, plain in (("CPU", cpu, plain_cpu), ("wall", wall, plain_wall)):
         ratio = mine / plain
-        goal = Goal(f"<= {limit}x" + ("" if passed else ", and passes"), limit)
-        rows.append(Result(f"{what}, {kind}", s(mine), s(plain), f"{ratio:.3f}x", goal, ratio if passed else 1e9))
+        if limit is None:
+            goal = Goal("passes", 1, at_most=False)
+            figure = 1.0 if passed else 0.0
+        else:
+            goal = Goal(f"<= {limit}x" + ("" if passed else ", and passes"), limit)
+            figure = ratio if passed else 1e9
+        rows.append(Result(f"{what}, {kind}", s(mine), s(plain), f"{ratio:.3f}x", goal, figure))
     return rows
 
 
@@ -568,7 +586,7 @@ def bench_adoption(setup: Setup, runs: int) -> Tuple[List[Result], Load]:
     return rows, before
 
 
-def bench_upgrade(setup: Setup, before: Load) -> List[Result]:
+def bench_upgrade(setup: Setup, before: Load, runs: int) -> List[Result]:
     """:return: the rows of the pin moved under unchanged code, the dry run, the migration and the upgrade"""
     upgrade = setup.pipeline.upgrade
     if upgrade is None:
@@ -637,6 +655,7 @@ def bench_upgrade(setup: Setup, before: Load) -> List[Result]:
     check = setup.pin("check", "--offline")
     rows.append(_equal_ids(f"{upgrade.file} moved to experiment_set(...).repo({repo!r}): plain load", before, migrated))
     rows.append(_flag("pin check --offline after the migration", check, check.code == 0, check.tail(1), "passes"))
+    rows += _dry_run_rows(setup, repo, upgrade, runs)
 
     done = setup.pin("upgrade", setup.pipeline.set_name, repo, "--to", upgrade.new)
     radius = re.search(r"(\d+) of (\d+) jobs", done.out)
@@ -657,6 +676,28 @@ def bench_upgrade(setup: Setup, before: Load) -> List[Result]:
     after = setup.pin("check", "--offline")
     rows.append(_flag("pin check --offline after the upgrade", after, after.code == 0, after.tail(1), "passes"))
     return rows
+
+
+def _dry_run_rows(setup: Setup, repo: str, upgrade: Upgrade, runs: int) -> List[Result]:
+    """
+    :return: the rows of ``pin upgrade --dry-run`` of the migrated setup against the plain load: the first, which
+        builds the graph at the pins and the moved one, and again, with the graph at the pins kept from the first
+    """
+    name = setup.pipeline.set_name
+    dry_run = ("upgrade", name, repo, "--to", upgrade.new, "--dry-run")
+    kept_build = setup.root / ".sispin-cache" / "builds" / f"{name}.json"
+    what = f"pin upgrade {name} {repo} --to {upgrade.new[:7]} --dry-run"
+    # the kept graph removed before each run (outside the clock): both graphs built every time
+    first = _paired(setup, dry_run, runs, lambda: kept_build.unlink() if kept_build.exists() else None)
+    rows = _ratio_rows(f"{what}, the first (both graphs built) vs the plain load", first, None, _radius(first[4]))
+    again = _paired(setup, dry_run, runs)
+    kept = _radius(again[4]) and kept_build.is_file()
+    return rows + _ratio_rows(f"{what}, again (the graph at the pins kept) vs the plain load", again, 1.3, kept)
+
+
+def _radius(dry_run: Run) -> bool:
+    """:return: whether a dry run passed and said its blast radius"""
+    return dry_run.code == 0 and "Blast radius" in dry_run.out
 
 
 def bench_change(setup: Setup) -> List[Result]:
@@ -753,7 +794,7 @@ def bench_real_setup(
     rows, before = bench_adoption(setup, runs)
     if rows[-1].skipped or not (setup.root / "pin.snapshot.toml").is_file():
         return rows
-    rows += bench_upgrade(setup, before)
+    rows += bench_upgrade(setup, before, runs)
     return rows + bench_change(setup)
 
 
