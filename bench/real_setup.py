@@ -752,7 +752,13 @@ def _against_rows(change: Change, name: str, against: Run, plain: Run) -> List[R
     :return: the rows of ``pin explain --against HEAD`` of the change: whether every cause it names is the changed
         argument (no artifact of the temporary copy it builds the old graph in), and its CPU against two plain loads
     """
-    causes = [line.strip() for line in against.out.splitlines() if line.strip().startswith("because")]
+    # a job with more differing arguments than are shown ends them with "because  ... and N more arguments of this
+    # job": a count of the arguments above's kind, no cause of its own
+    causes = [
+        line.strip()
+        for line in against.out.splitlines()
+        if line.strip().startswith("because") and not re.match(r"because\s+\.\.\. and \d+ more", line.strip())
+    ]
     other = [cause for cause in causes if change.argument not in cause]
     named = f"{len(causes)} causes, {len(other)} about anything else" + (f" (first: {other[0][:80]})" if other else "")
     ratio = against.cpu / (2 * plain.cpu)
