@@ -16,7 +16,7 @@ from conftest import commit_setup, git, git_commit
 from results import differences, explained
 from sispin.cli.main import main
 from sispin.graph.build import load_graph
-from sispin.graph.explain import argument_order, compare_set, explain_output
+from sispin.graph.explain import RecordsCompared, argument_order, compare_set
 from sispin.graph.probe.schema import Arg, JobRecord, RecordedOutput, SetGraph
 from sispin.lock.loading import load_lockfile
 
@@ -141,6 +141,21 @@ CASES = {
 }
 
 
+def test_outputs_that_reach_one_changed_job_are_explained_as_each_alone(setup):
+    before = setup.graph()
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    after = setup.graph()
+    compared = RecordsCompared(before.records, after.records)
+    outputs = ["exp/copy", "exp/config"]  # the copy first: the config's job is compared on the way down to it
+    shared = [compared.explain(name, before.outputs[name].job, after.outputs[name].job) for name in outputs]
+    alone = [
+        RecordsCompared(before.records, after.records).explain(name, before.outputs[name].job, after.outputs[name].job)
+        for name in outputs
+    ]
+    assert shared == alone
+    assert [len(e.causes[0].via) for e in shared] == [1, 0], "each output's path down to the cause is its own"
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_change_is_explained_from_a_live_graph_and_from_the_snapshot(setup, capsys, case):
     (old_text, new_text), output, expected = CASES[case]
@@ -148,7 +163,8 @@ def test_a_change_is_explained_from_a_live_graph_and_from_the_snapshot(setup, ca
     before = setup.graph()
     setup.edit(old_text, new_text)
     after = setup.graph()
-    live = explain_output(output, before.outputs[output].job, after.outputs[output].job, before.records, after.records)
+    compared = RecordsCompared(before.records, after.records)
+    live = compared.explain(output, before.outputs[output].job, after.outputs[output].job)
     assert _lines(live) == [expected], case
 
     capsys.readouterr()

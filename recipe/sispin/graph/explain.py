@@ -16,7 +16,7 @@ __all__ = [
     "Difference",
     "Cause",
     "Explanation",
-    "explain_output",
+    "RecordsCompared",
     "is_full_sha_repr",
     "shown",
     "short_id",
@@ -87,64 +87,76 @@ class Explanation:
     causes: List[Cause] = field(default_factory=list)
 
 
-def explain_output(
-    output: str,
-    old_id: Optional[str],
-    new_id: Optional[str],
-    old_records: Mapping[str, JobRecord],
-    new_records: Mapping[str, JobRecord],
-) -> Explanation:
+class RecordsCompared:
     """
-    :param output: the output's name
-    :param old_id: its old job id
-    :param new_id: its new job id
+    The records of two graphs, to explain the outputs whose job changed: each pair of jobs is compared once however
+    many outputs reach it (every output of a set reaches the same few jobs, and a training's record holds thousands of
+    arguments).
+
     :param old_records: job id -> record, of the old graph (a snapshot's or a live one)
     :param new_records: job id -> record, of the new graph
     """
-    explanation = Explanation(output, old_id, new_id)
-    if old_id and new_id and old_id != new_id:
-        _compare(old_id, new_id, [], old_records, new_records, explanation.causes, set())
-    return explanation
 
+    def __init__(self, old_records: Mapping[str, JobRecord], new_records: Mapping[str, JobRecord]) -> None:
+        self.old_records, self.new_records = old_records, new_records
+        # (old id, new id) -> the pair's own differences, and its inputs whose creating job changed (path, old, new)
+        self._pairs: Dict[Tuple[str, str], Tuple[List[Difference], List[Tuple[str, str, str]]]] = {}
 
-def _compare(
-    old_id: str,
-    new_id: str,
-    via: List[Tuple[str, str, str]],
-    old_records: Mapping[str, JobRecord],
-    new_records: Mapping[str, JobRecord],
-    causes: List[Cause],
-    seen: Set[Tuple[str, str]],
-) -> None:
-    if (old_id, new_id) in seen:
-        return
-    seen.add((old_id, new_id))
-    old, new = old_records.get(old_id), new_records.get(new_id)
-    if old is None or new is None:
-        missing = "old" if old is None else "new"
-        # records stay on the machine that took the snapshot (.sispin-cache): git holds what rebuilds them
-        hint = " here (`pin explain --against REV` builds them from the setup's git history)" if old is None else ""
-        causes.append(Cause(old_id, new_id, via, reason=f"no record of the {missing} job's arguments{hint}"))
-        return
-    # two live records compare in detail (a network dict leaf by leaf); a recorded one at the snapshot's cut
-    old_args, new_args = old.args, new.args
-    if old.detail is not None and new.detail is not None:
-        old_args, new_args = old.detail, new.detail
-    own: List[Difference] = []
-    inputs = 0
-    for path in sorted(set(old_args) | set(new_args), key=argument_order):
-        a, b = old_args.get(path), new_args.get(path)
-        if a is not None and b is not None and a.digest == b.digest:
-            if a.job and b.job and a.job != b.job:
-                inputs += 1
-                _compare(a.job, b.job, [*via, (path, old_id, new_id)], old_records, new_records, causes, seen)
-        else:
-            own.append(Difference(path, a, b))
-    if own:
-        causes.append(Cause(old_id, new_id, via, own, new.custom_hash))
-    elif not inputs:
-        reason = _relocated if old.relocated or new.relocated else _unexplained(old_id, new_id)
-        causes.append(Cause(old_id, new_id, via, custom_hash=new.custom_hash, reason=reason))
+    def explain(self, output: str, old_id: Optional[str], new_id: Optional[str]) -> Explanation:
+        """
+        :param output: the output's name
+        :param old_id: its old job id
+        :param new_id: its new job id
+        """
+        explanation = Explanation(output, old_id, new_id)
+        if old_id and new_id and old_id != new_id:
+            self._compare(old_id, new_id, [], explanation.causes, set())
+        return explanation
+
+    def _compare(
+        self, old_id: str, new_id: str, via: List[Tuple[str, str, str]], causes: List[Cause], seen: Set[Tuple[str, str]]
+    ) -> None:
+        if (old_id, new_id) in seen:
+            return
+        seen.add((old_id, new_id))
+        old, new = self.old_records.get(old_id), self.new_records.get(new_id)
+        if old is None or new is None:
+            missing = "old" if old is None else "new"
+            # records stay on the machine that took the snapshot (.sispin-cache): git holds what rebuilds them
+            hint = " here (`pin explain --against REV` builds them from the setup's git history)" if old is None else ""
+            causes.append(Cause(old_id, new_id, via, reason=f"no record of the {missing} job's arguments{hint}"))
+            return
+        own, inputs = self._pair(old_id, new_id, old, new)
+        for path, old_input, new_input in inputs:
+            self._compare(old_input, new_input, [*via, (path, old_id, new_id)], causes, seen)
+        if own:
+            causes.append(Cause(old_id, new_id, via, list(own), new.custom_hash))
+        elif not inputs:
+            reason = _relocated if old.relocated or new.relocated else _unexplained(old_id, new_id)
+            causes.append(Cause(old_id, new_id, via, custom_hash=new.custom_hash, reason=reason))
+
+    def _pair(
+        self, old_id: str, new_id: str, old: JobRecord, new: JobRecord
+    ) -> Tuple[List[Difference], List[Tuple[str, str, str]]]:
+        """:return: the pair's own differing arguments, and its inputs whose creating job changed, in path order"""
+        known = self._pairs.get((old_id, new_id))
+        if known is not None:
+            return known
+        # two live records compare in detail (a network dict leaf by leaf); a recorded one at the snapshot's cut
+        old_args, new_args = old.args, new.args
+        if old.detail is not None and new.detail is not None:
+            old_args, new_args = old.detail, new.detail
+        own: List[Difference] = []
+        inputs: List[Tuple[str, str, str]] = []
+        for path in sorted(set(old_args) | set(new_args), key=argument_order):
+            a, b = old_args.get(path), new_args.get(path)
+            if a is not None and b is not None and a.digest == b.digest:
+                if a.job and b.job and a.job != b.job:
+                    inputs.append((path, a.job, b.job))
+            else:
+                own.append(Difference(path, a, b))
+        self._pairs[(old_id, new_id)] = (own, inputs)
+        return own, inputs
 
 
 @functools.lru_cache(maxsize=65536)  # every output of a set names the same few thousand paths
@@ -292,11 +304,12 @@ def compare_set(
     phrases: Dict[Tuple[str, ...], str] = {}
     jobs: Dict[Tuple[str, ...], Set[str]] = {}
     changed, moved = [], []
+    compared = RecordsCompared(records or {}, graph.records)
     for name in sorted(set(recorded) & set(graph.outputs)):
         old, new = recorded[name], graph.outputs[name]
         if old.job != new.job:
             changed.append(name)
-            explanation = explain_output(name, old.job, new.job, records or {}, graph.records)
+            explanation = compared.explain(name, old.job, new.job)
             for cause in explanation.causes or [None]:
                 # the same cause: every differing argument the same (the line shows the first and how many more)
                 key = (_NO_RECORDS,) if cause is None else cause_key(cause)

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 from sispin.errors import UnknownNameError
 from sispin.graph.against import graph_at_revision
 from sispin.graph.build import load_graph
-from sispin.graph.explain import Explanation, cause_key, explain_output, pin_moved
+from sispin.graph.explain import Explanation, RecordsCompared, cause_key, pin_moved
 from sispin.graph.probe.schema import JobRecord, RecordedOutput
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_snapshot
@@ -81,6 +81,7 @@ def explain(
         old_outputs, records = _before(lockfile, name, recorded, against)
         graph = load_graph(lockfile, name, records={o: output.job for o, output in old_outputs.items()} or None)
         known.update(old_outputs, graph.outputs)
+        compared = RecordsCompared(records, graph.records)
         for output_name in sorted(set(old_outputs) | set(graph.outputs)):
             if output is not None and output not in (output_name, f"output/{output_name}"):
                 continue
@@ -88,7 +89,7 @@ def explain(
             old = old_outputs[output_name].job if output_name in old_outputs else None
             new = graph.outputs[output_name].job if output_name in graph.outputs else None
             if old != new:
-                explanation = explain_output(output_name, old, new, records, graph.records)
+                explanation = compared.explain(output_name, old, new)
                 moved = tuple(pin_moved(cause, lockfile, name, graph.records) for cause in explanation.causes)
                 explained.append(ExplainedOutput(name, explanation, moved, (name, *_shape(explanation))))
     if not found:

@@ -17,7 +17,7 @@ from sispin.errors import HashOverwriteError, PinError, RefusedMoveError, Sisyph
 from sispin.git.history import Change, changes_to
 from sispin.git.moves import LOG_LIMIT, Move, PlannedMove
 from sispin.git.store import Store
-from sispin.graph.explain import explain_output, is_commit_only, shown, summary
+from sispin.graph.explain import RecordsCompared, is_commit_only, shown, summary
 from sispin.graph.guard import state_problems
 from sispin.graph.price import Price, price_of, requested_price
 from sispin.graph.probe.schema import RecordedOutput, SetGraph
@@ -311,8 +311,9 @@ def blast_radius(before: SetGraph, after: SetGraph, work: Path) -> BlastRadius:
     outputs = sorted(set(before.outputs) | set(after.outputs))
     changed = [name for name in outputs if before.outputs.get(name) != after.outputs.get(name)]
     causes: Dict[Tuple[str, Tuple[str, ...]], List[Tuple[str, Tuple[str, ...]]]] = {}
+    compared = RecordsCompared(before.records, after.records)
     for name in changed:
-        cause, differences = _advice(name, before, after)
+        cause, differences = _advice(name, before, after, compared)
         # one argument path reached through many jobs of the output is one difference, said once
         distinct = tuple(dict.fromkeys(differences))
         causes.setdefault((cause, distinct[:5]), []).append((name, distinct))
@@ -328,7 +329,7 @@ def blast_radius(before: SetGraph, after: SetGraph, work: Path) -> BlastRadius:
     )
 
 
-def _advice(name: str, before: SetGraph, after: SetGraph) -> Tuple[str, List[str]]:
+def _advice(name: str, before: SetGraph, after: SetGraph, compared: RecordsCompared) -> Tuple[str, List[str]]:
     """
     :return: whether an output changes only because a pinned commit moved, or because content built from it changed
         too, and what differs (each difference's path, old -> new)
@@ -336,7 +337,7 @@ def _advice(name: str, before: SetGraph, after: SetGraph) -> Tuple[str, List[str
     old, new = before.outputs.get(name), after.outputs.get(name)
     if old is None or new is None:
         return ("new output" if old is None else "no longer registered"), []
-    causes = explain_output(name, old.job, new.job, before.records, after.records).causes
+    causes = compared.explain(name, old.job, new.job).causes
     content = [cause for cause in causes if not is_commit_only(cause)]
     if not content:
         return "only the pinned commit changes", []
@@ -354,10 +355,8 @@ def _drift(lockfile: Lockfile, current: SetGraph, recorded: Mapping[str, Recorde
             differing.append((name, old, new))
     # the recorded arguments only where something drifted: the whole set's records are megabytes to read
     records = (read_records(lockfile.path, current.set_name, recorded) or {}) if differing else {}
-    return tuple(
-        Drift(name, old, new, summary(explain_output(name, old, new, records, current.records)))
-        for name, old, new in differing
-    )
+    compared = RecordsCompared(records, current.records)
+    return tuple(Drift(name, old, new, summary(compared.explain(name, old, new))) for name, old, new in differing)
 
 
 def _drift_refusal(lockfile: Lockfile, set_name: str, drifted: int) -> RefusedMoveError:
