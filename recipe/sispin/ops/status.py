@@ -21,7 +21,7 @@ from sispin.lock.lockfile import Lockfile
 
 if TYPE_CHECKING:  # the blast radius needs graph builds: only --changes imports what they need
     from sispin.git.moves import Move
-    from sispin.graph.probe.schema import SetGraph
+    from sispin.graph.probe.schema import RecordedOutput, SetGraph
     from sispin.ops.upgrade_judge import BlastRadius
 
 #: what a pin is measured against: the repository's URL, branch and release tags
@@ -169,9 +169,12 @@ def count_touching(
     """
     # building graphs needs Sisyphus and the recorder: only --changes pays their import
     from sispin.git.history import branch_commit, changes_to
+    from sispin.graph.snapshot import read_snapshot
     from sispin.graph.used_code import used_code
+    from sispin.lock.files import snapshot_path
     from sispin.ops.upgrade_judge import blast_radius
 
+    recorded = read_snapshot(snapshot_path(lockfile.path))  # read once: every set's builds are keyed on its entry
     unbuilt: Dict[str, str] = {}
     at_heads: Dict[str, Union[BlastRadius, str]] = {}
     for set_name in dict.fromkeys(record["set"] for record in records):
@@ -184,7 +187,7 @@ def count_touching(
         mirrors = {record["repo"]: store.mirror_path(record["url"]) for record in counted}
         moving = [_to_head(lockfile, record, mirrors[record["repo"]]) for record in counted if record["behind"]]
         try:
-            graph, moved, ledger = _at_pins_and_heads(lockfile, text, set_name, moving)
+            graph, moved, ledger = _at_pins_and_heads(lockfile, text, set_name, recorded.get(set_name) or {}, moving)
         except SisyphusError as exc:
             unbuilt[set_name] = str(exc)
             continue
@@ -200,16 +203,15 @@ def count_touching(
 
 
 def _at_pins_and_heads(
-    lockfile: Lockfile, text: str, set_name: str, moving: List[Move]
+    lockfile: Lockfile, text: str, set_name: str, recorded: Mapping[str, RecordedOutput], moving: List[Move]
 ) -> Tuple[SetGraph, Union[SetGraph, str, None], Optional[Mapping[str, Any]]]:
     """
+    :param recorded: the set's outputs in the snapshot
     :return: the set's graph at its pins, its graph with the moves made (None: no move; why it could not be built),
         and what the build at the pins read
     :raises SisyphusError: when the graph at the pins could not be built
     """
     from sispin.graph.build import GraphBuild, load_graphs, recording_inputs
-    from sispin.graph.snapshot import read_snapshot
-    from sispin.lock.files import snapshot_path
     from sispin.ops.move_builds import pins_and_moved
     from sispin.ops.upgrade_write import moved_text
 
@@ -220,7 +222,6 @@ def _at_pins_and_heads(
             raise graph
         return graph, None, read.ledgers[0]
     # built as a dry run of the same move builds it: the graph at the pins kept by either serves the other
-    recorded = read_snapshot(snapshot_path(lockfile.path)).get(set_name) or {}
     texts = (text, moved_text(lockfile, text, {set_name: moving}))
     built = pins_and_moved(lockfile, set_name, texts, True, recorded)
     if isinstance(built, SisyphusError):
