@@ -22,6 +22,9 @@ from sispin.graph.probe.schema import (
     Arg,
     Assignment,
     Clone,
+    CloneCall,
+    CloneIds,
+    CloneIdsRequest,
     Escape,
     Failure,
     JobRecord,
@@ -80,6 +83,11 @@ def test_a_report_round_trips_through_json_unchanged():
     assert SetGraph.from_json(data).to_json() == data
     failed = Reply(failure=Failure("config/demo.py:3", "KeyError: 'x'", "Traceback ..."))
     assert Reply.from_json(json.loads(json.dumps(failed.to_json()))) == failed
+    # pin import's question and the probe's answer
+    request = CloneIdsRequest("demo", (CloneCall("rc", 1, {"url": "https://example.org/rc", "commit": "a" * 40}),))
+    assert CloneIdsRequest.from_json(json.loads(json.dumps(request.to_json()))) == request
+    ids = CloneIds("i6_core/tools/git/CloneGitRepositoryJob.abc", "i6_core/tools/git/CloneGitRepositoryJob.def")
+    assert CloneIds.from_json(json.loads(ids.to_json_text())) == ids
 
 
 def test_a_field_too_many_or_too_few_is_refused_not_read_as_a_default():

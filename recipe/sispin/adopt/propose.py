@@ -35,6 +35,7 @@ from sispin.clonejob import CLASS_NAME, checkout_of, pin_kwargs_of
 from sispin.errors import SisyphusError
 from sispin.graph.build import run_probe
 from sispin.graph.guard import Problem
+from sispin.graph.probe.schema import CloneCall, CloneIds, CloneIdsRequest
 from sispin.lock.editing import add_value, append_table, toml_pin
 from sispin.lock.loading import LOCKFILE_NAME, parse_lockfile
 from sispin.lock.lockfile import SUPPORTED_VERSION, Lockfile, Pin, is_full_sha, valid_name
@@ -309,15 +310,14 @@ def _check_ids(
     add_to_document(document, proposal, set_name)
     text = tomlkit.dumps(document)
     target = lockfile or parse_lockfile(text, Path.cwd() / LOCKFILE_NAME)
-    calls = [
-        {"repo": repo, "positional": sites[i].positional, "arguments": sites[i].arguments}
-        for i, repo in proposal.repo_of_site.items()
-    ]
+    calls = tuple(CloneCall(repo, sites[i].positional, sites[i].arguments) for i, repo in proposal.repo_of_site.items())
+    request = CloneIdsRequest(set_name, calls).to_json()
     try:
-        results = run_probe(target, ["clone-ids"], "computing job ids", text, request={"set": set_name, "calls": calls})
+        results = run_probe(target, ["clone-ids"], "computing job ids", text, request=request)
     except SisyphusError as exc:
         return {}, f"job ids not checked: {exc}"
-    return {i: (r["original"], r["replacement"]) for i, r in zip(proposal.repo_of_site, results)}, None
+    ids = [CloneIds.from_json(result) for result in results]
+    return {i: (r.original, r.replacement) for i, r in zip(proposal.repo_of_site, ids)}, None
 
 
 @dataclass

@@ -48,7 +48,18 @@ from sispin.graph.probe.adapter import (
 from sispin.graph.probe.forking import EnvironmentWrites, fork_builds, site_modules
 from sispin.graph.probe.records import hashed_paths, record, relocating
 from sispin.graph.probe.requests import unfinished_requests
-from sispin.graph.probe.schema import Clone, Escape, Failure, JobRecord, Overwrite, RecordedOutput, Reply, SetGraph
+from sispin.graph.probe.schema import (
+    Clone,
+    CloneIds,
+    CloneIdsRequest,
+    Escape,
+    Failure,
+    JobRecord,
+    Overwrite,
+    RecordedOutput,
+    Reply,
+    SetGraph,
+)
 from sispin.graph.probe.values import CloneSites, ValueUses
 
 #: exit code of a probe whose configs raised; OUT then holds a Reply with the failure
@@ -254,27 +265,22 @@ def _changed_after_creation(clone: Any) -> List[str]:
     return [f"{name}: {given[name]!r} -> {held[name]!r}" for name in given if held[name] != given[name]]
 
 
-def clone_ids(request: Dict[str, Any]) -> List[Dict[str, str]]:
+def clone_ids(request: CloneIdsRequest) -> List[CloneIds]:
     """
-    :param request: {"set": set name, "calls": [{"repo", "positional", "arguments"}]}: each call as written
-        (its first ``positional`` arguments positionally, in CloneGitRepositoryJob's parameter order)
-    :return: per call {"original": job id of the call as written, "replacement": id of exp.clone_job(repo)}
+    :param request: each call as written, and the set whose pins replace them
+    :return: the job ids of each call as written and of its replacement, in the request's order
     """
     from sispin.clonejob import class_parameters, job_class
     from sispin.sets import experiment_set
 
-    exp = experiment_set(request["set"])
+    exp = experiment_set(request.set_name)
     results = []
-    for call in request["calls"]:
-        names = [name for name, _ in class_parameters()][: call["positional"]]
-        args = [call["arguments"][name] for name in names]
-        kwargs = {k: v for k, v in call["arguments"].items() if k not in names}
-        results.append(
-            {
-                "original": job_class()(*args, **kwargs).job_id(),
-                "replacement": exp.clone_job(call["repo"]).job_id(),
-            }
-        )
+    for call in request.calls:
+        names = [name for name, _ in class_parameters()][: call.positional]
+        args = [call.arguments[name] for name in names]
+        kwargs = {k: v for k, v in call.arguments.items() if k not in names}
+        original = job_class()(*args, **kwargs).job_id()
+        results.append(CloneIds(original, exp.clone_job(call.repo).job_id()))
     return results
 
 
@@ -363,7 +369,7 @@ def _answer(
 
                 report = describe(request, recorder.stop if recorder else lambda: None, site)
             else:
-                report = set_clones(rest) if mode == "set-clones" else clone_ids(request)
+                report = set_clones(rest) if mode == "set-clones" else clone_ids(CloneIdsRequest.from_json(request))
         except (Exception, SystemExit) as exc:  # the configs' own error (or exit): its place, for one line and --debug
             report = _config_error(exc)
     if isinstance(report, Failure):

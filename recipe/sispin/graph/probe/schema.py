@@ -21,6 +21,9 @@ __all__ = [
     "Overwrite",
     "SetGraph",
     "Failure",
+    "CloneCall",
+    "CloneIdsRequest",
+    "CloneIds",
     "Reply",
 ]
 
@@ -327,13 +330,54 @@ class Failure(JsonForm):
 
 
 @dataclasses.dataclass(frozen=True)
+class CloneCall(JsonForm):
+    """
+    A CloneGitRepositoryJob call of config code, as written (``pin import`` asks what moving it to ``exp.repo()`` does).
+
+    :param repo: the pin's repository it would be replaced with
+    :param positional: how many of its arguments were given positionally (in the class's parameter order)
+    :param arguments: every argument given, by parameter name
+    """
+
+    repo: str
+    positional: int
+    arguments: Dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class CloneIdsRequest(JsonForm):
+    """
+    What the probe's ``clone-ids`` mode is asked.
+
+    :param set_name: the set whose pins replace the calls
+    :param calls: the calls as written
+    """
+
+    set_name: str
+    calls: Tuple[CloneCall, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class CloneIds(JsonForm):
+    """
+    The job ids of one :class:`CloneCall`, the probe's ``clone-ids`` report (one per call, in the request's order).
+
+    :param original: the id of the call as written
+    :param replacement: the id of the set's ``exp.clone_job(repo)``
+    """
+
+    original: str
+    replacement: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Reply(JsonForm):
     """
     What the probe writes to its OUT file, in every mode.
 
-    :param report: the mode's report: a :class:`SetGraph` (``graph``; the parent reads back its JSON data), per call
-        {"original", "replacement"} job ids (``clone-ids``), set -> repository -> clone job id (``set-clones``); None
-        when it failed
+    :param report: the mode's report, as JSON data the parent reads back: a :class:`SetGraph` (``graph``), a
+        :class:`CloneIds` per call (``clone-ids``), set -> repository -> clone job id (``set-clones``); None when it
+        failed
     :param read: what the build read (a ledger of :mod:`sispin.graph.probe.ledger`), when it was asked to record
     :param failure: the configs' error, when they raised
     """
