@@ -18,9 +18,9 @@ from sispin.ops.status import StatusResult, status
 from sispin.ops.upgrade import UpgradeResult, upgrade
 
 
-def checked(*sets: str, full: bool = False, offline: bool = True, verbose: bool = False) -> CheckResult:
+def checked(*sets: str, full: bool = False, offline: bool = True) -> CheckResult:
     """:return: what ``pin check [--offline] [--full] SETS`` finds"""
-    return check(load_lockfile(find_lockfile()), sets, offline=offline, store=Store(), verbose=verbose, full=full)
+    return check(load_lockfile(find_lockfile()), sets, offline=offline, store=Store(), full=full)
 
 
 def problems(result: CheckResult) -> str:

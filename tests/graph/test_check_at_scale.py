@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -100,10 +101,11 @@ def big(snapshotted, tmp_path, monkeypatch, store_dir) -> Path:
     return root
 
 
-def _check(root) -> subprocess.CompletedProcess:
+def _check(root, *options: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "sispin", "check", "--offline"], cwd=root, capture_output=True, text=True, check=False
-    )
+        [sys.executable, "-m", "sispin", "check", "--offline", *options],
+        cwd=root, capture_output=True, text=True, check=False,
+    )  # fmt: skip
 
 
 def test_a_change_moving_300_outputs_is_a_short_deterministic_report(big):
@@ -126,6 +128,9 @@ def test_a_change_moving_300_outputs_is_a_short_deterministic_report(big):
         ": big/model0, big/model1, big/model10, big/model100, big/model101 and 295 more (--verbose lists them)"
     )
     assert lines[2:] == ["pin check: 1 problem"]
+    # the report's data names every output, as --verbose does, whether or not the text is asked for in full
+    (problem,) = json.loads(_check(big, "--json").stdout)["problems"]
+    assert problem.count("big/model") == 300 and "more" not in problem
 
 
 def test_a_changed_output_file_and_a_stale_section_are_reported(big, capsys):

@@ -14,6 +14,7 @@ from sispin.cli.output import Output
 from sispin.cli.snapshot import skipped_line
 from sispin.errors import LockfileError
 from sispin.git.store import Store
+from sispin.graph.guard import Problem
 from sispin.lock.loading import find_lockfile, load_lockfile
 from sispin.ops.check import CheckResult, check, check_lock_only
 from sispin.text import count, listed, shown_key
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         sets = check_lock_only(lockfile, args.sets)
         out.result(f"pin check: lock ok ({count(sets, 'set')}; the job graphs were not checked)")
         return 0
-    result = check(lockfile, args.sets, offline=args.offline, store=Store(), verbose=out.verbose, full=args.full)
+    result = check(lockfile, args.sets, offline=args.offline, store=Store(), full=args.full)
     if args.json:
         details = {str(problem): list(problem.details) for problem in result.problems if problem.details}
         out.json(
@@ -108,7 +109,7 @@ def render(result: CheckResult, out: Output, accept_waiting: bool = False) -> No
     for line in result.summaries:
         out.result(f"summary: {line}")
     for problem in result.problems:
-        out.result(f"problem: {problem}")
+        out.result(f"problem: {problem if out.verbose else _short(problem)}")
         for detail in problem.details:
             out.detail(f"    {detail}")
     if result.unchecked:
@@ -131,3 +132,15 @@ def render(result: CheckResult, out: Output, accept_waiting: bool = False) -> No
         out.result(
             f"pin check: {verdict} ({count(result.checked, 'set')}, {count(result.outputs, 'output')}{skipped}{kept})"
         )
+
+
+#: the names a problem's line shows before it counts the rest (all of them with --verbose)
+_LISTED = 5
+
+
+def _short(problem: Problem) -> str:
+    """:return: the problem's line naming the first few of what it lists (the outputs a change renews)"""
+    if len(problem.named) <= _LISTED:
+        return str(problem)
+    rest = len(problem.named) - _LISTED
+    return f"{problem.text}: {', '.join(problem.named[:_LISTED])} and {rest} more (--verbose lists them)"

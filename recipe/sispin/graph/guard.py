@@ -40,18 +40,23 @@ class Problem:
     One problem (one root cause): its line, and the lines that ``--verbose`` and ``--json`` add under it (every job
     and argument it stands for).
 
-    :param text: the line (what ``str()`` of the problem renders)
+    :param text: the line (what ``str()`` of the problem renders), without the names it lists
     :param details: the lines under it
+    :param named: what the line lists after ``text`` (the outputs a change renews): how many of them a report shows
+        is the renderer's choice (``str()`` lists them all)
     """
 
     text: str
     details: Tuple[str, ...] = ()
+    named: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "details", tuple(self.details))  # given as any sequence, kept as it was given
+        # given as any sequence, kept as they were given
+        object.__setattr__(self, "details", tuple(self.details))
+        object.__setattr__(self, "named", tuple(self.named))
 
     def __str__(self) -> str:
-        return self.text
+        return f"{self.text}: {', '.join(self.named)}" if self.named else self.text
 
 
 def overwrite_problems(lockfile: Lockfile, graph: SetGraph) -> List[Problem]:

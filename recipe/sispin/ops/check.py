@@ -12,7 +12,7 @@ from __future__ import annotations
 __all__ = ["CheckResult", "check", "check_lock_only"]
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
@@ -102,14 +102,13 @@ _PARALLEL_BUILDS = 8
 
 
 def check(
-    lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store: Store, verbose: bool, full: bool = False
+    lockfile: Lockfile, set_names: Sequence[str], *, offline: bool, store: Store, full: bool = False
 ) -> CheckResult:
     """
     :param lockfile: the validated pin.toml
     :param set_names: sets to check; empty for all
     :param offline: skip verifying that pinned commits exist in their remotes
     :param store: where the mirrors are (fetched unless offline)
-    :param verbose: list every changed output with its ids, not only a few per root cause
     :param full: build every set, also those whose earlier pass still stands (see :mod:`sispin.graph.incremental`)
     """
     specs = lockfile.select_sets(set_names)
@@ -147,9 +146,7 @@ def check(
         return result
     workers = max(1, min(len(names), len(processors()), _PARALLEL_BUILDS))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for part in pool.map(
-            lambda name: _check_set_unless_kept(lockfile, name, recorded, bound, verbose, full), names
-        ):
+        for part in pool.map(lambda name: _check_set_unless_kept(lockfile, name, recorded, bound, full), names):
             result.add(part)
     return result
 
@@ -159,7 +156,6 @@ def _check_set_unless_kept(
     name: str,
     recorded: Mapping[str, Mapping[str, RecordedOutput]],
     bound: Mapping[str, Sequence[str]],
-    verbose: bool,
     full: bool,
 ) -> CheckResult:
     """Take the set's earlier pass when nothing it read changed since; else build it, and keep a pass."""
@@ -177,7 +173,7 @@ def _check_set_unless_kept(
         result.built[name] = why
     problems_before, outputs_before = len(result.problems), result.outputs
     with recording_inputs() as inputs:
-        _check_set(lockfile, name, recorded, bound, result, verbose)
+        _check_set(lockfile, name, recorded, bound, result)
     if len(result.problems) == problems_before and name in result.changes:
         passed = KeptPass(result.outputs - outputs_before, result.changes[name])
         unkept = keep_pass(lockfile, name, snapshot, bound, inputs.ledgers, passed)
@@ -194,7 +190,6 @@ def _check_set(
     recorded: Mapping[str, Mapping[str, RecordedOutput]],
     bound: Mapping[str, Sequence[str]],
     result: CheckResult,
-    verbose: bool,
 ) -> None:
     """Build one set's graph and add what is wrong with it to result."""
     before = recorded.get(name)
@@ -227,9 +222,7 @@ def _check_set(
             else f"{count(changes.renewed, 'job')} renewed ({changes.finished} finished in work/{_costing(changes)})"
         )
         result.summaries.append(f"sets.{shown_key(name)}: {count(len(changes.changed), 'output')} changed, {renewed}")
-    result.problems += [
-        Problem(f"sets.{shown_key(name)}: {line}", line.details) for line in _change_lines(changes, verbose)
-    ]
+    result.problems += [replace(line, text=f"sets.{shown_key(name)}: {line.text}") for line in _change_lines(changes)]
 
 
 def _costing(changes: SetChanges) -> str:
@@ -237,22 +230,16 @@ def _costing(changes: SetChanges) -> str:
     return f": {changes.cost.as_used(jobs=False)}" if changes.finished and changes.cost is not None else ""
 
 
-#: outputs named per root cause before the rest are counted (all of them with --verbose)
-_LISTED_OUTPUTS = 5
-
-
-def _change_lines(changes: SetChanges, verbose: bool) -> List[Problem]:
+def _change_lines(changes: SetChanges) -> List[Problem]:
     """
-    One problem per root cause with the outputs it renews (each output's old and new id its detail); new, gone and
+    One problem per root cause naming the outputs it renews (each output's old and new id its detail); new, gone and
     moved outputs; sorted.
     """
     lines = []
     for group in changes.groups:
-        names = [name for name, _, _ in group.outputs]
-        shown = names if verbose else names[:_LISTED_OUTPUTS]
-        rest = f" and {len(names) - len(shown)} more (--verbose lists them)" if len(names) > len(shown) else ""
+        names = tuple(name for name, _, _ in group.outputs)
         details = [f"output/{name}: {old} -> {new}" for name, old, new in group.outputs]
-        lines.append(Problem(f"{count(len(names), 'output')} changed {group.cause}: {', '.join(shown)}{rest}", details))
+        lines.append(Problem(f"{count(len(names), 'output')} changed {group.cause}", details, names))
     if changes.new:
         new = ", ".join(changes.new)
         lines.append(Problem(f"new outputs not in the snapshot (run `pin snapshot` to record them): {new}"))
