@@ -13,7 +13,6 @@ from typing import List
 
 from sispin.cli.options import add_command, commit_option, commit_written, set_names
 from sispin.cli.output import Output
-from sispin.errors import ConcurrentChangeError, HashOverwriteError
 from sispin.graph.probe.schema import SetGraph
 from sispin.lock.loading import find_lockfile
 from sispin.ops.snapshot import SnapshotResult, snapshot
@@ -51,32 +50,25 @@ def render(result: SnapshotResult, lock: Path, out: Output) -> int:
     :param lock: the pin.toml
     :param out: what was recorded, and the problems
     :return: exit code
-    :raises HashOverwriteError: after listing them, when places in the graphs hide a pinned commit (nothing recorded)
-    :raises ConcurrentChangeError: after the report, when another process changed sets meanwhile
+    :raises PinError: the result's refusal, after what it refers to (the places that hide a pinned commit, or the
+        sets recorded and those another process changed meanwhile)
     """
     for name, recorded in result.frozen:
         out.info(_frozen_line(name, recorded))
     for name in result.skipped:
         out.info(skipped_line(name))
-    if result.hidden:
-        for problem in result.hidden:
-            out.result(f"problem: {problem}")
-            for detail in problem.details:
-                out.detail(f"    {detail}")
-        raise HashOverwriteError(
-            f"{count(len(result.hidden), 'place')} in the job graph {'hides' if len(result.hidden) == 1 else 'hide'} a "
-            "pinned commit from a job's hash (listed above): remove what hides it; nothing recorded"
-        )
-    for graph in result.graphs:
-        for line in waiting_lines(graph):
-            out.info(line)
-        out.info(_recorded_line(graph, result, lock))
-    out.info(f"{display_path(result.target)}: {'written' if result.written else 'unchanged'}")
-    if result.changed:
-        raise ConcurrentChangeError(
-            f"{', '.join(f'sets.{shown_key(name)}' for name in result.changed)} changed while this snapshot ran: not "
-            f"recorded (the other sets are); run `pin snapshot {' '.join(result.changed)}` again"
-        )
+    for problem in result.hidden:
+        out.result(f"problem: {problem}")
+        for detail in problem.details:
+            out.detail(f"    {detail}")
+    if not result.hidden:  # else nothing was recorded
+        for graph in result.graphs:
+            for line in waiting_lines(graph):
+                out.info(line)
+            out.info(_recorded_line(graph, result, lock))
+        out.info(f"{display_path(result.target)}: {'written' if result.written else 'unchanged'}")
+    if result.refusal is not None:
+        raise result.refusal
     return 0
 
 

@@ -11,14 +11,16 @@ __all__ = ["SnapshotResult", "snapshot"]
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
+from sispin.errors import ConcurrentChangeError, HashOverwriteError, PinError
 from sispin.graph.build import load_graph
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.probe.schema import SetGraph
 from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs
 from sispin.lock.files import snapshot_path
 from sispin.lock.loading import load_lockfile
+from sispin.text import count, shown_key
 
 
 @dataclass
@@ -34,6 +36,8 @@ class SnapshotResult:
     :param before: the snapshot as it was
     :param changed: sets another process changed while the graphs were built: not recorded
     :param written: whether the snapshot file was written
+    :param refusal: why nothing (or not every set) was recorded: raised by the CLI after it showed the sets; None when
+        every set named was recorded
     """
 
     target: Path
@@ -44,6 +48,7 @@ class SnapshotResult:
     before: Snapshot = field(default_factory=dict)
     changed: List[str] = field(default_factory=list)
     written: bool = False
+    refusal: Optional[PinError] = None
 
     def outputs_changed(self, graph: SetGraph) -> int:
         """:return: how many of the graph's outputs have other jobs than recorded before (the set was recorded)"""
@@ -79,4 +84,21 @@ def snapshot(path: Path, names: Sequence[str]) -> SnapshotResult:
         # written
         result.written, changed = record_graphs(lockfile.path, result.graphs, lockfile)
         result.changed = list(changed)
+    result.refusal = _refusal(result)
     return result
+
+
+def _refusal(result: SnapshotResult) -> Optional[PinError]:
+    """:return: why what was asked for was not recorded, if so"""
+    if result.hidden:
+        hide = "hides" if len(result.hidden) == 1 else "hide"
+        return HashOverwriteError(
+            f"{count(len(result.hidden), 'place')} in the job graph {hide} a pinned commit from a job's hash (listed "
+            "above): remove what hides it; nothing recorded"
+        )
+    if result.changed:
+        return ConcurrentChangeError(
+            f"{', '.join(f'sets.{shown_key(name)}' for name in result.changed)} changed while this snapshot ran: not "
+            f"recorded (the other sets are); run `pin snapshot {' '.join(result.changed)}` again"
+        )
+    return None
