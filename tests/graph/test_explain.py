@@ -463,6 +463,52 @@ def test_against_a_revision_every_committed_file_is_used_and_its_errors_name_the
     assert "pin: error: at HEAD: HEAD:pin.toml: invalid TOML" in capsys.readouterr().err
 
 
+#: config code that makes each build where SISPIN_TEST_MEETING names a folder wait (at most 20 s) until a second
+#: build started too, and note whether it did: two builds one after the other never meet
+MEETING = """\
+def py():
+    import os, time
+    from pathlib import Path
+
+    if os.environ.get("SISPIN_TEST_MEETING"):
+        meeting = Path(os.environ["SISPIN_TEST_MEETING"])
+        (meeting / str(os.getpid())).write_text("waiting")
+        deadline = time.time() + 20
+        while len(list(meeting.iterdir())) < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        (meeting / str(os.getpid())).write_text("met" if len(list(meeting.iterdir())) >= 2 else "alone")
+"""
+
+
+def test_against_a_revision_the_revisions_build_and_todays_run_side_by_side(setup, monkeypatch, tmp_path):
+    setup.edit("def py():\n", MEETING)
+    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
+    assert main(["snapshot"]) == 0
+    commit_setup(setup.root)
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    meeting = tmp_path / "meeting"
+    meeting.mkdir()
+    monkeypatch.setenv("SISPIN_TEST_MEETING", str(meeting))
+    assert differences(explained(against="HEAD", output="exp/config")) == [
+        "returnn_config.config['learning_rate']: 0.001 -> 0.002"
+    ]
+    assert sorted(note.read_text() for note in meeting.iterdir()) == ["met", "met"]
+
+
+def test_against_a_revision_whose_ids_are_not_the_snapshots_today_is_built_for_the_revisions_ids(setup):
+    # the committed snapshot holds the ids of an edit never committed: today's build, asked for the records below
+    # what differs from the snapshot, has none below what differs from the revision, and is built again for them
+    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    assert main(["snapshot"]) == 0
+    setup.edit("LEARNING_RATE = 2e-3", "LEARNING_RATE = 1e-3")
+    commit_setup(setup.root)
+    setup.edit("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3")
+    assert differences(explained(against="HEAD", output="exp/copy")) == [
+        "returnn_config.config['learning_rate']: 0.001 -> 0.002"
+    ]
+
+
 def test_root_causes_are_one_only_when_every_argument_changed_the_same_way(tmp_path):
     # x and y share five changed arguments; the sixth differs (p6 in x, q in y): two causes, not one
     def args(value: int, last: str) -> dict:

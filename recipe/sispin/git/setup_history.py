@@ -6,22 +6,21 @@ touching the user's working tree, index or worktree list.
 
 from __future__ import annotations
 
-__all__ = ["export_setup", "check_committable", "commit_files"]
+__all__ = ["setup_revision", "export_setup", "check_committable", "commit_files"]
 
 import os
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from sispin.errors import GitCommandError, GitError, RevisionError
 from sispin.git.process import read_git, read_git_raw, write_git
 
 
-def export_setup(root: Path, revision: str, target: Path) -> Path:
+def setup_revision(root: Path, revision: str) -> Tuple[Path, str]:
     """
     :param root: the setup directory (where pin.toml is), inside a git repository
     :param revision: any revision git names a commit by (``HEAD~1``, ``main``, a tag, a SHA)
-    :param target: an empty directory to work in
-    :return: the setup directory as it was at the revision, under target
+    :return: the top of the repository, and the commit the revision names
     :raises RevisionError: when the setup is in no git repository, or the revision names no commit
     """
     try:
@@ -32,6 +31,18 @@ def export_setup(root: Path, revision: str, target: Path) -> Path:
         commit = read_git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
     except GitCommandError:
         raise RevisionError(f"no commit {revision!r} in the setup's repository ({top})") from None
+    return top, commit
+
+
+def export_setup(root: Path, revision: str, target: Path) -> Path:
+    """
+    :param root: the setup directory (where pin.toml is), inside a git repository
+    :param revision: any revision git names a commit by (``HEAD~1``, ``main``, a tag, a SHA)
+    :param target: an empty directory to work in
+    :return: the setup directory as it was at the revision, under target
+    :raises RevisionError: when the setup is in no git repository, or the revision names no commit
+    """
+    top, commit = setup_revision(root, revision)
     prefix = root.resolve().relative_to(top.resolve()).as_posix()
     tree = commit if prefix == "." else f"{commit}:{prefix}"
     # a temporary index of the commit's tree, checked out into target: every file as committed (git archive would

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 __all__ = ["ExplainedOutput", "ExplainResult", "explain"]
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from sispin.errors import UnknownNameError
+from sispin.git.setup_history import setup_revision
 from sispin.graph.against import graph_at_revision
-from sispin.graph.build import load_graph
+from sispin.graph.build import load_graph, processors
 from sispin.graph.explain import Explanation, RecordsCompared, cause_key, pin_moved
-from sispin.graph.probe.schema import JobRecord, RecordedOutput
+from sispin.graph.probe.schema import JobRecord, RecordedOutput, SetGraph
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.files import snapshot_path
@@ -78,8 +80,7 @@ def explain(
     explained: List[ExplainedOutput] = []
     known: Set[str] = set()
     for name in names:
-        old_outputs, records = _before(lockfile, name, recorded, against)
-        graph = load_graph(lockfile, name, records={o: output.job for o, output in old_outputs.items()} or None)
+        old_outputs, records, graph = _builds(lockfile, name, recorded.get(name, {}), against)
         known.update(old_outputs, graph.outputs)
         compared = RecordsCompared(records, graph.records)
         for output_name in sorted(set(old_outputs) | set(graph.outputs)):
@@ -100,15 +101,50 @@ def explain(
     return ExplainResult(explained, f"it had at {against}" if against else f"recorded in {snapshot}")
 
 
-def _before(
-    lockfile: Lockfile, set_name: str, recorded: Mapping[str, Mapping[str, RecordedOutput]], against: Optional[str]
-) -> Tuple[Mapping[str, RecordedOutput], Mapping[str, JobRecord]]:
-    """:return: the set's outputs and job records to compare with: the snapshot's, or the revision's build"""
+def _builds(
+    lockfile: Lockfile, set_name: str, recorded: Mapping[str, RecordedOutput], against: Optional[str]
+) -> Tuple[Mapping[str, RecordedOutput], Mapping[str, JobRecord], SetGraph]:
+    """
+    :param recorded: the set's outputs in pin.snapshot.toml
+    :return: the set's outputs and job records to compare with (the snapshot's, or the revision's build), and the
+        set's graph now with the records of the jobs below each output whose id differs from them
+    """
     if against is None:
-        old_outputs = recorded.get(set_name, {})
-        return old_outputs, read_records(lockfile.path, set_name, old_outputs) or {}
-    old = graph_at_revision(lockfile, set_name, against)
-    return ({}, {}) if old is None else (old.outputs, old.records)
+        records = read_records(lockfile.path, set_name, recorded) or {}
+        return recorded, records, load_graph(lockfile, set_name, records=_jobs(recorded))
+    setup_revision(lockfile.root, against)  # a revision git does not know is said before any build
+    if not recorded or len(processors()) < 2:
+        # no guess at the revision's ids (or no second processor): today's build follows the revision's, asking for
+        # what it needs
+        old, now = graph_at_revision(lockfile, set_name, against), None
+    else:
+        # side by side, one a processor: today's build takes the records below each output whose id differs from the
+        # snapshot, which are those needed when the revision's ids are the snapshot's (its snapshot was current);
+        # else it is built again below
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            today = pool.submit(load_graph, lockfile, set_name, records=_jobs(recorded))
+            old = graph_at_revision(lockfile, set_name, against)  # its failure first, as a build one after the other
+            now = today.result()
+    old_outputs, records = ({}, {}) if old is None else (old.outputs, old.records)
+    if now is None or not _differing(now, old_outputs) <= _differing(now, recorded):
+        now = load_graph(lockfile, set_name, records=_jobs(old_outputs))
+    return old_outputs, records, now
+
+
+def _jobs(outputs: Mapping[str, RecordedOutput]) -> Optional[Dict[str, str]]:
+    """:return: output -> its job id, as a build is asked for the records below each output whose id differs"""
+    return {name: output.job for name, output in outputs.items()} or None
+
+
+def _differing(graph: SetGraph, outputs: Mapping[str, RecordedOutput]) -> Set[str]:
+    """:return: the outputs of the graph below which a build asked with ``_jobs(outputs)`` takes every job's record"""
+    if not outputs:
+        return set()  # none asked for
+    return {name for name, output in graph.outputs.items() if output.job and outputs.get(name, _NONE).job != output.job}
+
+
+#: the output a graph does not have
+_NONE = RecordedOutput("", "")
 
 
 def _shape(explanation: Explanation) -> Tuple[Any, ...]:
