@@ -67,6 +67,9 @@ def record(job: Any, seen: Callable[[str], str] = str) -> JobRecord:
 def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], limits: Tuple[int, Callable[[str], str]]) -> None:
     """Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper."""
     budget, seen = limits
+    if type(value) in _SCALARS:  # most leaves (a network dict's): no children, and their record repeats
+        leaves[where] = _scalar_leaf(seen(repr(value)))
+        return
     children = _children(value) if depth < MAX_DEPTH and len(leaves) < budget else None
     if children is None:
         text, creator = _leaf(value)
@@ -78,6 +81,16 @@ def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], limits: Tu
 
 #: the types of leaves whose text is their repr()
 _SCALARS = (type(None), int, float, bool, str, complex)
+#: a scalar leaf's text -> its record: the same few texts ('relu', 512, 0.1) fill every layer of every job's config
+_SCALAR_LEAVES: Dict[str, Arg] = {}
+
+
+def _scalar_leaf(text: str) -> Arg:
+    """:return: the record of a scalar leaf (no creating job) of that text"""
+    leaf = _SCALAR_LEAVES.get(text)
+    if leaf is None:
+        leaf = _SCALAR_LEAVES[text] = Arg.of_text(text)
+    return leaf
 
 
 def _children(value: Any) -> Any:
@@ -116,11 +129,9 @@ def _stable_repr(value: Any) -> str:
 
 
 def _leaf(value: Any) -> Tuple[str, Any]:
-    """(canonical text of a leaf, id of the job that creates it when it is a path)"""
+    """(canonical text of a leaf that is no scalar, id of the job that creates it when it is a path)"""
     from sispin.sets import shown_overwrite
 
-    if type(value) in _SCALARS:  # most leaves: no attribute of theirs to ask for
-        return repr(value), None
     if is_path(value):
         creator = value.creator
         overwrite = f" hash_overwrite={shown_overwrite(value.hash_overwrite)!r}" if value.hash_overwrite else ""
@@ -129,12 +140,7 @@ def _leaf(value: Any) -> Tuple[str, Any]:
         return f"Path({type(creator).__name__}, {value.path!r}{overwrite})", creator.job_id()
     if hashes_as_job(value):
         return f"Job({value.job_id()})", value.job_id()
-    if (
-        value is None
-        or type(value) in (int, float, bool, str, complex)
-        or type(value) in (list, tuple, dict)
-        and not value
-    ):
+    if type(value) in (list, tuple, dict) and not value:
         return repr(value), None
     if inspect.isfunction(value) or inspect.isclass(value):
         return f"{value.__module__}.{value.__qualname__}", None
