@@ -700,7 +700,7 @@ def _radius(dry_run: Run) -> bool:
     return dry_run.code == 0 and "Blast radius" in dry_run.out
 
 
-def bench_change(setup: Setup) -> List[Result]:
+def bench_change(setup: Setup, runs: int) -> List[Result]:
     """:return: the rows of a code change: what ``pin check`` reports of it against two plain loads, and pin explain"""
     change, name = setup.pipeline.change, setup.pipeline.set_name
     if change is None:
@@ -719,7 +719,9 @@ def bench_change(setup: Setup) -> List[Result]:
     changed = setup.load()
     check = setup.pin("check", "--offline")
     explain = setup.pin("explain", name)
-    against, plain = setup.pin("explain", name, "--against", "HEAD"), setup.plain()
+    # each run from the index a user's `git status` after the edit leaves (dating the files back made every entry's
+    # stat data stale, and an export's links change the linked files' ctime: git would read all of them again)
+    timing = _paired(setup, ["explain", name, "--against", "HEAD"], runs, lambda: _refresh_index(setup.root))
     code.write_text(text)
     gone, _ = _differ(unchanged, changed)
     outputs = sum(1 for output, job in unchanged.outputs.items() if job != changed.outputs.get(output))
@@ -743,15 +745,23 @@ def bench_change(setup: Setup) -> List[Result]:
             "-",
             "-",
         ),
-        *_against_rows(change, name, against, plain),
+        *_against_rows(change, name, timing),
     ]
 
 
-def _against_rows(change: Change, name: str, against: Run, plain: Run) -> List[Result]:
+def _refresh_index(root: Path) -> None:
+    """Bring the setup repository's index up to date with its files, as ``git status`` does."""
+    subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=root, capture_output=True, check=False)
+
+
+def _against_rows(change: Change, name: str, timing: Tuple[float, float, float, float, Run]) -> List[Result]:
     """
+    :param timing: ``pin explain --against HEAD`` of the change and the plain load, paired (see :func:`_paired`)
     :return: the rows of ``pin explain --against HEAD`` of the change: whether every cause it names is the changed
-        argument (no artifact of the temporary copy it builds the old graph in), and its CPU against two plain loads
+        argument (no artifact of the temporary copy it builds the old graph in), and its CPU and wall time against
+        two plain loads (the old graph and today's)
     """
+    cpu, plain_cpu, wall, plain_wall, against = timing
     # a job with more differing arguments than are shown ends them with "because  ... and N more arguments of this
     # job": a count of the arguments above's kind, no cause of its own
     causes = [
@@ -761,8 +771,7 @@ def _against_rows(change: Change, name: str, against: Run, plain: Run) -> List[R
     ]
     other = [cause for cause in causes if change.argument not in cause]
     named = f"{len(causes)} causes, {len(other)} about anything else" + (f" (first: {other[0][:80]})" if other else "")
-    ratio = against.cpu / (2 * plain.cpu)
-    return [
+    rows = [
         Result(
             f"pin explain {name} --against HEAD of that change: what it names",
             f"exit {against.code}, {len(against.out.splitlines())} lines; {named}",
@@ -770,16 +779,21 @@ def _against_rows(change: Change, name: str, against: Run, plain: Run) -> List[R
             "-",
             Goal(f"only {change.argument}", 0),
             len(other) if causes and against.code == 1 else 1e9,
-        ),
-        Result(
-            f"pin explain {name} --against HEAD against two plain loads (CPU)",
-            f"{s(against.cpu)} CPU, {s(against.wall)} wall",
-            f"2 x {s(plain.cpu)} CPU",
-            f"{ratio:.2f}x",
-            Goal("<= 1.3x", 1.3),
-            ratio,
-        ),
+        )
     ]
+    for kind, mine, plain in (("CPU", cpu, plain_cpu), ("wall", wall, plain_wall)):
+        ratio = mine / (2 * plain)
+        rows.append(
+            Result(
+                f"pin explain {name} --against HEAD against two plain loads, {kind}",
+                s(mine),
+                f"2 x {s(plain)}",
+                f"{ratio:.2f}x",
+                Goal("<= 1.3x", 1.3),
+                ratio,
+            )
+        )
+    return rows
 
 
 def bench_real_setup(
@@ -801,7 +815,7 @@ def bench_real_setup(
     if rows[-1].skipped or not (setup.root / "pin.snapshot.toml").is_file():
         return rows
     rows += bench_upgrade(setup, before, runs)
-    return rows + bench_change(setup)
+    return rows + bench_change(setup, runs)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
