@@ -719,9 +719,7 @@ def bench_change(setup: Setup, runs: int) -> List[Result]:
     changed = setup.load()
     check = setup.pin("check", "--offline")
     explain = setup.pin("explain", name)
-    # each run from the index a user's `git status` after the edit leaves (dating the files back made every entry's
-    # stat data stale, and an export's links change the linked files' ctime: git would read all of them again)
-    timing = _paired(setup, ["explain", name, "--against", "HEAD"], runs, lambda: _refresh_index(setup.root))
+    timing = _paired(setup, ["explain", name, "--against", "HEAD"], runs)
     code.write_text(text)
     gone, _ = _differ(unchanged, changed)
     outputs = sum(1 for output, job in unchanged.outputs.items() if job != changed.outputs.get(output))
@@ -747,11 +745,6 @@ def bench_change(setup: Setup, runs: int) -> List[Result]:
         ),
         *_against_rows(change, name, timing),
     ]
-
-
-def _refresh_index(root: Path) -> None:
-    """Bring the setup repository's index up to date with its files, as ``git status`` does."""
-    subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=root, capture_output=True, check=False)
 
 
 def _against_rows(change: Change, name: str, timing: Tuple[float, float, float, float, Run]) -> List[Result]:
