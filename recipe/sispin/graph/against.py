@@ -7,17 +7,17 @@ depends on records someone kept.
 
 from __future__ import annotations
 
-__all__ = ["graph_at_revision"]
+__all__ = ["check_revision", "graph_at_revision"]
 
 import os
 import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Optional, Set
 
-from sispin.errors import LockfileError, PinError
-from sispin.git.process import read_git
+from sispin.errors import LockfileError, PinError, RevisionError
+from sispin.git.process import read_git, read_git_raw
 from sispin.git.registry import forget_lockfile
-from sispin.git.setup_history import export_setup
+from sispin.git.setup_history import export_setup, setup_revision
 from sispin.git.store import Store
 from sispin.graph.build import load_graph
 from sispin.graph.probe.schema import SetGraph
@@ -27,6 +27,28 @@ from sispin.lock.lockfile import Lockfile
 #: what the old build must not share with the setup now: git's own data, sispin's caches of the current graph, and
 #: Python's bytecode of today's sources (the old build would write the revision's into it)
 _NOT_LINKED = frozenset({".git", ".sispin-cache", "output", "alias", "__pycache__"})
+
+
+def check_revision(lockfile: Lockfile, revision: str) -> None:
+    """
+    What makes a revision unusable that git tells without writing it out, said before any build waits (the build of
+    the set now may run beside the revision's).
+
+    :raises RevisionError: when the setup is in no git repository, the revision names no commit, or the setup
+        directory is not in it
+    :raises LockfileError: when the setup had no lockfile at the revision
+    """
+    top, commit = setup_revision(lockfile.root, revision)
+    prefix = lockfile.root.resolve().relative_to(top.resolve()).as_posix()
+    folder = "" if prefix == "." else f"{prefix}/"
+    if read_git_raw(lockfile.root, "cat-file", "-e", f"{commit}:{folder}").code != 0:
+        raise RevisionError(f"{revision}: the setup directory {prefix} is not in that commit")
+    if read_git_raw(lockfile.root, "cat-file", "-e", f"{commit}:{folder}{lockfile.path.name}").code != 0:
+        raise _no_lockfile(lockfile, revision)
+
+
+def _no_lockfile(lockfile: Lockfile, revision: str) -> LockfileError:
+    return LockfileError(f"{revision}: the setup had no {lockfile.path.name} then")
 
 
 def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optional[SetGraph]:
@@ -43,7 +65,7 @@ def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optio
         old_root = export_setup(lockfile.root, revision, Path(temporary))
         old_path = old_root / lockfile.path.name
         if not old_path.is_file():
-            raise LockfileError(f"{revision}: the setup had no {lockfile.path.name} then")
+            raise _no_lockfile(lockfile, revision)
         tracked = set(read_git(lockfile.root, "ls-files", "-z").split("\0")) - {""}
         _link_untracked(lockfile.root, old_root, tracked | _parents(tracked))
         try:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 __all__ = ["ExplainedOutput", "ExplainResult", "explain"]
 
+import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from sispin.errors import UnknownNameError
-from sispin.git.setup_history import setup_revision
-from sispin.graph.against import graph_at_revision
+from sispin.graph.against import check_revision, graph_at_revision
 from sispin.graph.build import load_graph, processors
 from sispin.graph.explain import Explanation, RecordsCompared, cause_key, pin_moved
 from sispin.graph.probe.schema import JobRecord, RecordedOutput, SetGraph
@@ -107,22 +107,21 @@ def _builds(
     """
     :param recorded: the set's outputs in pin.snapshot.toml
     :return: the set's outputs and job records to compare with (the snapshot's, or the revision's build), and the
-        set's graph now with the records of the jobs below each output whose id differs from them
+        set's graph now with (at least) the records of the jobs below each output whose id differs from them
     """
     if against is None:
         records = read_records(lockfile.path, set_name, recorded) or {}
         return recorded, records, load_graph(lockfile, set_name, records=_jobs(recorded))
-    setup_revision(lockfile.root, against)  # a revision git does not know is said before any build
+    check_revision(lockfile, against)  # what needs no build is said before one waits
     if not recorded or len(processors()) < 2:
         # no guess at the revision's ids (or no second processor): today's build follows the revision's, asking for
-        # what it needs
+        # the records below each output whose id differs from the revision's
         old, now = graph_at_revision(lockfile, set_name, against), None
     else:
         # side by side, one a processor: today's build takes the records below each output whose id differs from the
-        # snapshot, which are those needed when the revision's ids are the snapshot's (its snapshot was current);
-        # else it is built again below
+        # snapshot; where that misses one whose id differs from the revision's, it is built again below
         with ThreadPoolExecutor(max_workers=1) as pool:
-            today = pool.submit(load_graph, lockfile, set_name, records=_jobs(recorded))
+            today = pool.submit(contextvars.copy_context().run, load_graph, lockfile, set_name, records=_jobs(recorded))
             old = graph_at_revision(lockfile, set_name, against)  # its failure first, as a build one after the other
             now = today.result()
     old_outputs, records = ({}, {}) if old is None else (old.outputs, old.records)
