@@ -15,7 +15,7 @@ import inspect
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from sispin.graph.probe.adapter import hash_bytes, hashes_as_job, is_internal, is_path, job_arguments, object_state
-from sispin.graph.probe.schema import Arg, JobRecord
+from sispin.graph.probe.schema import MAX_VALUE, Arg, JobRecord
 
 #: a job's argument record lists at most this many leaves; below the cut, containers are single digests (what
 #: pin.snapshot.toml keeps)
@@ -89,13 +89,15 @@ def _scalar_leaf(text: str) -> Arg:
     """:return: the record of a scalar leaf (no creating job) of that text"""
     leaf = _SCALAR_LEAVES.get(text)
     if leaf is None:
-        leaf = _SCALAR_LEAVES[text] = Arg.of_text(text)
+        leaf = Arg.of_text(text)
+        if len(text) <= MAX_VALUE:  # a long text (a whole script) is seldom seen twice: not kept for the probe's life
+            _SCALAR_LEAVES[text] = leaf
     return leaf
 
 
 def _children(value: Any) -> Any:
     """(path suffix, child) pairs of a container Sisyphus hashes element by element; None for a leaf."""
-    if type(value) in _SCALARS or type(value) is bytes or is_path(value):
+    if type(value) is bytes or is_path(value):  # a scalar never gets here (see _walk)
         return None
     if hashes_as_job(value) or isinstance(value, enum.Enum) or inspect.isfunction(value) or inspect.isclass(value):
         return None
