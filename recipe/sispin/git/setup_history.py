@@ -16,12 +16,14 @@ from sispin.errors import GitCommandError, GitError, RevisionError
 from sispin.git.process import read_git, read_git_raw, write_git
 
 
-def setup_revision(root: Path, revision: str) -> Tuple[Path, str]:
+def setup_revision(root: Path, revision: str) -> Tuple[Path, str, str]:
     """
     :param root: the setup directory (where pin.toml is), inside a git repository
     :param revision: any revision git names a commit by (``HEAD~1``, ``main``, a tag, a SHA)
-    :return: the top of the repository, and the commit the revision names
-    :raises RevisionError: when the setup is in no git repository, or the revision names no commit
+    :return: the top of the repository, the commit the revision names, and the setup directory in it as git
+        names a path (``""`` at the top, else ``folder/``)
+    :raises RevisionError: when the setup is in no git repository, the revision names no commit, or the setup
+        directory is not in that commit
     """
     try:
         top = Path(read_git(root, "rev-parse", "--show-toplevel"))
@@ -31,7 +33,12 @@ def setup_revision(root: Path, revision: str) -> Tuple[Path, str]:
         commit = read_git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
     except GitCommandError:
         raise RevisionError(f"no commit {revision!r} in the setup's repository ({top})") from None
-    return top, commit
+    prefix = root.resolve().relative_to(top.resolve()).as_posix()
+    folder = "" if prefix == "." else f"{prefix}/"
+    answer = read_git_raw(root, "cat-file", "-t", f"{commit}:{folder}")
+    if answer.code != 0 or answer.stdout.strip() != b"tree":
+        raise RevisionError(f"{revision}: the setup directory {prefix} is not in that commit")
+    return top, commit, folder
 
 
 def export_setup(root: Path, revision: str, target: Path) -> Path:
@@ -40,11 +47,10 @@ def export_setup(root: Path, revision: str, target: Path) -> Path:
     :param revision: any revision git names a commit by (``HEAD~1``, ``main``, a tag, a SHA)
     :param target: an empty directory to work in
     :return: the setup directory as it was at the revision, under target
-    :raises RevisionError: when the setup is in no git repository, or the revision names no commit
+    :raises RevisionError: when the setup is in no git repository, the revision names no commit, or the setup
+        directory is not in that commit
     """
-    top, commit = setup_revision(root, revision)
-    prefix = root.resolve().relative_to(top.resolve()).as_posix()
-    tree = commit if prefix == "." else f"{commit}:{prefix}"
+    top, commit, folder = setup_revision(root, revision)
     # a temporary index of the commit's tree, checked out into target: every file as committed (git archive would
     # leave out what .gitattributes marks export-ignore, and the setup's current file would stand in for it)
     index = target / ".sispin-index"
@@ -53,10 +59,10 @@ def export_setup(root: Path, revision: str, target: Path) -> Path:
         # the index named by GIT_INDEX_FILE, not --index-output: that one is written as the repository's index.lock and
         # moved, which takes the user's index lock (a git command of theirs fails meanwhile) and fails outright where
         # the temporary directory is on another filesystem (a cluster's local TMPDIR)
-        write_git(root, "read-tree", "--end-of-options", tree, env={"GIT_INDEX_FILE": str(index)})
+        write_git(root, "read-tree", "--end-of-options", f"{commit}:{folder}", env={"GIT_INDEX_FILE": str(index)})
         write_git(top, "checkout-index", "--all", f"--prefix={files}{os.sep}", env={"GIT_INDEX_FILE": str(index)})
     except GitCommandError as exc:
-        raise RevisionError(f"{revision}: the setup directory {prefix} is not in that commit ({exc.reason})") from None
+        raise RevisionError(f"{revision}: the setup directory could not be written out ({exc.reason})") from None
     finally:
         index.unlink(missing_ok=True)
     return files

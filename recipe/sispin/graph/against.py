@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Optional, Set
 
-from sispin.errors import LockfileError, PinError, RevisionError
+from sispin.errors import LockfileError, PinError
 from sispin.git.process import read_git, read_git_raw
 from sispin.git.registry import forget_lockfile
 from sispin.git.setup_history import export_setup, setup_revision
@@ -32,17 +32,13 @@ _NOT_LINKED = frozenset({".git", ".sispin-cache", "output", "alias", "__pycache_
 def check_revision(lockfile: Lockfile, revision: str) -> None:
     """
     What makes a revision unusable that git tells without writing it out, said before any build waits (the build of
-    the set now may run beside the revision's).
+    a set now may run beside the revision's).
 
     :raises RevisionError: when the setup is in no git repository, the revision names no commit, or the setup
         directory is not in it
     :raises LockfileError: when the setup had no lockfile at the revision
     """
-    top, commit = setup_revision(lockfile.root, revision)
-    prefix = lockfile.root.resolve().relative_to(top.resolve()).as_posix()
-    folder = "" if prefix == "." else f"{prefix}/"
-    if read_git_raw(lockfile.root, "cat-file", "-e", f"{commit}:{folder}").code != 0:
-        raise RevisionError(f"{revision}: the setup directory {prefix} is not in that commit")
+    _, commit, folder = setup_revision(lockfile.root, revision)
     if read_git_raw(lockfile.root, "cat-file", "-e", f"{commit}:{folder}{lockfile.path.name}").code != 0:
         raise _no_lockfile(lockfile, revision)
 

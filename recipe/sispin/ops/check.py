@@ -31,7 +31,7 @@ from sispin.graph.build import (
 from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
-from sispin.graph.probe.schema import RecordedOutput
+from sispin.graph.probe.schema import RecordedOutput, records_below
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_bound, read_snapshot
 from sispin.lock.files import snapshot_path
@@ -195,7 +195,7 @@ def _check_set(
     before = recorded.get(name)
     try:
         # what an id is made of only below the outputs whose id differs: a set that holds costs one build
-        graph = load_graph(lockfile, name, records={o: output.job for o, output in (before or {}).items()} or None)
+        graph = load_graph(lockfile, name, records=records_below(before or {}))
     except UnsupportedVersionError:
         raise  # no problem of the set's: the check cannot run with this Sisyphus or i6_core
     except PinError as exc:

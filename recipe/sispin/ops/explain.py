@@ -20,7 +20,7 @@ from sispin.errors import UnknownNameError
 from sispin.graph.against import check_revision, graph_at_revision
 from sispin.graph.build import load_graph, processors
 from sispin.graph.explain import Explanation, RecordsCompared, cause_key, pin_moved
-from sispin.graph.probe.schema import JobRecord, RecordedOutput, SetGraph
+from sispin.graph.probe.schema import JobRecord, RecordedOutput, SetGraph, differing_outputs, records_below
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_snapshot
 from sispin.lock.files import snapshot_path
@@ -79,6 +79,8 @@ def explain(
     found = output is None
     explained: List[ExplainedOutput] = []
     known: Set[str] = set()
+    if against is not None:
+        check_revision(lockfile, against)  # what needs no build is said before one waits
     for name in names:
         old_outputs, records, graph = _builds(lockfile, name, recorded.get(name, {}), against)
         known.update(old_outputs, graph.outputs)
@@ -111,8 +113,7 @@ def _builds(
     """
     if against is None:
         records = read_records(lockfile.path, set_name, recorded) or {}
-        return recorded, records, load_graph(lockfile, set_name, records=_jobs(recorded))
-    check_revision(lockfile, against)  # what needs no build is said before one waits
+        return recorded, records, load_graph(lockfile, set_name, records=records_below(recorded))
     if not recorded or len(processors()) < 2:
         # no guess at the revision's ids (or no second processor): today's build follows the revision's, asking for
         # the records below each output whose id differs from the revision's
@@ -121,29 +122,20 @@ def _builds(
         # side by side, one a processor: today's build takes the records below each output whose id differs from the
         # snapshot; where that misses one whose id differs from the revision's, it is built again below
         with ThreadPoolExecutor(max_workers=1) as pool:
-            today = pool.submit(contextvars.copy_context().run, load_graph, lockfile, set_name, records=_jobs(recorded))
+            today = pool.submit(
+                contextvars.copy_context().run, load_graph, lockfile, set_name, records=records_below(recorded)
+            )
             old = graph_at_revision(lockfile, set_name, against)  # its failure first, as a build one after the other
             now = today.result()
     old_outputs, records = ({}, {}) if old is None else (old.outputs, old.records)
     if now is None or not _differing(now, old_outputs) <= _differing(now, recorded):
-        now = load_graph(lockfile, set_name, records=_jobs(old_outputs))
+        now = load_graph(lockfile, set_name, records=records_below(old_outputs))
     return old_outputs, records, now
 
 
-def _jobs(outputs: Mapping[str, RecordedOutput]) -> Optional[Dict[str, str]]:
-    """:return: output -> its job id, as a build is asked for the records below each output whose id differs"""
-    return {name: output.job for name, output in outputs.items()} or None
-
-
 def _differing(graph: SetGraph, outputs: Mapping[str, RecordedOutput]) -> Set[str]:
-    """:return: the outputs of the graph below which a build asked with ``_jobs(outputs)`` takes every job's record"""
-    if not outputs:
-        return set()  # none asked for
-    return {name for name, output in graph.outputs.items() if output.job and outputs.get(name, _NONE).job != output.job}
-
-
-#: the output a graph does not have
-_NONE = RecordedOutput("", "")
+    """:return: the outputs of the graph below which a build asked to be compared with outputs records every job"""
+    return set(differing_outputs(graph.outputs, records_below(outputs)))
 
 
 def _shape(explanation: Explanation) -> Tuple[Any, ...]:

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Tuple, Union
 from sispin.errors import SisyphusError
 from sispin.graph.build import GraphBuild, load_graphs, recording_inputs
 from sispin.graph.incremental import keep_build, kept_build
-from sispin.graph.probe.schema import RecordedOutput, SetGraph
+from sispin.graph.probe.schema import RecordedOutput, SetGraph, records_below
 from sispin.graph.snapshot import read_bound
 from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import Lockfile
@@ -75,5 +75,4 @@ def _compared_with(moved: GraphBuild, kept: SetGraph) -> GraphBuild:
         differs (what explains it), and which of the kept graph's jobs finished since
     """
     jobs = tuple(kept.jobs)
-    records = {name: output.job for name, output in kept.outputs.items()}
-    return replace(moved, states=jobs, records=records, finished_of=jobs)
+    return replace(moved, states=jobs, records=records_below(kept.outputs), finished_of=jobs)

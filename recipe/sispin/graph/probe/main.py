@@ -59,6 +59,7 @@ from sispin.graph.probe.schema import (
     RecordedOutput,
     Reply,
     SetGraph,
+    differing_outputs,
 )
 from sispin.graph.probe.values import CloneSites, ValueUses
 
@@ -153,9 +154,7 @@ def _to_record(jobs: List[Any], outputs: Dict[str, RecordedOutput], inputs: Dict
     """:return: the jobs whose records were asked for"""
     if wanted == "all":
         return jobs
-    if not wanted:
-        return []
-    differing = [o.job for name, o in outputs.items() if o.job and wanted.get(name) != o.job]
+    differing = [outputs[name].job for name in differing_outputs(outputs, wanted)]
     cone: Set[str] = set()
     while differing:
         job = differing.pop()

@@ -14,6 +14,8 @@ __all__ = [
     "Arg",
     "JobRecord",
     "RecordedOutput",
+    "records_below",
+    "differing_outputs",
     "Clone",
     "Assignment",
     "ValueUse",
@@ -105,6 +107,26 @@ class RecordedOutput(JsonForm):
 
     job: str
     path: str
+
+
+def records_below(outputs: Mapping[str, RecordedOutput]) -> Optional[Dict[str, str]]:
+    """
+    :param outputs: the outputs a build's graph is to be compared with (a snapshot's, another build's)
+    :return: the ``records`` to ask the build for: output -> its job id, so that it records every job below each
+        output whose job differs (:func:`differing_outputs`); None for no outputs, no record
+    """
+    return {name: output.job for name, output in outputs.items()} or None
+
+
+def differing_outputs(outputs: Mapping[str, RecordedOutput], asked: Optional[Mapping[str, str]]) -> List[str]:
+    """
+    :param outputs: a build's outputs
+    :param asked: the ``records`` the build was asked for (:func:`records_below`)
+    :return: the outputs below which the build records every job: those whose job is not the one asked with
+    """
+    if not asked:
+        return []
+    return [name for name, output in outputs.items() if output.job and asked.get(name) != output.job]
 
 
 @dataclasses.dataclass(frozen=True)
