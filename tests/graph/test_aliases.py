@@ -15,7 +15,7 @@ from results import checked, problems, snapshot_taken
 from sispin.cli.main import main
 from sispin.clonejob import clone_identity
 from sispin.errors import LockfileError
-from sispin.graph.snapshot import read_bound, read_snapshot
+from sispin.graph.snapshot import read_recorded, read_snapshot
 from sispin.lock.loading import parse_lockfile
 
 #: what existing setups do: a clone at a literal commit, its output's commit hidden behind a name
@@ -362,10 +362,12 @@ def test_a_bare_commit_of_before_stays_while_a_set_recorded_before_binds_the_val
     for order in (["a", "b"], ["b", "a"]):
         sets = "".join(f"[sets.{name}.outputs]\n\n[sets.{name}.aliases]\nrc = {entries[name]}\n\n" for name in order)
         snapshot.write_text(f'version = 1\n\n{sets}[bound]\nV = ["{commit}"]\n')
-        assert sorted(read_bound(snapshot)["V"]) == sorted(
+        assert sorted(read_recorded(snapshot)[1]["V"]) == sorted(
             [commit, clone_identity({"commit": commit, "patches": ["p.diff"]})]
         ), order
     snapshot.write_text(
         f'version = 1\n\n[sets.b.outputs]\n\n[sets.b.aliases]\nrc = {whole_alias}\n\n[bound]\nV = ["{commit}"]\n'
     )
-    assert read_bound(snapshot)["V"] == [clone_identity({"commit": commit, "patches": ["p.diff"]})], "recorded whole"
+    assert read_recorded(snapshot)[1]["V"] == [
+        clone_identity({"commit": commit, "patches": ["p.diff"]})
+    ], "recorded whole"

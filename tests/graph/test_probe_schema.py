@@ -97,11 +97,19 @@ def test_a_field_too_many_or_too_few_is_refused_not_read_as_a_default():
     clone = {k: v for k, v in data["clones"][0].items() if k != "files_to_checkout"}
     with pytest.raises(ValueError, match="missing fields \\['files_to_checkout'\\]"):
         SetGraph.from_json({**data, "clones": [clone]})
-    # an argument's leaf, whose fields are all plain JSON, is read by a path of its own (reports hold 100,000s)
+    # an argument's leaf is a row, an array of its fields (reports hold 100,000s), read by a path of its own
     record = data["records"]["m/Use.x"]
-    for leaf, wrong in (({**record["args"]["size"], "folder": "rc"}, "unknown"), ({"digest": "12ab34cd"}, "missing")):
-        with pytest.raises(ValueError, match=f"Arg: .*{wrong} fields \\['(folder|job|value)"):
+    assert record["args"]["size"] == ["12ab34cd", "4", None]
+    too_many, too_few, by_name = (
+        ["12ab34cd", "4", None, "rc"],
+        ["12ab34cd"],
+        {"digest": "12ab34cd", "value": "4", "job": None},
+    )
+    for leaf in (too_many, too_few, by_name):
+        with pytest.raises(ValueError, match="Arg: .* is not an array of its fields \\['digest', 'value', 'job'\\]"):
             SetGraph.from_json({**data, "records": {"m/Use.x": {**record, "args": {"size": leaf}}}})
+        with pytest.raises(ValueError, match="Arg: .* is not an array of its fields"):
+            SetGraph.from_json({**data, "records": {"m/Use.x": {**record, "detail": {"size": leaf}}}})
 
 
 def test_a_clone_carries_every_argument_of_the_job_by_its_parameter_name():
@@ -151,10 +159,11 @@ def test_the_real_probe_writes_exactly_the_fields_the_parent_reads(real_sisyphus
         (Clone, written["clones"]),
         (Escape, written["escapes"]),
         (JobRecord, written["records"].values()),
-        (Arg, [arg for record in written["records"].values() for arg in record["args"].values()]),
         (ValueUse, written["value_uses"]),
     ]:
         assert objects and all(set(each) == _fields(kind) for each in objects), kind.__name__
+    leaves = [arg for record in written["records"].values() for arg in record["args"].values()]
+    assert leaves and all(len(leaf) == len(Arg._fields) for leaf in leaves)
 
 
 @pytest.mark.parametrize("kind", [SetGraph, Clone])

@@ -16,7 +16,7 @@ from results import checked, problems, snapshot_taken
 from sispin.cli.main import main
 from sispin.clonejob import clone_identity
 from sispin.graph.build import load_graph
-from sispin.graph.snapshot import read_bound
+from sispin.graph.snapshot import read_recorded
 from sispin.lock.loading import load_lockfile
 
 #: recipe/usejob.py: a job that hashes whatever it is given
@@ -281,12 +281,12 @@ def test_the_history_of_bound_values_survives_writes_while_other_aliases_are_bou
     snapshot = root / "pin.snapshot.toml"
     rc_clone = clone_identity({"commit": rc1, "checkout_folder_name": "rc"})
     lib_clone = clone_identity({"commit": reach.commits["lib"][1], "checkout_folder_name": "lib"})
-    assert read_bound(snapshot) == {"LEGACY": [rc_clone], "OTHER": [lib_clone]}
+    assert read_recorded(snapshot)[1] == {"LEGACY": [rc_clone], "OTHER": [lib_clone]}
     lock = root / "pin.toml"
     bound = f'rc = {{ commit = "{rc1}", hash_overwrite = "LEGACY" }}'
     lock.write_text(lock.read_text().replace(bound, f'rc = "{rc2}"'))  # the alias dropped, as an upgrade does
     assert main(["snapshot"]) == 0
-    assert read_bound(snapshot)["LEGACY"] == [rc_clone], "kept while set b's alias is written beside it"
+    assert read_recorded(snapshot)[1]["LEGACY"] == [rc_clone], "kept while set b's alias is written beside it"
     lock.write_text(lock.read_text().replace(f'rc = "{rc2}"', bound.replace(rc1, rc2)))
     capsys.readouterr()
     assert f"hash_overwrite 'LEGACY' stood for {rc1[:7]} (checkout_folder_name='rc') when recorded" in "\n".join(

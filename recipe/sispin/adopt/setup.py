@@ -27,7 +27,7 @@ from sispin.errors import LockfileError, SisyphusError
 from sispin.graph.build import load_graph
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.probe.schema import Assignment, Clone, SetGraph
-from sispin.graph.snapshot import read_bound, read_snapshot
+from sispin.graph.snapshot import read_recorded, read_snapshot
 from sispin.lock.editing import add_value
 from sispin.lock.files import snapshot_path
 from sispin.lock.loading import parse_lockfile
@@ -273,4 +273,4 @@ def _confirm(
         details = [f"output {name}: {before.outputs[name].job} -> {now[name]}" for name in changed]
         line = f"{len(changed)} of {adoption.outputs} outputs would get another job id: {listed(changed)}"
         adoption.problems.append(Problem(capped(line), details))
-    adoption.problems += recording_problems(adopted, after, read_bound(snapshot_path(adopted.path)))
+    adoption.problems += recording_problems(adopted, after, read_recorded(snapshot_path(adopted.path))[1])

@@ -45,6 +45,7 @@ from sispin.errors import CheckoutStateError, SisyphusError, UnsupportedVersionE
 from sispin.git.store import SCRATCH_CHECKOUTS_ENV, Store
 from sispin.git.verify import at_another_commit, checked_out_commit
 from sispin.git.versions import unsupported_setup
+from sispin.graph.probe.codec import read_json
 from sispin.graph.probe.schema import Reply, SetGraph
 from sispin.graph.running import run_probe_process
 from sispin.lock.loading import LOCK_ENV, PROBE_TEXT_ENV
@@ -151,7 +152,7 @@ def _reply(result: subprocess.CompletedProcess, reply_path: Path, what: str, loc
 
 def _read_reply(result: subprocess.CompletedProcess, reply_path: Path, what: str) -> Reply:
     """:return: what a finished probe replied; :raises SisyphusError: with its error, or its last line of stderr"""
-    reply = Reply.from_json(json.loads(reply_path.read_text(encoding="utf-8"))) if reply_path.is_file() else None
+    reply = Reply.from_json(read_json(reply_path.read_bytes())) if reply_path.is_file() else None
     if reply is not None and reply.failure is not None:
         if reply.failure.exit_code == UnsupportedVersionError.exit_code:
             # not the configs' fault: the setup's i6_core or Sisyphus cannot build what pin.toml asks for

@@ -148,7 +148,9 @@ class RecordsCompared:
             old_args, new_args = old.detail, new.detail
         own: List[Difference] = []
         inputs: List[Tuple[str, str, str]] = []
-        for path in sorted(set(old_args) | set(new_args), key=argument_order):
+        # most leaves are equal (tuples, compared in C): only the others are sorted
+        differing = [path for path in old_args.keys() | new_args.keys() if old_args.get(path) != new_args.get(path)]
+        for path in sorted(differing, key=argument_order):
             a, b = old_args.get(path), new_args.get(path)
             if a is not None and b is not None and a.digest == b.digest:
                 if a.job and b.job and a.job != b.job:

@@ -290,7 +290,7 @@ def rebound_alias_problems(graph: SetGraph, bound: Mapping[str, Sequence[str]]) 
     """
     :param graph: the set now (its pins' bound hash_overwrite values)
     :param bound: hash_overwrite value -> every clone it stood for when a set was recorded (see
-        :func:`sispin.graph.snapshot.read_bound`)
+        :func:`sispin.graph.snapshot.read_recorded`)
     :return: one line per value the lock now binds to a clone it never stood for (another commit, other patches,
         files, submodules or checkout folder): the old ids would pass for other code (an alias dies with its clone:
         remove it from the pin, and the ids move as they must)

@@ -30,6 +30,7 @@ from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 from sispin.errors import PinError
 from sispin.git.store import default_store_dir
 from sispin.graph.build import probe_environment
+from sispin.graph.probe.codec import read_json, report_form
 from sispin.graph.probe.ledger import changed_input
 from sispin.graph.probe.schema import RecordedOutput, SetGraph
 from sispin.lock.cache import set_cache_file, sispin_sources, source_digests, write_set_cache
@@ -194,7 +195,7 @@ def kept_build(
         nothing it read changed since (which of its jobs finished is as it was then: ask Sisyphus again); else None
     """
     try:
-        data = json.loads(set_cache_file(lockfile.root, "builds", set_name).read_bytes())
+        data = read_json(set_cache_file(lockfile.root, "builds", set_name).read_bytes())
         if _standing(lockfile, set_name, data, recorded, bound):
             return None
         return SetGraph.from_json(data["graph"]), data["ledgers"][0]
@@ -219,8 +220,8 @@ def keep_build(
     if data is None:
         _forget(set_cache_file(lockfile.root, "builds", set_name))
         return
-    data["graph"] = graph.to_json()
-    write_set_cache(lockfile.path, "builds", set_name, data)
+    data["graph"] = graph
+    write_set_cache(lockfile.path, "builds", set_name, data, default=report_form)
 
 
 def _forget(target: Path) -> None:

@@ -15,11 +15,13 @@ import json
 from pathlib import Path
 from typing import Dict, Mapping, Optional
 
+from sispin.graph.probe.codec import read_json, report_form
 from sispin.graph.probe.schema import JobRecord, RecordedOutput, SetGraph
 from sispin.lock.cache import set_cache_file, write_set_cache
 
-#: the format of a records file; another one is not read (2: each record as the probe's schema writes it)
-_VERSION = 2
+#: the format of a records file; another one is not read (2: each record as the probe's schema writes it; 3: an
+#: argument's leaf as an array)
+_VERSION = 3
 
 
 def write_records(lockfile_path: Path, graph: SetGraph) -> None:
@@ -32,10 +34,10 @@ def write_records(lockfile_path: Path, graph: SetGraph) -> None:
     data = {
         "version": _VERSION,
         "outputs": _fingerprint(graph.outputs),
-        "jobs": {job: record.to_json() for job, record in sorted(graph.records.items())},
+        "jobs": dict(sorted(graph.records.items())),
     }
     # a setup that cannot hold the cache explains through `pin explain --against REV`
-    write_set_cache(lockfile_path, "records", graph.set_name, data)
+    write_set_cache(lockfile_path, "records", graph.set_name, data, default=report_form)
 
 
 def read_records(
@@ -50,7 +52,7 @@ def read_records(
         damaged cache)
     """
     try:
-        data = json.loads(set_cache_file(Path(lockfile_path).parent, "records", set_name).read_bytes())
+        data = read_json(set_cache_file(Path(lockfile_path).parent, "records", set_name).read_bytes())
         if data.get("version") != _VERSION or data.get("outputs") != _fingerprint(recorded):
             return None
         return {job: JobRecord.from_json(record) for job, record in data["jobs"].items()}

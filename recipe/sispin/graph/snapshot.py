@@ -13,7 +13,7 @@ from __future__ import annotations
 __all__ = [
     "Snapshot",
     "read_snapshot",
-    "read_bound",
+    "read_recorded",
     "set_inputs",
     "record_graphs",
     "edit_lock_and_snapshot",
@@ -66,18 +66,10 @@ Snapshot = Dict[str, Dict[str, RecordedOutput]]
 Entry = Dict[str, Any]
 
 
-def _load(path: Path) -> Dict[str, Entry]:
-    """
-    :return: the snapshot's sets, checked: set name -> entry; empty when the file does not exist
-    :raises LockfileError: when it is malformed or cannot be read (naming file and key)
-    """
-    return _load_all(path)[0]
-
-
 def _load_all(path: Path) -> Tuple[Dict[str, Entry], Dict[str, List[str]]]:
     """
-    :return: the snapshot's sets (see :func:`_load`), and every clone each hash_overwrite value was ever bound to
-        (its ``bound`` table, with the aliases of the sets in it)
+    :return: the snapshot's sets, checked: set name -> entry (empty when the file does not exist), and every clone
+        each hash_overwrite value was ever bound to (its ``bound`` table, with the aliases of the sets in it)
     :raises LockfileError: when it is malformed or cannot be read (naming file and key)
     """
     if not os.path.lexists(path):
@@ -178,20 +170,26 @@ def read_snapshot(path: Path) -> Snapshot:
     :return: set name -> output name -> output; empty when the file does not exist
     :raises LockfileError: when it is malformed or cannot be read (naming file and key)
     """
-    return {
-        set_name: {name: RecordedOutput(job=o["job"], path=o.get("path", "")) for name, o in entry["outputs"].items()}
-        for set_name, entry in _load(path).items()
-    }
+    return _outputs(_load_all(path)[0])
 
 
-def read_bound(path: Path) -> Dict[str, List[str]]:
+def read_recorded(path: Path) -> Tuple[Snapshot, Dict[str, List[str]]]:
     """
     :param path: the snapshot file
-    :return: hash_overwrite value -> every clone a pin bound it to when a set was recorded, in this set or any
-        other, also in sets renamed or removed since (the ids made with it stand for those commits only, for good)
-    :raises LockfileError: when it is malformed
+    :return: what :func:`read_snapshot` returns, and the alias history: hash_overwrite value -> every clone a pin
+        bound it to when a set was recorded, in this set or any other, also in sets renamed or removed since (the ids
+        made with it stand for those commits only, for good)
+    :raises LockfileError: when it is malformed or cannot be read (naming file and key)
     """
-    return _load_all(path)[1]
+    sets, bound = _load_all(path)
+    return _outputs(sets), bound
+
+
+def _outputs(sets: Mapping[str, Entry]) -> Snapshot:
+    return {
+        set_name: {name: RecordedOutput(job=o["job"], path=o.get("path", "")) for name, o in entry["outputs"].items()}
+        for set_name, entry in sets.items()
+    }
 
 
 def _entry(graph: SetGraph) -> Entry:
@@ -359,7 +357,7 @@ def edit_lock_and_snapshot(
         with file_lock(snapshot):
             _complete(lock)  # another change's journal first: there is one journal at a time
             check_writable(snapshot)
-            _load(snapshot)  # malformed: refuse before anything is written
+            _load_all(snapshot)  # malformed: refuse before anything is written
             journal = {"sets": {name: {"pins": _pins(updated, name), "entry": entries[name]} for name in entries}}
             write_atomically(journal_path(lock), json.dumps(journal, indent=1) + "\n")
             write_atomically(lock, text)  # the change happens here; the snapshot follows it

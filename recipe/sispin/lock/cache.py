@@ -33,7 +33,7 @@ import pickle
 import stat
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from sispin.lock.files import CACHE_DIR, cache_directory
 from sispin.lock.loading import load_lockfile, parse_lockfile
@@ -184,13 +184,17 @@ def set_cache_file(root: Path, kind: str, set_name: str) -> Path:
     return Path(root) / CACHE_DIR / kind / f"{set_name}.json"
 
 
-def write_set_cache(lockfile_path: Path, kind: str, set_name: str, data: Any) -> None:
+def write_set_cache(
+    lockfile_path: Path, kind: str, set_name: str, data: Any, default: Optional[Callable[[Any], Any]] = None
+) -> None:
     """
     Replace a set's JSON of a kind (see :func:`set_cache_file`), with pin.toml's permission bits. Only a cache: a
     setup that cannot hold it goes without.
 
     :param lockfile_path: the pin.toml
     :param data: what to keep, as JSON
+    :param default: json's hook for the values in data that JSON has no form for (a report object of the probe's:
+        :func:`sispin.graph.probe.codec.report_form`), so that they are written in the same pass
     """
     import json  # neither is needed on the config path, which only reads the lock's cache
 
@@ -202,7 +206,7 @@ def write_set_cache(lockfile_path: Path, kind: str, set_name: str, data: Any) ->
         target = set_cache_file(root, kind, set_name)
         target.parent.mkdir(exist_ok=True)
         mode = stat.S_IMODE(os.stat(lockfile_path).st_mode) & 0o666
-        replace_file(target, json.dumps(data, separators=(",", ":")).encode(), mode)
+        replace_file(target, json.dumps(data, separators=(",", ":"), default=default).encode(), mode)
     except OSError:
         pass
 

@@ -33,7 +33,7 @@ from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
 from sispin.graph.probe.schema import RecordedOutput, records_below
 from sispin.graph.recordcache import read_records
-from sispin.graph.snapshot import read_bound, read_snapshot
+from sispin.graph.snapshot import read_recorded, read_snapshot
 from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import Lockfile, SetSpec
 from sispin.text import count, display_path, shown_key
@@ -116,7 +116,7 @@ def check(
     if not offline:
         result.problems += _missing_commits(lockfile, specs, store)
     target = snapshot_path(lockfile.path)
-    recorded, bound = read_snapshot(target), read_bound(target)
+    recorded, bound = read_recorded(target)
     result.problems += [
         Problem(
             f"{display_path(target)}: sets.{shown_key(name)}: no such set in {display_path(lockfile.path)} (stale: "

@@ -49,6 +49,10 @@ class ExplainedOutput:
         data = {"set": self.set_name, **asdict(self.explanation)}
         for cause, moved in zip(data["causes"], self.pins_moved):
             cause["pin_moved"] = moved
+            for difference in cause["differences"]:  # a leaf is a row (a named tuple): an object of its fields here
+                difference.update(
+                    {side: leaf and leaf._asdict() for side, leaf in difference.items() if side != "path"}
+                )
         return data
 
 

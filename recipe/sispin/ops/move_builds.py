@@ -9,14 +9,12 @@ from __future__ import annotations
 __all__ = ["Built", "pins_and_moved"]
 
 from dataclasses import replace
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
 from sispin.errors import SisyphusError
 from sispin.graph.build import GraphBuild, load_graphs, recording_inputs
 from sispin.graph.incremental import keep_build, kept_build
 from sispin.graph.probe.schema import RecordedOutput, SetGraph, records_below
-from sispin.graph.snapshot import read_bound
-from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import Lockfile
 
 # the graph at the pins, the graph after the moves (or why it does not build), what the first build read
@@ -24,7 +22,11 @@ Built = Tuple[SetGraph, Union[SetGraph, SisyphusError], Optional[Mapping[str, An
 
 
 def pins_and_moved(
-    lockfile: Lockfile, set_name: str, texts: Tuple[str, str], reuse: bool, recorded: Mapping[str, RecordedOutput]
+    lockfile: Lockfile,
+    set_name: str,
+    texts: Tuple[str, str],
+    reuse: bool,
+    snapshot: Tuple[Mapping[str, RecordedOutput], Mapping[str, Sequence[str]]],
 ) -> Union[SisyphusError, Built]:
     """
     The set's graph at its pins and after the moves, built side by side, every job's state and record in each (what
@@ -38,11 +40,12 @@ def pins_and_moved(
     :param set_name: the set
     :param texts: the lockfile's text, and that text with the moves made
     :param reuse: take a kept graph at the pins (a dry run, ``pin status``: nothing is written after it)
-    :param recorded: the set's outputs in the snapshot
+    :param snapshot: the set's outputs in the snapshot, and the snapshot's alias history
+        (:func:`~sispin.graph.snapshot.read_recorded`)
     :return: the graph at the pins, the graph after the moves (or why it does not build), what the first build read;
         or why the set does not build
     """
-    bound = read_bound(snapshot_path(lockfile.path))
+    recorded, bound = snapshot
     kept = kept_build(lockfile, set_name, recorded, bound) if reuse else None
     before = GraphBuild(set_name, texts[0], states=True, records="all", blind=False)
     # what the move checks out goes with its build (judging a move leaves the store as it was)

@@ -17,7 +17,7 @@ from sispin.errors import ConcurrentChangeError, HashOverwriteError, PinError
 from sispin.graph.build import load_graph
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.probe.schema import SetGraph
-from sispin.graph.snapshot import Snapshot, compare_outputs, read_bound, read_snapshot, record_graphs
+from sispin.graph.snapshot import Snapshot, compare_outputs, read_recorded, read_snapshot, record_graphs
 from sispin.lock.files import snapshot_path
 from sispin.lock.loading import load_lockfile
 from sispin.text import count, shown_key
@@ -77,7 +77,7 @@ def snapshot(path: Path, names: Sequence[str]) -> SnapshotResult:
         load_graph(lockfile, spec.name, records="all") for spec in specs if spec.configs and not spec.freeze
     ]
     # a snapshot of ids that do not depend on the commits would make `pin check` pass on exactly what it must catch
-    bound = read_bound(target)
+    bound = read_recorded(target)[1]
     result.hidden = [p for graph in result.graphs for p in recording_problems(lockfile, graph, bound)]
     if not result.hidden:
         # another command may have changed the lock (and the snapshot) while the graphs were built: decided when

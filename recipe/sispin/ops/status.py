@@ -169,12 +169,12 @@ def count_touching(
     """
     # building graphs needs Sisyphus and the recorder: only --changes pays their import
     from sispin.git.history import branch_commit, changes_to
-    from sispin.graph.snapshot import read_snapshot
+    from sispin.graph.snapshot import read_recorded
     from sispin.graph.used_code import used_code
     from sispin.lock.files import snapshot_path
     from sispin.ops.upgrade_judge import blast_radius
 
-    recorded = read_snapshot(snapshot_path(lockfile.path))  # read once: every set's builds are keyed on its entry
+    recorded, bound = read_recorded(snapshot_path(lockfile.path))  # read once: every set's builds are keyed on it
     unbuilt: Dict[str, str] = {}
     at_heads: Dict[str, Union[BlastRadius, str]] = {}
     for set_name in dict.fromkeys(record["set"] for record in records):
@@ -187,7 +187,9 @@ def count_touching(
         mirrors = {record["repo"]: store.mirror_path(record["url"]) for record in counted}
         moving = [_to_head(lockfile, record, mirrors[record["repo"]]) for record in counted if record["behind"]]
         try:
-            graph, moved, ledger = _at_pins_and_heads(lockfile, text, set_name, recorded.get(set_name) or {}, moving)
+            graph, moved, ledger = _at_pins_and_heads(
+                lockfile, text, set_name, (recorded.get(set_name) or {}, bound), moving
+            )
         except SisyphusError as exc:
             unbuilt[set_name] = str(exc)
             continue
@@ -203,10 +205,14 @@ def count_touching(
 
 
 def _at_pins_and_heads(
-    lockfile: Lockfile, text: str, set_name: str, recorded: Mapping[str, RecordedOutput], moving: List[Move]
+    lockfile: Lockfile,
+    text: str,
+    set_name: str,
+    snapshot: Tuple[Mapping[str, RecordedOutput], Mapping[str, Sequence[str]]],
+    moving: List[Move],
 ) -> Tuple[SetGraph, Union[SetGraph, str, None], Optional[Mapping[str, Any]]]:
     """
-    :param recorded: the set's outputs in the snapshot
+    :param snapshot: the set's outputs in the snapshot, and the snapshot's alias history
     :return: the set's graph at its pins, its graph with the moves made (None: no move; why it could not be built),
         and what the build at the pins read
     :raises SisyphusError: when the graph at the pins could not be built
@@ -223,7 +229,7 @@ def _at_pins_and_heads(
         return graph, None, read.ledgers[0]
     # built as a dry run of the same move builds it: the graph at the pins kept by either serves the other
     texts = (text, moved_text(lockfile, text, {set_name: moving}))
-    built = pins_and_moved(lockfile, set_name, texts, True, recorded)
+    built = pins_and_moved(lockfile, set_name, texts, True, snapshot)
     if isinstance(built, SisyphusError):
         raise built
     graph, moved, ledger = built

@@ -22,7 +22,7 @@ from sispin.graph.guard import state_problems
 from sispin.graph.price import Price, price_of, requested_price
 from sispin.graph.probe.schema import RecordedOutput, SetGraph
 from sispin.graph.recordcache import read_records
-from sispin.graph.snapshot import read_snapshot
+from sispin.graph.snapshot import read_recorded
 from sispin.graph.used_code import UsedCode, used_code
 from sispin.lock.files import snapshot_path
 from sispin.lock.lockfile import Lockfile, SetSpec
@@ -229,8 +229,9 @@ def judge_set(
         (m.repo, alias, m.old) for m in moving for alias in [spec.pins[m.repo].hash_overwrite] if alias is not None
     )
     # the set's snapshot entry, read once: the kept build's key, and what the graph must not already differ from
-    recorded = read_snapshot(snapshot_path(lockfile.path)).get(set_name)
-    built = pins_and_moved(lockfile, set_name, (text, moved_text), dry_run, recorded or {})
+    snapshot, bound = read_recorded(snapshot_path(lockfile.path))
+    recorded = snapshot.get(set_name)
+    built = pins_and_moved(lockfile, set_name, (text, moved_text), dry_run, (recorded or {}, bound))
     if isinstance(built, SisyphusError):
         return SetUpgrade(set_name, move_reports(lockfile, planned), dropped, unbuilt=str(built))
     before, after, ledger = built

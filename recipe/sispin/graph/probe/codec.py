@@ -1,20 +1,38 @@
 """
 How a report object of :mod:`sispin.graph.probe.schema` becomes JSON and back: written by json's C encoder in one
-pass, read by a decoder made once per type. The JSON is an object of the fields by name, nested values alike;
-reading refuses a field too many or too few.
+pass, read by a decoder made once per type. The JSON is an object of the fields by name, nested values alike, but
+for a row (a named tuple of plain values: an argument's leaf, of which a report holds hundreds of thousands), which
+is an array of its fields in order; reading refuses a field too many or too few.
 
 This module imports no Sisyphus: the parent imports it.
 """
 
 from __future__ import annotations
 
-__all__ = ["JsonForm"]
+__all__ = ["JsonForm", "read_json", "report_form", "collector_paused"]
 
 import collections.abc
+import contextlib
 import dataclasses
 import functools
+import gc
 import json
-from typing import Any, Callable, Dict, List, Mapping, Tuple, Type, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import (
+    Any,
+    Callable,
+    Collection,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 _T = TypeVar("_T", bound="JsonForm")
 
@@ -28,7 +46,7 @@ class JsonForm:
 
     def to_json_text(self) -> str:
         """:return: the object as JSON text: made by json's C encoder in one pass (a report has millions of values)"""
-        return json.dumps(self, default=_fields_of)
+        return json.dumps(self, default=report_form)
 
     @classmethod
     def from_json(cls: Type[_T], data: Mapping[str, Any]) -> _T:
@@ -37,13 +55,37 @@ class JsonForm:
         :raises ValueError: when a field is missing or unknown (the two sides disagree), or a value has another shape
         """
         try:
-            return _decoder(cls)(data)
+            with collector_paused():
+                return _decoder(cls)(data)
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a {cls.__name__} of the probe's report: {exc}") from None
 
 
-def _fields_of(value: Any) -> Any:
-    """json's hook for what it cannot encode itself: a report object is the object of its fields"""
+def read_json(text: Union[str, bytes]) -> Any:
+    """:return: the JSON data of a report's text (or of what holds one), read with the cyclic collector paused"""
+    with collector_paused():
+        return json.loads(text)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """
+    While the block runs, Python's cyclic garbage collector does not. It starts after every so many containers made,
+    and each of its full runs walks every live object: reading or making a report of a large graph (a container per
+    job, record and leaf, none of them in a cycle) spent a third of its time there.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def report_form(value: Any) -> Any:
+    """json's hook (``default``) for what it cannot encode itself: a report object is the object of its fields"""
     if isinstance(value, JsonForm):
         return {name: getattr(value, name) for name in _field_names(type(value))}
     if isinstance(value, collections.abc.Mapping):
@@ -66,6 +108,8 @@ def _decoder(kind: Any) -> Callable[[Any], Any]:
     origin, args = get_origin(kind), get_args(kind)
     if isinstance(kind, type) and issubclass(kind, JsonForm):
         return _dataclass_decoder(kind)
+    if _is_row(kind):
+        return lambda data: _rows(kind, [data])[0]
     if origin is Union:
         (inner,) = [arg for arg in args if arg is not type(None)]
         decode = _decoder(inner)
@@ -76,10 +120,29 @@ def _decoder(kind: Any) -> Callable[[Any], Any]:
     if origin is tuple:
         items = [_decoder(arg) for arg in args]
         return lambda data: tuple(decode(value) for decode, value in zip(_fixed(items, data), data))
+    if origin in (dict, collections.abc.Mapping) and _is_row(args[1]):
+        return lambda data: dict(zip(data, _rows(args[1], data.values())))
     if origin in (dict, collections.abc.Mapping):
         value_of = _decoder(args[1])
         return lambda data: {key: value_of(value) for key, value in data.items()}
     return _same
+
+
+def _is_row(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields")
+
+
+def _rows(kind: Type[tuple], data: Collection[Any]) -> List[Any]:
+    """
+    :return: the rows of type ``kind`` (a named tuple) that the JSON arrays hold, in order
+    :raises KeyError: unless each array has the row's fields (one too many or too few: the two sides disagree)
+    """
+    fields: Tuple[str, ...] = kind._fields  # type: ignore[attr-defined]
+    if set(map(type, data)) - {list} or set(map(len, data)) - {len(fields)}:  # one pass each in C: no call per row
+        wrong = next(row for row in data if type(row) is not list or len(row) != len(fields))
+        raise KeyError(f"{kind.__name__}: {wrong!r} is not an array of its fields {list(fields)}")
+    # tuple's own constructor mapped in C: the named tuple's __new__ is a Python function, a call per row
+    return list(map(functools.partial(tuple.__new__, kind), data))
 
 
 def _fixed(items: List[Callable[[Any], Any]], data: Any) -> List[Callable[[Any], Any]]:
@@ -93,7 +156,7 @@ def _dataclass_decoder(kind: Type[JsonForm]) -> Callable[[Any], Any]:
     hints = get_type_hints(kind)
     parts = {field.name: _decoder(hints[field.name]) for field in dataclasses.fields(kind)}
     if all(part is _same for part in parts.values()):
-        # every field as JSON has it (an Arg: a report holds hundreds of thousands): no decoder per field, and the
+        # every field as JSON has it (a RecordedOutput: a report holds one per output): no decoder per field, and the
         # fields set as a whole (a frozen dataclass's __init__ sets each through object.__setattr__, 4x slower)
         names = parts.keys()
 

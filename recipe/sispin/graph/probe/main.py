@@ -45,6 +45,7 @@ from sispin.graph.probe.adapter import (
     suffix_follows_overwrite,
     waiting_configs,
 )
+from sispin.graph.probe.codec import collector_paused
 from sispin.graph.probe.forking import EnvironmentWrites, fork_builds, site_modules
 from sispin.graph.probe.records import hashed_paths, record, relocating
 from sispin.graph.probe.requests import unfinished_requests
@@ -94,39 +95,39 @@ def describe(
     blindness = not moved and request.get("blind", True)
     _load_configs(request["configs"], watching + ([creation.recording()] if blindness else []))
     loaded()
-    # the graph as built; then every job those jobs hold, also where Sisyphus does not look (an object's
-    # __sis_state__, a path set after creation)
-    jobs = held_jobs(graph_jobs(), references := References())
-    found = _Found(jobs, sites.found)
-    outputs = _outputs()
-    pinned = moving.pinned_clones(jobs, request["set"])
-    blind, changed_jobs = moving.blind_jobs(jobs, pinned, creation, references) if blindness else ({}, [])
-    states = requested_states(jobs, request.get("states"), bool(uses.found))
-    graph = SetGraph(
-        set_name=request["set"],
-        outputs=outputs,
-        jobs=found.jobs,
-        clones=tuple(found.clones),
-        escapes=tuple(found.escapes),
-        records=_records(jobs, outputs, found.inputs, request),
-        inputs=found.inputs,
-        pinned={clone.job_id(): repo for repo, clones in pinned.items() for clone in clones},
-        blind={job: tuple(repos) for job, repos in blind.items()},
-        changed_jobs=tuple(changed_jobs),
-        value_uses=tuple(uses.found),
-        awaits=awaits.passed,
-        waiting=tuple(waiting_configs()),
-        states=states,
-        assignments=tuple(assignments.found),
-        collisions=tuple(collisions.found),
-        aliases={repo: (clone, value) for _, clone, value, repo in aliases},
-        overwrites=found.overwrites_given(assignments.elsewhere),
-        requests=None,
-        site_modules=site(),
-        finished_of={job: finished_at(job) for job in request.get("finished_of", ())},
-    )
-    # last: listing a job's tasks runs recipe code, which could change what the states and records hold
-    return replace(graph, requests=unfinished_requests(jobs, found.jobs)) if request.get("requests") else graph
+    with collector_paused():  # from here on sispin's own walks of the graph, which make a container per leaf
+        # the graph as built, and every job its jobs hold where Sisyphus does not look (__sis_state__, a later path)
+        jobs = held_jobs(graph_jobs(), references := References())
+        found = _Found(jobs, sites.found)
+        outputs = _outputs()
+        pinned = moving.pinned_clones(jobs, request["set"])
+        blind, changed_jobs = moving.blind_jobs(jobs, pinned, creation, references) if blindness else ({}, [])
+        states = requested_states(jobs, request.get("states"), bool(uses.found))
+        graph = SetGraph(
+            set_name=request["set"],
+            outputs=outputs,
+            jobs=found.jobs,
+            clones=tuple(found.clones),
+            escapes=tuple(found.escapes),
+            records=_records(jobs, outputs, found.inputs, request),
+            inputs=found.inputs,
+            pinned={clone.job_id(): repo for repo, clones in pinned.items() for clone in clones},
+            blind={job: tuple(repos) for job, repos in blind.items()},
+            changed_jobs=tuple(changed_jobs),
+            value_uses=tuple(uses.found),
+            awaits=awaits.passed,
+            waiting=tuple(waiting_configs()),
+            states=states,
+            assignments=tuple(assignments.found),
+            collisions=tuple(collisions.found),
+            aliases={repo: (clone, value) for _, clone, value, repo in aliases},
+            overwrites=found.overwrites_given(assignments.elsewhere),
+            requests=None,
+            site_modules=site(),
+            finished_of={job: finished_at(job) for job in request.get("finished_of", ())},
+        )
+        # last: listing a job's tasks runs recipe code, which could change what the states and records hold
+        return replace(graph, requests=unfinished_requests(jobs, found.jobs)) if request.get("requests") else graph
 
 
 def _load_configs(configs: List[str], watching: List[Any]) -> None:

@@ -173,6 +173,10 @@ def relocating(relocated: Optional[Dict[str, str]]) -> Callable[[str], str]:
     return seen
 
 
+#: scalars: no path below them
+_NO_PATHS = (type(None), bool, int, float, complex, str, bytes)
+
+
 def hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:
     """
     Every Sisyphus path object in the job's hashed arguments, with the argument path that leads to it (e.g.
@@ -191,21 +195,22 @@ def hashed_paths(job: Any) -> Iterator[Tuple[str, Any]]:
     seen: Set[int] = set()
     while stack:
         where, value = stack.pop()
-        if id(value) in seen or value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        if id(value) in seen or value is None or isinstance(value, _NO_PATHS):
             continue
         seen.add(id(value))
         if isinstance(value, (Block, enum.Enum)) or type(value) is type or hashes_as_job(value):
             continue  # a job among the arguments is hashed as its id: its own arguments are its own
+        # a container's scalars (most of a network dict) hold no path: no argument path is made for them
         if is_path(value):
             yield where, value
         elif isinstance(value, (list, tuple)):
-            stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+            items = [(i, item) for i, item in enumerate(value) if type(item) not in _NO_PATHS]
+            stack.extend((f"{where}[{i}]", item) for i, item in reversed(items))
         elif isinstance(value, (set, frozenset)):
-            stack.extend((f"{where}{{}}", item) for item in value)
+            stack.extend((f"{where}{{}}", item) for item in value if type(item) not in _NO_PATHS)
         elif isinstance(value, dict):
-            stack.extend(
-                (f"{where}[{key!r}]", item) for key, item in reversed(list(value.items())) if not is_internal(key)
-            )
+            pairs = [(key, item) for key, item in value.items() if type(item) not in _NO_PATHS and not is_internal(key)]
+            stack.extend((f"{where}[{key!r}]", item) for key, item in reversed(pairs))
         else:
             state = object_state(value)
             if isinstance(state, dict):

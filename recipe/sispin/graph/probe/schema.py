@@ -31,7 +31,7 @@ __all__ = [
 
 import dataclasses
 import hashlib
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from sispin.clonejob import PARAMETERS
 from sispin.graph.probe.codec import JsonForm
@@ -40,10 +40,11 @@ from sispin.graph.probe.codec import JsonForm
 MAX_VALUE = 120
 
 
-@dataclasses.dataclass(frozen=True)
-class Arg(JsonForm):
+class Arg(NamedTuple):
     """
-    One hashed argument leaf of a job.
+    One hashed argument leaf of a job. A report holds hundreds of thousands of them, so a leaf is a row (a named
+    tuple): written by json's encoder as an array, with no call back into Python, read with one tuple construction,
+    and compared by the tuple's own equality.
 
     :param digest: digest of its content (for a path: the creator's class, the file, the overwrite)
     :param value: its value as Python shows it, when short enough to keep

@@ -94,6 +94,8 @@ class ValueUses:
         self.pins = pins
         self.found: List[ValueUse] = []
         self._depends: Dict[int, bool] = {}
+        #: (commit, url) of a clone -> whether it is one of the pins: asked on each read of a clone's internals
+        self._pinned: Dict[Tuple[str, str], bool] = {}
 
     def add(self, what: str, where: str, repo: Optional[str] = None, set_name: Optional[str] = None) -> None:
         """
@@ -128,7 +130,13 @@ class ValueUses:
     def pinned(self, job: Any) -> bool:
         # past the clone's patched __getattribute__, which asks this
         kwargs = job_arguments(job)
-        return any(kwargs.get("commit") == c and same_repository(kwargs.get("url", ""), u) for u, c in self.pins)
+        commit, url = kwargs.get("commit"), kwargs.get("url", "")
+        if type(commit) is not str or type(url) is not str:  # not a pin's, and maybe no key
+            return False
+        known = self._pinned.get((commit, url))
+        if known is None:
+            known = self._pinned[commit, url] = any(commit == c and same_repository(url, u) for u, c in self.pins)
+        return known
 
     def _patches(self) -> List[Tuple[Any, str, Any]]:
         """(owner, name, replacement) of every place a value leaves through"""
