@@ -55,6 +55,7 @@ _CLONE_VALUES = frozenset(
 def carries_calls(function: _F) -> _F:
     """A wrapper the probe puts around a Sisyphus function: :func:`taken_at` looks past it, as past its helpers."""
     _CARRIERS.add(function.__code__)
+    _CODE_KINDS.pop(function.__code__, None)
     return function
 
 
@@ -65,22 +66,35 @@ def taken_at(frame: Any) -> str:
         helpers that carry a call on and the probe's own wrappers (several may wrap one function); "" when sispin or
         Sisyphus itself asked (building the graph)
     """
-    sisyphus_code = sisyphus_dir()
     while frame is not None:
-        file = os.path.abspath(frame.f_code.co_filename)
-        if frame.f_code in _CARRIERS:
-            frame = frame.f_back
-            continue
-        if file.startswith(SISPIN_DIR):
+        code = frame.f_code
+        kind = _CODE_KINDS.get(code)
+        if kind is None:
+            kind = _CODE_KINDS[code] = _code_kind(code)
+        if kind == _SETUP:
+            return f"{os.path.relpath(code.co_filename)}:{frame.f_lineno}"
+        if kind == _ASKED_BY_TOOLS:
             return ""
-        if file.startswith(sisyphus_code):
-            name = os.path.basename(file)
-            if name not in _HELPERS and f"{name}:{frame.f_code.co_name}" not in _HELPERS:
-                return ""
-        elif not file.startswith(_STDLIB):
-            return f"{os.path.relpath(frame.f_code.co_filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return ""
+
+
+#: what a frame's code is to :func:`taken_at` (asked on every path made text while the configs load: Sisyphus's own
+#: hashing too): code that only carries the call on, sispin or Sisyphus itself, or the setup's code
+_CARRIES, _ASKED_BY_TOOLS, _SETUP = range(3)
+_CODE_KINDS: Dict[CodeType, int] = {}
+
+
+def _code_kind(code: CodeType) -> int:
+    file = os.path.abspath(code.co_filename)
+    if code in _CARRIERS:
+        return _CARRIES
+    if file.startswith(SISPIN_DIR):
+        return _ASKED_BY_TOOLS
+    if file.startswith(sisyphus_dir()):
+        name = os.path.basename(file)
+        return _CARRIES if name in _HELPERS or f"{name}:{code.co_name}" in _HELPERS else _ASKED_BY_TOOLS
+    return _CARRIES if file.startswith(_STDLIB) else _SETUP
 
 
 class ValueUses:

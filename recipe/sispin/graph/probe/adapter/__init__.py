@@ -234,7 +234,9 @@ def own_environment(job: Any) -> Optional[Dict[str, Any]]:
     if environment is None:
         return None
     defaults = gs.DEFAULT_ENVIRONMENT_SET
-    own = {key: value for key, value in environment.set_vars.items() if key not in defaults or defaults[key] != value}
+    given = environment.set_vars
+    # most jobs hold the defaults as they are (a copy): told at once
+    own = {} if given == defaults else {k: v for k, v in given.items() if k not in defaults or defaults[k] != v}
     # verbatim variables (set_env(..., verbatim=True)) came with Sisyphus af0edef, 2024-02
     own.update(getattr(environment, "set_vars_verbatim", {}))
     return {"set": own, "keep": sorted(set(environment.keep_vars) - set(gs.DEFAULT_ENVIRONMENT_KEEP))}
