@@ -329,6 +329,19 @@ def test_sets_are_built_side_by_side_and_each_keeps_what_it_read(inc, capsys):
     assert "sets.two: not built: nothing it read changed since it passed" in out, out
 
 
+def test_a_check_right_after_a_snapshot_takes_the_pass_of_the_builds_it_recorded(inc, capsys):
+    root = inc(second=True)
+    assert main(["snapshot", "inc"]) == 0
+    capsys.readouterr()
+    code, out = _check(capsys)
+    # the set recorded is not built again; the other was not built by this snapshot
+    assert code == 0 and NOT_BUILT in out and "sets.two: built (no earlier pass)" in out, out
+    # what the snapshot's build read changing builds it again, and the change is found
+    _replace(root / "config" / "inc.py", '"a")', '"b")')
+    code, out = _check(capsys)
+    assert code == 1 and "sets.inc: built (config/inc.py: changed)" in out, out
+
+
 #: a config whose one job hashes the value of an expression
 VALUE_CONFIG = (
     "import datetime, os, random, secrets, time\n\n"

@@ -8,7 +8,8 @@ asked for, the repositories and ``[setup.*]`` checkouts (Sisyphus, i6_core), eve
 snapshot entry and alias history, the Python and the source of sispin itself, and the environment the probe starts
 with. Only passes are kept: a set with a problem is built again on every check, and a build that read the clock,
 unseeded randomness, a process or the network (volatile) is never kept. Only a cache: what cannot be read or written
-is as if it were not there.
+is as if it were not there. ``pin snapshot`` keeps the pass of each set it records the same way (its build checked
+against what it recorded passes).
 
 The build of a set at its pins that ``pin upgrade`` compares a move against is kept the same way, in
 ``.sispin-cache/builds/SET.json``, so that the next dry run of the set builds only the moved side (asking its

@@ -9,12 +9,12 @@ problem per root cause. A set whose earlier pass still stands (nothing its build
 
 from __future__ import annotations
 
-__all__ = ["CheckResult", "check", "check_lock_only"]
+__all__ = ["CheckResult", "check", "check_lock_only", "keep_recorded_pass"]
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.errors import PinError, SisyphusError, UnsupportedVersionError
 from sispin.git.history import on_a_ref
@@ -31,7 +31,7 @@ from sispin.graph.build import (
 from sispin.graph.explain import SetChanges, compare_set
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.incremental import KeptPass, forget_pass, keep_pass, kept_pass
-from sispin.graph.probe.schema import RecordedOutput, records_below
+from sispin.graph.probe.schema import RecordedOutput, SetGraph, records_below
 from sispin.graph.recordcache import read_records
 from sispin.graph.snapshot import read_recorded, read_snapshot
 from sispin.lock.files import snapshot_path
@@ -223,6 +223,26 @@ def _check_set(
         )
         result.summaries.append(f"sets.{shown_key(name)}: {count(len(changes.changed), 'output')} changed, {renewed}")
     result.problems += [replace(line, text=f"sets.{shown_key(name)}: {line.text}") for line in _change_lines(changes)]
+
+
+def keep_recorded_pass(lockfile: Lockfile, graph: SetGraph, ledgers: Sequence[Optional[Mapping[str, Any]]]) -> None:
+    """
+    Keep, for the next ``pin check``, the pass of a build ``pin snapshot`` just recorded with no problem: checked
+    against the snapshot it wrote, that build passes (its ids are the snapshot's), so a check right after a snapshot
+    builds nothing the snapshot built. The check's own pass, kept the check's way (see :func:`keep_pass`).
+
+    :param lockfile: the lockfile the graph was built from
+    :param graph: the set's graph, recorded with no recording problem (:func:`recording_problems`)
+    :param ledgers: what its builds read (the set's own and its moved-commit builds)
+    """
+    recorded, bound = read_recorded(snapshot_path(lockfile.path))
+    snapshot = recorded.get(graph.set_name)
+    if snapshot is None:
+        return
+    changes = compare_set(snapshot, {}, graph, lockfile.root / "work")
+    if _change_lines(changes):  # another process recorded other ids meanwhile: no pass to keep
+        return
+    keep_pass(lockfile, graph.set_name, snapshot, bound, ledgers, KeptPass(len(graph.outputs), asdict(changes)))
 
 
 def _costing(changes: SetChanges) -> str:

@@ -2,7 +2,8 @@
 ``pin snapshot``: record, per set, the id of the job behind every registered output (pin.snapshot.toml).
 
 Each set's configs are loaded by real Sisyphus in a subprocess; no job runs and nothing is written to work/. Nothing
-is recorded when a place in a graph hides a pinned commit from a job's hash.
+is recorded when a place in a graph hides a pinned commit from a job's hash. A set recorded is also checked: its pass
+is kept for the next ``pin check`` (see :func:`sispin.ops.check.keep_recorded_pass`).
 """
 
 from __future__ import annotations
@@ -11,15 +12,17 @@ __all__ = ["SnapshotResult", "snapshot"]
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from sispin.errors import ConcurrentChangeError, HashOverwriteError, PinError
-from sispin.graph.build import load_graph
+from sispin.graph.build import load_graph, recording_inputs
 from sispin.graph.guard import Problem, recording_problems
 from sispin.graph.probe.schema import SetGraph
 from sispin.graph.snapshot import Snapshot, compare_outputs, read_recorded, read_snapshot, record_graphs
 from sispin.lock.files import snapshot_path
 from sispin.lock.loading import load_lockfile
+from sispin.lock.lockfile import Lockfile
+from sispin.ops.check import keep_recorded_pass
 from sispin.text import count, shown_key
 
 
@@ -73,19 +76,35 @@ def snapshot(path: Path, names: Sequence[str]) -> SnapshotResult:
     result.skipped = [spec.name for spec in specs if not spec.freeze and not spec.configs]
     # every job's record walked anew: one whose id stays can hold other unhashed state (its own hash(), a
     # ReturnnConfig's post_config), and a record kept from before would explain that as a change later
-    result.graphs = [
-        load_graph(lockfile, spec.name, records="all") for spec in specs if spec.configs and not spec.freeze
-    ]
-    # a snapshot of ids that do not depend on the commits would make `pin check` pass on exactly what it must catch
     bound = read_recorded(target)[1]
-    result.hidden = [p for graph in result.graphs for p in recording_problems(lockfile, graph, bound)]
+    built = [_build(lockfile, spec.name, bound) for spec in specs if spec.configs and not spec.freeze]
+    result.graphs = [graph for graph, _, _ in built]
+    result.hidden = [problem for _, problems, _ in built for problem in problems]
     if not result.hidden:
         # another command may have changed the lock (and the snapshot) while the graphs were built: decided when
         # written
         result.written, changed = record_graphs(lockfile.path, result.graphs, lockfile)
         result.changed = list(changed)
+        for graph, _, ledgers in built:
+            if graph.set_name not in result.changed:
+                keep_recorded_pass(lockfile, graph, ledgers)
     result.refusal = _refusal(result)
     return result
+
+
+def _build(
+    lockfile: Lockfile, name: str, bound: Mapping[str, Sequence[str]]
+) -> Tuple[SetGraph, List[Problem], List[Optional[Mapping[str, Any]]]]:
+    """
+    :param bound: the snapshot's alias history
+    :return: the set's graph, what keeps it from being recorded, and what its builds read (for the check's pass)
+    """
+    with recording_inputs() as inputs:
+        graph = load_graph(lockfile, name, records="all")
+        # a snapshot of ids that do not depend on the commits would make `pin check` pass on exactly what it must
+        # catch
+        problems = recording_problems(lockfile, graph, bound)
+    return graph, problems, list(inputs.ledgers)
 
 
 def _refusal(result: SnapshotResult) -> Optional[PinError]:
