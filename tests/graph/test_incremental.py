@@ -22,6 +22,7 @@ import pytest
 
 import sispin.ops.move_builds as move_builds
 from conftest import SISYPHUS_DIR, USE_JOB, git_commit
+from scenarios import age_files
 from sispin.cli.main import main
 from sispin.graph.build import load_graph, recording_inputs
 from sispin.graph.snapshot import read_snapshot
@@ -69,16 +70,6 @@ def py():
 """
 
 
-def _age(*roots: Path) -> None:
-    """Date every file back a minute: a file written in the last two seconds may still be changing (see inputs.py)."""
-    past = time.time() - 60
-    for root in roots:
-        for directory, directories, files in os.walk(root):
-            for name in files + directories:  # symlinks to directories too, which walk does not enter
-                os.utime(os.path.join(directory, name), (past, past), follow_symlinks=False)
-            os.utime(directory, (past, past))
-
-
 def _check(capsys, *args: str):
     code = main(["check", "--offline", "--verbose", *args])
     return code, capsys.readouterr().out
@@ -107,7 +98,7 @@ def inc(real_setup, make_repo, monkeypatch):
         before(root)
         root.joinpath("commits").write_text(json.dumps(commits))
         assert main(["snapshot"]) == 0
-        _age(root)
+        age_files(root)
         return root
 
     return make
@@ -195,7 +186,7 @@ def test_a_copy_of_the_setup_does_not_take_the_originals_pass(inc, capsys, monke
     lock = root / "pin.toml"
     lock.write_text(lock.read_text().split("[setup.sisyphus]")[0])
     monkeypatch.setenv("PYTHONPATH", str(SISYPHUS_DIR))
-    _age(root)
+    age_files(root)
     assert _check(capsys)[0] == 0
     assert NOT_BUILT in _check(capsys)[1]
     copy = root.with_name("setup-v2")
@@ -224,7 +215,7 @@ def test_an_online_check_keeps_its_pass_while_the_remote_did_not_move(inc, capsy
     root = inc()
     for _ in range(2):
         assert main(["check", "--verbose"]) == 0
-        _age(root, Path(os.environ["PIN_HOME"]))
+        age_files(root, Path(os.environ["PIN_HOME"]))
     capsys.readouterr()
     assert main(["check", "--verbose"]) == 0
     assert NOT_BUILT in capsys.readouterr().out
@@ -272,7 +263,7 @@ def test_a_module_read_from_its_bytecode_is_recorded_as_its_source(inc, capsys, 
     ).stdout.strip()
     assert os.path.isfile(compiled) and (prefix == compiled.startswith(str(tmp_path / "pycache")))
     # written after the source (both dated back): the probe trusts it and reads it, not the source
-    _age(root, tmp_path / "pycache")
+    age_files(root, tmp_path / "pycache")
     os.utime(compiled, (time.time() - 30, time.time() - 30))
     assert _check(capsys)[0] == 0 and NOT_BUILT in _check(capsys)[1]
     (root / "recipe" / "incmod" / "helper.py").write_text("FACTOR = 5\n")  # same size: only its time tells
@@ -611,7 +602,7 @@ def test_a_kept_build_asks_sisyphus_where_work_is_and_what_marks_a_job_finished(
     assert "0 finished jobs would no longer be used" in capsys.readouterr().out
     job = read_snapshot(snapshot_path(root / "pin.toml"))["inc"]["inc/out"].job
     _write(root / "elsewhere" / job / "done", "")  # finished, as this setup's Sisyphus sees it; work/ has nothing
-    _age(root)
+    age_files(root)
     assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
     kept = capsys.readouterr().out
     assert builds == [2, 1] and "1 finished job would no longer be used" in kept, kept
@@ -684,7 +675,7 @@ def test_a_kept_build_still_finds_a_job_that_would_keep_its_id_with_other_conten
     # a set not recorded yet: the check's guard, which would refuse to record it, has not looked at it
     (root / "config" / "inc.py").write_text(HELD_CONFIG)
     (root / "pin.snapshot.toml").unlink()
-    _age(root)
+    age_files(root)
     builds, _ = _counting_builds(monkeypatch), capsys.readouterr()
     said = []
     for _ in range(2):

@@ -109,7 +109,7 @@ class _Keepers:
         self.current = load_lockfile(self.current.path)
         self.users = load_users(self.store.directory, self.current)
         self.pins = {}
-        checkouts = self.store.directory / "checkouts"
+        checkouts = self.store.checkouts_directory
         for lockfile in self.users.lockfiles:
             for use in pin_uses(lockfile):
                 if use.folder is None:
@@ -152,7 +152,7 @@ def sweep(store: Store, current: Lockfile, *, dry_run: bool) -> Sweep:
     if not dry_run:
         for path in keepers.users.gone:
             forget_lockfile(store.directory, path)
-    checkouts = store.directory / "checkouts"
+    checkouts = store.checkouts_directory
     for repository in sorted(checkouts.iterdir()) if checkouts.is_dir() else ():
         if not repository.is_dir() or repository.is_symlink():
             continue

@@ -12,6 +12,7 @@ record the same lockfile write the same bytes. This is the config path: no tomlk
 from __future__ import annotations
 
 __all__ = [
+    "registry_directory",
     "register_lockfile",
     "registered_lockfiles",
     "forget_lockfile",
@@ -39,9 +40,14 @@ _REGISTRY = "lockfiles"
 _recorded: Set[Tuple[Path, Path]] = set()
 
 
+def registry_directory(store_dir: Path) -> Path:
+    """:return: where the store records the lockfiles it serves, one file each"""
+    return store_dir / _REGISTRY
+
+
 def _entry(store_dir: Path, lockfile: Path) -> Path:
     digest = hashlib.sha256(str(lockfile).encode("utf-8")).hexdigest()[:16]
-    return store_dir / _REGISTRY / digest
+    return registry_directory(store_dir) / digest
 
 
 def register_lockfile(store_dir: Path, lockfile: Path) -> None:

@@ -67,6 +67,11 @@ class Store:
         """The store's mirrors (what a graph build reads of them is no input: sispin keys on the commits itself)."""
         return self.directory / "mirrors"
 
+    @property
+    def checkouts_directory(self) -> Path:
+        """The store's checkouts: ``<repository>/<commit>/<folder>``, each made whole before it is used."""
+        return self.directory / "checkouts"
+
     def mirror(self, url: str) -> Optional[Path]:
         """
         :param url: repository URL
@@ -158,7 +163,7 @@ class Store:
         if scratch:
             # a build at pins not written (an upgrade's, a check's moved build): what it checks out is its own and
             # goes with it, so that the store holds only what lockfiles pin
-            path = Path(scratch) / path.relative_to(self.directory / "checkouts")
+            path = Path(scratch) / path.relative_to(self.checkouts_directory)
             if (path / ".git").is_dir():
                 return path
         try:
@@ -180,7 +185,7 @@ class Store:
 
     def checkout_path(self, url: str, commit: str, folder: str) -> Path:
         """:return: where :meth:`checkout` puts that checkout"""
-        return self.directory / "checkouts" / self.mirror_path(url).stem / commit / folder
+        return self.checkouts_directory / self.mirror_path(url).stem / commit / folder
 
     def checkouts(self, url: str) -> Iterator[Tuple[str, Path]]:
         """:return: (commit, checkout) for every checkout the store holds of url (see :meth:`checkout_path`)"""

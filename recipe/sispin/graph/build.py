@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from sispin.errors import CheckoutStateError, SisyphusError, UnsupportedVersionError
+from sispin.git.registry import registry_directory
 from sispin.git.store import SCRATCH_CHECKOUTS_ENV, Store
 from sispin.git.verify import at_another_commit, checked_out_commit
 from sispin.git.versions import unsupported_setup
@@ -406,11 +407,17 @@ def check_configs(lockfile: Lockfile, set_name: str) -> None:
 
 def _recorded_inputs() -> Optional[Dict[str, List[str]]]:
     """
-    :return: whether the probe records what its builds read (None: not), and which places are no inputs besides its
-        own files: the store's mirrors, which a fetch rewrites (settings.py's redirect looks at them) while every pin
-        is in pin.toml
+    :return: whether the probe records what its builds read (None: not), which places are no inputs besides its
+        own files (the store's mirrors, which a fetch rewrites (settings.py's redirect looks at them) while every pin
+        is in pin.toml; the store's record of the setups it serves, which a checkout writes), and where each checkout
+        is written whole before a build reads it (the store's checkouts: a file there that is new is no file that may
+        still be changing)
     """
-    return {"ignored": [str(Store().mirrors_directory)]} if _RECORDING.get() else None
+    if not _RECORDING.get():
+        return None
+    store = Store()
+    ignored = [str(store.mirrors_directory), str(registry_directory(store.directory))]
+    return {"ignored": ignored, "made_whole": [str(store.checkouts_directory)]}
 
 
 def processors() -> Sequence[int]:

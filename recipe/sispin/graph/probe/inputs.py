@@ -23,14 +23,20 @@ import contextlib
 import logging
 import os
 import re
-import stat
 import sys
 import sysconfig
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Set
 
-from sispin.graph.probe.ledger import bytecode_source, file_signature, listing, machine_state, path_state, source_of
-from sispin.lock.files import RACY_NS
+from sispin.graph.probe.ledger import (
+    bytecode_source,
+    file_signature,
+    listing,
+    machine_state,
+    path_state,
+    racy_input,
+    source_of,
+)
 
 #: module functions of random that draw from its shared generator
 _RANDOM = (
@@ -60,14 +66,24 @@ class InputRecorder:
     :param ignored: files and directories that are not inputs (pin.toml and the caches, whose content sispin keys
         on itself; the probe's own scratch files)
     :param elsewhere: other directories of the setup's own code (PYTHONPATH's)
+    :param made_whole: directories of checkouts (repository/commit/checkout: the store's), each written whole, under
+        a lock file beside it, before a build reads it, and never again: what lies below a repository is not racy
     """
 
-    def __init__(self, root: str, foreign: Sequence[str], ignored: Sequence[str], elsewhere: Sequence[str] = ()):
+    def __init__(
+        self,
+        root: str,
+        foreign: Sequence[str],
+        ignored: Sequence[str],
+        elsewhere: Sequence[str] = (),
+        made_whole: Sequence[str] = (),
+    ):
         self.root = os.path.join(os.path.abspath(root), "")
         #: where the setup's own code is: the root, and the directories the user puts on PYTHONPATH
         self.own_places = (self.root, *(os.path.join(os.path.abspath(path), "") for path in elsewhere))
         self.foreign = tuple(os.path.join(os.path.abspath(path), "") for path in foreign)
         self.ignored = tuple(os.path.abspath(path) for path in ignored)
+        self.made_whole = tuple(os.path.join(os.path.abspath(path), "") for path in made_whole)
         self.stdlib = os.path.join(sysconfig.get_paths()["stdlib"], "")
         self.files: Dict[str, None] = {}
         self.directories: Dict[str, None] = {}
@@ -278,6 +294,7 @@ class InputRecorder:
         read = [path for path in self.files if not path.endswith(".pyc") or self._own(bytecode_source(path))]
         own = {path for path in read if self._own(path)}
         files = {path: file_signature(path, path in own) for path in read if not self._ignored(path)}
+        looked_at = [(path, False) for path in self.paths] + [(path, True) for path in self.directories]
         return {
             "files": {path: signature for path, signature in files.items() if signature is not None},
             "absent": sorted(path for path, signature in files.items() if signature is None),
@@ -295,7 +312,9 @@ class InputRecorder:
             "prefixes": sorted(prefixes) + ([""] if self.environment_complete else []),
             "written": sorted(self.written),
             "sets": sorted(sets_read),
-            "volatile": self.volatile or self._clock_in_source(own) or self._racy(files),
+            "volatile": self.volatile
+            or self._clock_in_source(own)
+            or racy_input(files, looked_at, self.started_ns, self._settled),
         }
 
     def _site_inputs(self) -> None:
@@ -324,6 +343,12 @@ class InputRecorder:
             path.startswith(self.own_places) and not path.startswith(self.foreign) and "-packages" + os.sep not in path
         )
 
+    def _settled(self, path: str) -> bool:
+        """:return: whether path is no input, or lies in a checkout below a :attr:`made_whole` directory"""
+        return self._ignored(path) or any(
+            path.startswith(place) and path[len(place) :].count(os.sep) >= 1 for place in self.made_whole
+        )
+
     def _ignored(self, path: str) -> bool:
         return machine_state(path) or any(
             path == ignored or path.startswith(os.path.join(ignored, "")) for ignored in self.ignored
@@ -338,31 +363,6 @@ class InputRecorder:
                             return f"{os.path.relpath(path, self.root)} may read the clock (datetime)"
                 except OSError:
                     continue
-        return None
-
-    def _racy(self, files: Mapping[str, Optional[List[Any]]]) -> Optional[str]:
-        """
-        :return: an input that may have changed while the build read it (then the ledger holds the state after the
-            change), if any: modified since shortly before the build (coarse file times), or its metadata changed
-            (``cp -p`` keeps the modification time) since it started; bytecode (replaced whole) by the latter only
-        """
-
-        def changed(modified: Optional[int], metadata: Optional[int]) -> bool:
-            return (modified or 0) > self.started_ns - RACY_NS or (metadata or 0) > self.started_ns
-
-        for path, signature in files.items():
-            if signature is not None and changed(None if path.endswith(".pyc") else signature[1], signature[2]):
-                return f"{path} changed while the set was built"
-        # a path looked at: its times, where they are recorded (not a directory's: they change with its entries, as
-        # /tmp's do all the time); a directory listed: its entries
-        for path, listed in [*((path, False) for path in self.paths), *((path, True) for path in self.directories)]:
-            try:
-                status = os.lstat(path)
-            except OSError:
-                continue
-            if (listed or not stat.S_ISDIR(status.st_mode)) and not self._ignored(path):
-                if changed(status.st_mtime_ns, status.st_ctime_ns):
-                    return f"{path} changed while the set was built"
         return None
 
 

@@ -20,13 +20,16 @@ __all__ = [
     "listing",
     "content",
     "changed_input",
+    "racy_input",
 ]
 
 import hashlib
 import io
 import os
 import stat
-from typing import Any, List, Mapping, Optional
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
+
+from sispin.lock.files import RACY_NS
 
 #: open as it was before the recorder wrapped it: reading for the ledger is no input of the build
 _open = io.open
@@ -184,4 +187,40 @@ def changed_input(ledger: Mapping[str, Any], environment: Mapping[str, str], roo
         if name.startswith(tuple(ledger["prefixes"])) and name not in ledger["environment"]:
             if name not in ledger.get("written", ()):
                 return f"${name}: new"
+    return None
+
+
+def racy_input(
+    files: Mapping[str, Optional[List[Any]]],
+    looked_at: Iterable[Tuple[str, bool]],
+    started_ns: int,
+    settled: Callable[[str], bool],
+) -> Optional[str]:
+    """
+    :param files: each file read, with its signature (see :func:`file_signature`)
+    :param looked_at: each path looked at, and whether it was listed (a directory)
+    :param started_ns: when the build started
+    :param settled: whether a path needs no look (no input, or written whole before the build read it, never again)
+    :return: an input that may have changed while the build read it (then the ledger holds the state after the
+        change), if any: modified since shortly before the build (coarse file times), or its metadata changed
+        (``cp -p`` keeps the modification time) since it started; bytecode (replaced whole) by the latter only
+    """
+
+    def changed(modified: Optional[int], metadata: Optional[int]) -> bool:
+        return (modified or 0) > started_ns - RACY_NS or (metadata or 0) > started_ns
+
+    for path, signature in files.items():
+        if signature is not None and not settled(path):
+            if changed(None if path.endswith(".pyc") else signature[1], signature[2]):
+                return f"{path} changed while the set was built"
+    for path, listed in looked_at:
+        try:
+            status = os.lstat(path)
+        except OSError:
+            continue
+        # a path looked at: its times, where they are recorded (not a directory's: they change with its entries, as
+        # /tmp's do all the time); a directory listed: its entries
+        if (listed or not stat.S_ISDIR(status.st_mode)) and not settled(path):
+            if changed(status.st_mtime_ns, status.st_ctime_ns):
+                return f"{path} changed while the set was built"
     return None

@@ -402,7 +402,7 @@ def _input_recorder(request_path: str, inputs: Dict[str, List[str]]) -> Any:
     ignored += inputs["ignored"]
     # the user's PYTHONPATH (after the Sisyphus checkout sispin puts first): recipe code of the setup's own
     elsewhere = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]
-    return InputRecorder(os.getcwd(), foreign, ignored, elsewhere)
+    return InputRecorder(os.getcwd(), foreign, ignored, elsewhere, inputs["made_whole"])
 
 
 def _ledger(recorder: Any, graph: SetGraph) -> Dict[str, Any]:
