@@ -210,6 +210,19 @@ def test_another_store_does_not_take_the_pass_made_with_the_first(inc, capsys, m
     assert root.is_dir()
 
 
+def test_a_checkout_the_store_makes_while_the_set_is_built_is_no_racy_input(inc, capsys, monkeypatch, tmp_path):
+    # the config reads a file of a checkout the build itself makes (a new store): the file is new, but written whole
+    # before the config reads it, and the store's record of its setups is written then too
+    config = CONFIG.format(volatile="None").replace(
+        'open("config/lr.txt")', 'open(experiment_set("inc").checkout("rc") / "__init__.py")'
+    )
+    inc(config=config)
+    monkeypatch.setenv("PIN_HOME", str(tmp_path / "another-store"))
+    code, out = _check(capsys)
+    assert code == 0 and "sets.inc: built (" in out and "not kept" not in out, out
+    assert NOT_BUILT in _check(capsys)[1]
+
+
 def test_an_online_check_keeps_its_pass_while_the_remote_did_not_move(inc, capsys):
     # each online check fetches the store's mirror first, which the build reads (settings.py's redirect)
     root = inc()
