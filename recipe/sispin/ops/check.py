@@ -225,7 +225,13 @@ def _check_set(
     result.problems += [replace(line, text=f"sets.{shown_key(name)}: {line.text}") for line in _change_lines(changes)]
 
 
-def keep_recorded_pass(lockfile: Lockfile, graph: SetGraph, ledgers: Sequence[Optional[Mapping[str, Any]]]) -> None:
+def keep_recorded_pass(
+    lockfile: Lockfile,
+    graph: SetGraph,
+    ledgers: Sequence[Optional[Mapping[str, Any]]],
+    recorded: Mapping[str, Mapping[str, RecordedOutput]],
+    bound: Mapping[str, Sequence[str]],
+) -> None:
     """
     Keep, for the next ``pin check``, the pass of a build ``pin snapshot`` just recorded with no problem: checked
     against the snapshot it wrote, that build passes (its ids are the snapshot's), so a check right after a snapshot
@@ -234,8 +240,9 @@ def keep_recorded_pass(lockfile: Lockfile, graph: SetGraph, ledgers: Sequence[Op
     :param lockfile: the lockfile the graph was built from
     :param graph: the set's graph, recorded with no recording problem (:func:`recording_problems`)
     :param ledgers: what its builds read (the set's own and its moved-commit builds)
+    :param recorded: the snapshot as written (see :func:`read_recorded`)
+    :param bound: its alias history
     """
-    recorded, bound = read_recorded(snapshot_path(lockfile.path))
     snapshot = recorded.get(graph.set_name)
     if snapshot is None:
         return

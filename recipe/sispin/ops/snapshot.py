@@ -85,9 +85,10 @@ def snapshot(path: Path, names: Sequence[str]) -> SnapshotResult:
         # written
         result.written, changed = record_graphs(lockfile.path, result.graphs, lockfile)
         result.changed = list(changed)
+        recorded, bound = read_recorded(target)
         for graph, _, ledgers in built:
             if graph.set_name not in result.changed:
-                keep_recorded_pass(lockfile, graph, ledgers)
+                keep_recorded_pass(lockfile, graph, ledgers, recorded, bound)
     result.refusal = _refusal(result)
     return result
 
