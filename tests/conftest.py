@@ -59,16 +59,19 @@ def _compile_shared_sources() -> None:
     PYTHONDONTWRITEBYTECODE is set), so each of the suite's Sisyphus processes compiled Sisyphus, i6_core and sispin
     again; and where bytecode is written, the first processes wrote it while the builds of other tests read those
     trees, and a build that read a file written in its last two seconds keeps no pass (the incremental tests failed at
-    random). Hence the new files are dated back past that window too: Python checks a .pyc by the time and size of its
-    source recorded inside, not by its own time.
+    random). Hence the new files are dated back past that window too, and so are the folders that got a new
+    ``__pycache__`` (the import system lists them: on a fresh clone the first tests' passes were not kept). Python
+    checks a .pyc by the time and size of its source recorded inside, not by its own time.
     """
     written_before = time.time() - 3
     for tree in _SHARED_SOURCES:
         if tree.is_dir():
             compileall.compile_dir(str(tree), quiet=2)  # a file that does not compile is compiled by no import either
-            for compiled in tree.rglob("*.pyc"):
-                if compiled.stat().st_mtime > written_before:
-                    os.utime(compiled, (written_before, written_before))
+            for written in [tree, *tree.rglob("*")]:
+                if written.suffix != ".pyc" and (written.is_symlink() or not written.is_dir()):
+                    continue  # a source the user just saved keeps its time
+                if written.stat().st_mtime > written_before:
+                    os.utime(written, (written_before, written_before))
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's tmp_path plugin reads --basetemp
