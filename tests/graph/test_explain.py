@@ -13,12 +13,15 @@ from pathlib import Path
 import pytest
 
 from conftest import commit_setup, git, git_commit
-from results import differences, explained
+from results import checked, differences, explained
+from scenarios import age_files
 from sispin.cli.main import main
+from sispin.graph import against
 from sispin.graph.build import load_graph, processors
 from sispin.graph.explain import RecordsCompared, argument_order, compare_set
 from sispin.graph.probe.schema import Arg, JobRecord, RecordedOutput, SetGraph
 from sispin.lock.loading import load_lockfile
+from sispin.ops import explain as ops_explain
 
 CONFIG = """\
 from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
@@ -560,3 +563,72 @@ def test_outputs_reaching_one_root_cause_through_other_chains_are_explained_once
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "2 outputs changed for the same root causes: exp/config, exp/copy (each: --verbose)", lines
     assert sum(line.startswith("output/") for line in lines) == 1, lines
+
+
+#: a second set's config, which registers whether a folder of the setup lists a file
+LISTING = """\
+import os
+
+from i6_core.text.processing import WriteToTextFileJob
+from sisyphus import tk
+
+
+def py():
+    found = "a.txt" in os.listdir("config/data")
+    tk.register_output("listed/found", WriteToTextFileJob(f"found: {found}").out_file)
+"""
+
+
+def test_explain_builds_no_set_whose_kept_pass_tells_its_ids_are_the_ones_compared_with(
+    real_setup, make_repo, monkeypatch
+):
+    remote = make_repo("rc")
+    commit = git_commit(remote, network_code(1), "first")
+    git_commit(remote, network_code(2), "deeper")  # another commit of it, for the moved-commit check
+    tables = (
+        f'[repos.rc]\nurl = "file://{remote}"\nbranch = "main"\ncheckout = "rc"\n\n'
+        f'[sets.exp]\nconfigs = ["config/exp.py"]\nrc = "{commit}"\n\n[sets.listed]\nconfigs = ["config/listed.py"]\n'
+    )
+    root = real_setup(tables, {"exp.py": CONFIG, "listed.py": LISTING})
+    (root / "config" / "data").mkdir()
+    (root / "config" / "data" / "a.txt").write_text("a\n")
+    (root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n/work/\n")
+    commit_setup(root)
+    assert main(["snapshot"]) == 0
+    age_files(root)
+    assert not checked().problems and not checked().built, "each set's pass kept"
+    builds = []
+    for module in (ops_explain, against):
+        monkeypatch.setattr(
+            module,
+            "load_graph",
+            lambda lockfile, name, load=module.load_graph, **how: builds.append(name) or load(lockfile, name, **how),
+        )
+
+    def built(**explaining) -> list:
+        builds.clear()
+        assert set(differences(explained(**explaining))) == {"returnn_config.config['learning_rate']: 0.001 -> 0.002"}
+        return sorted(builds)
+
+    exp = root / "config" / "exp.py"
+    exp.write_text(exp.read_text().replace("LEARNING_RATE = 1e-3", "LEARNING_RATE = 2e-3"))
+    # nothing set 'listed' read changed since its pass, which found the snapshot's ids: neither the snapshot nor HEAD
+    # (which holds every file it read as it is now) can differ from its graph
+    assert built() == ["exp"]
+    assert built(against="HEAD") == ["exp", "exp"]
+    assert explained(output="listed/found").outputs == []
+    # its config as HEAD holds it is another file (a comment added since, which changes no id)
+    listed = root / "config" / "listed.py"
+    listed.write_text(listed.read_text() + "# a comment\n")
+    age_files(root)
+    assert not checked("listed").problems
+    assert built(against="HEAD") == ["exp", "exp", "listed", "listed"], "at HEAD and now"
+    git(root, "checkout", "config/listed.py")
+    # a file git holds now but HEAD did not, in a folder the set listed: HEAD's build lists other entries (which here
+    # change no id, but another config could tell them apart)
+    (root / "config" / "data" / "b.txt").write_text("b\n")
+    git(root, "add", "config/data/b.txt")
+    age_files(root)
+    assert not checked("listed").problems
+    assert built() == ["exp"], "the snapshot's ids are still the set's: the new file changed nothing it registers"
+    assert built(against="HEAD") == ["exp", "exp", "listed", "listed"], "at HEAD and now"

@@ -19,7 +19,7 @@ wait for jobs is not kept (volatile: its graph depends on work/).
 
 from __future__ import annotations
 
-__all__ = ["KeptPass", "kept_pass", "keep_pass", "forget_pass", "kept_build", "keep_build"]
+__all__ = ["KeptPass", "kept_pass", "standing_pass", "keep_pass", "forget_pass", "kept_build", "keep_build"]
 
 import functools
 import hashlib
@@ -160,6 +160,30 @@ def kept_pass(
         return (None, why) if why else (KeptPass(int(data["outputs"]), dict(data["changes"])), "")
     except _UNREADABLE:
         return None, "no earlier pass"
+
+
+def standing_pass(
+    lockfile: Lockfile,
+    set_name: str,
+    recorded: Mapping[str, RecordedOutput],
+    bound: Mapping[str, Sequence[str]],
+    then: Lockfile,
+) -> Optional[Tuple[KeptPass, Sequence[Mapping[str, Any]]]]:
+    """
+    :param then: another lockfile (a revision's, read as if it were this setup's), under which everything but what
+        the builds read must be the same too
+    :return: the set's kept pass, as :func:`kept_pass` returns it, and what its builds read; None when it does not
+        stand now or would not under then
+    """
+    try:
+        data = json.loads(_file(lockfile.root, set_name).read_bytes())
+        if _standing(lockfile, set_name, data, recorded, bound):
+            return None
+        if data["key"] != _key(then, set_name, data["sets"], recorded, bound):
+            return None
+        return KeptPass(int(data["outputs"]), dict(data["changes"])), data["ledgers"]
+    except _UNREADABLE:
+        return None
 
 
 def keep_pass(

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from sispin.errors import UnknownNameError
-from sispin.graph.against import check_revision, graph_at_revision
+from sispin.graph.against import Revision, check_revision, graph_at_revision, read_revision, same_graph_at
 from sispin.graph.build import load_graph, processors
 from sispin.graph.explain import Explanation, RecordsCompared, cause_key, pin_moved
+from sispin.graph.incremental import kept_pass
 from sispin.graph.probe.schema import JobRecord, RecordedOutput, SetGraph, differing_outputs, records_below
 from sispin.graph.recordcache import read_records
-from sispin.graph.snapshot import read_snapshot
+from sispin.graph.snapshot import read_recorded
 from sispin.lock.files import snapshot_path
 from sispin.lock.loading import load_lockfile
 from sispin.lock.lockfile import Lockfile
@@ -79,18 +80,25 @@ def explain(
     """
     lockfile = load_lockfile(path)
     names = [spec.name for spec in lockfile.select_sets(set_names)]
-    recorded = read_snapshot(snapshot_path(lockfile.path))
+    recorded, bound = read_recorded(snapshot_path(lockfile.path))
     found = output is None
     explained: List[ExplainedOutput] = []
     known: Set[str] = set()
+    revision = None
     if against is not None:
         check_revision(lockfile, against)  # what needs no build is said before one waits
+        revision = read_revision(lockfile, against)
     for name in names:
+        unchanged = _unchanged(lockfile, name, (recorded.get(name, {}), bound), against, revision)
+        if unchanged is not None:
+            known.update(unchanged)
+            found = found or any(_names(output, output_name) for output_name in unchanged)
+            continue
         old_outputs, records, graph = _builds(lockfile, name, recorded.get(name, {}), against)
         known.update(old_outputs, graph.outputs)
         compared = RecordsCompared(records, graph.records)
         for output_name in sorted(set(old_outputs) | set(graph.outputs)):
-            if output is not None and output not in (output_name, f"output/{output_name}"):
+            if output is not None and not _names(output, output_name):
                 continue
             found = True
             old = old_outputs[output_name].job if output_name in old_outputs else None
@@ -105,6 +113,36 @@ def explain(
         )
     snapshot = display_path(snapshot_path(lockfile.path))
     return ExplainResult(explained, f"it had at {against}" if against else f"recorded in {snapshot}")
+
+
+def _names(output: Optional[str], output_name: str) -> bool:
+    """:return: whether ``--output`` names the output (as registered, or as explain and check print it)"""
+    return output in (output_name, f"output/{output_name}")
+
+
+def _unchanged(
+    lockfile: Lockfile,
+    set_name: str,
+    snapshot: Tuple[Mapping[str, RecordedOutput], Mapping[str, Sequence[str]]],
+    against: Optional[str],
+    revision: Optional[Revision],
+) -> Optional[Set[str]]:
+    """
+    :param snapshot: the set's outputs in the snapshot, and the snapshot's alias history
+    :return: the outputs of a set that no build needs to explain, because the set's kept pass (its last check or
+        snapshot, nothing it read changed since) already tells that no id differs: from the snapshot's (the pass
+        found none), or from the revision's (the revision gives the set the same graph as now); else None
+    """
+    recorded, bound = snapshot
+    if against is None:
+        kept, _ = kept_pass(lockfile, set_name, recorded, bound)
+        if kept is None or any(kept.changes.get(kind) for kind in ("changed", "new", "gone")):
+            return None
+    else:
+        kept = None if revision is None else same_graph_at(lockfile, set_name, recorded, bound, revision)
+        if kept is None:
+            return None
+    return (set(recorded) - set(kept.changes.get("gone", ()))) | set(kept.changes.get("new", ()))
 
 
 def _builds(
