@@ -6,8 +6,9 @@
 #               network nor seconds of its own; no `pin sync`. The markers (real, cluster, network, slow) are set by
 #               tests/conftest.py from the fixtures a test uses; docs/development.md says what each means
 #   make test-matrix  the version matrix alone (tests/e2e/test_versions.py): the graph commands with a sample of the
-#               Sisyphus and i6_core commits a setup may pin (the sample make test runs too); MATRIX=all takes every
-#               first-parent commit of each since the oldest supported (hours), MATRIX=N every Nth
+#               Sisyphus and i6_core commits a setup may pin, one each side of every change the adapter follows (make
+#               test takes its ends only: the pinned, the oldest; CI runs both); MATRIX=all takes every first-parent
+#               commit of each since the oldest supported (hours), MATRIX=N every Nth
 #   make docs   build the documentation site (site/) with mkdocs --strict
 PYTHON ?= python3
 VENV ?= .venv
@@ -23,7 +24,7 @@ SHOWN = | (grep --line-buffered -E '^(Collecting|Installing collected packages|S
 
 .PHONY: help demo test test-fast test-matrix docs venv
 .DEFAULT_GOAL := help
-MATRIX ?=
+MATRIX ?= sample
 
 help:
 	@sed -n '/^[^#]/q; s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))

@@ -4,10 +4,11 @@ The version matrix: the graph commands with the Sisyphus and i6_core commits a s
 
 Every sampled pair runs the same end-to-end checks: the snapshot's ids equal the ids that version's own plain load
 computes, ``pin check`` passes, a changed argument is caught with its cause (``check --full``, ``explain --against
-HEAD``), a hidden commit is refused, and an upgrade's dry run prices the move. The sample (CI's: one commit each side
-of every change the adapter follows) is :data:`SAMPLE`; ``SISPIN_MATRIX=all`` (``make test-matrix-all``) takes every
-first-parent commit of each since the oldest supported, with the other at its pinned commit, and ``SISPIN_MATRIX=N``
-every Nth of them.
+HEAD``), a hidden commit is refused, and an upgrade's dry run prices the move. ``make test`` takes the pairs of
+:data:`SAMPLE` marked for it (the pinned pair and the oldest ones); ``SISPIN_MATRIX=sample`` (``make test-matrix``,
+which CI runs too) the whole sample: one commit each side of every change the adapter follows.
+``SISPIN_MATRIX=all`` (``make test-matrix MATRIX=all``) takes every first-parent commit of each since the oldest
+supported, with the other at its pinned commit, and ``SISPIN_MATRIX=N`` every Nth of them.
 """
 
 from __future__ import annotations
@@ -27,20 +28,21 @@ from sispin.lock.loading import parse_toml
 
 I6_CORE_DIR = RECIPE_DIR / "i6_core"
 
-#: (Sisyphus commit, i6_core commit; None: the one this setup pins), what the pair tests
-SAMPLE: List[Tuple[Optional[str], Optional[str], str]] = [
-    (None, None, "the pinned pair"),
-    ("dec9ab9", None, "Sisyphus before SISGraph.jobs(update_graph=) (297701e, 2026-02-26)"),
-    ("bc80ae7", None, "Sisyphus before verbatim environment variables (af0edef, 2024-02-13)"),
-    ("0eaaf37", None, "Sisyphus before hash_overwrite became a property (a5b9c46, 2022-07-16)"),
-    ("9620433", None, "the oldest Sisyphus that loads configs on Python 3.11"),
-    ("d68b7ce", None, "the oldest Sisyphus supported (Python 3.9 and 3.10 only)"),
-    (None, "663687e", "i6_core before CloneGitRepositoryJob's patches (236d72f, 2024-01-24)"),
-    (None, "4bc8074", "i6_core before files_to_checkout (dbb2e35, 2023-10-19)"),
-    (None, "9689c8e", "i6_core before clone_submodules (33f2b70, 2023-09-27)"),
-    (None, "96f1330", "i6_core whose ReturnnConfig imports black (b5a51cf 2021-10-21 to 8c25c89 2023-08-24)"),
-    (None, "358b489", "the oldest i6_core supported"),
-    ("d68b7ce", "358b489", "the oldest pair"),
+#: (Sisyphus commit, i6_core commit; None: the one this setup pins), whether ``make test`` takes the pair too (the
+#: ends of the range: a change that breaks an old version mostly breaks the oldest), what the pair tests
+SAMPLE: List[Tuple[Optional[str], Optional[str], bool, str]] = [
+    (None, None, True, "the pinned pair"),
+    ("dec9ab9", None, False, "Sisyphus before SISGraph.jobs(update_graph=) (297701e, 2026-02-26)"),
+    ("bc80ae7", None, False, "Sisyphus before verbatim environment variables (af0edef, 2024-02-13)"),
+    ("0eaaf37", None, False, "Sisyphus before hash_overwrite became a property (a5b9c46, 2022-07-16)"),
+    ("9620433", None, True, "the oldest Sisyphus that loads configs on Python 3.11"),
+    ("d68b7ce", None, False, "the oldest Sisyphus supported (Python 3.9 and 3.10 only)"),
+    (None, "663687e", False, "i6_core before CloneGitRepositoryJob's patches (236d72f, 2024-01-24)"),
+    (None, "4bc8074", False, "i6_core before files_to_checkout (dbb2e35, 2023-10-19)"),
+    (None, "9689c8e", False, "i6_core before clone_submodules (33f2b70, 2023-09-27)"),
+    (None, "96f1330", False, "i6_core whose ReturnnConfig imports black (b5a51cf 2021-10-21 to 8c25c89 2023-08-24)"),
+    (None, "358b489", True, "the oldest i6_core supported"),
+    ("d68b7ce", "358b489", True, "the oldest pair"),
 ]
 
 #: the demo without black_formatting=False (older i6_core has no such argument, and formats with black by default)
@@ -124,13 +126,14 @@ def _pairs() -> List[Any]:
         return [pytest.param("HEAD", "HEAD", id="pinned")]  # the real_sisyphus fixture says what is missing
     chosen = os.environ.get("SISPIN_MATRIX", "")
     sisyphus_head, i6_core_head = _commit(SISYPHUS_DIR, None), _commit(I6_CORE_DIR, None)
-    if chosen:
-        step = 1 if chosen == "all" else int(chosen)
-        pairs = [(s, i6_core_head, "") for s in _first_parents(SISYPHUS_DIR, OLDEST["sisyphus"].commit)[::step]]
-        pairs += [(sisyphus_head, i, "") for i in _first_parents(I6_CORE_DIR, OLDEST["i6_core"].commit)[::step]]
+    if chosen in ("", "sample"):
+        chosen_ones = [(s, i) for s, i, in_make_test, _ in SAMPLE if chosen or in_make_test]
+        pairs = [(_commit(SISYPHUS_DIR, s), _commit(I6_CORE_DIR, i)) for s, i in chosen_ones]
     else:
-        pairs = [(_commit(SISYPHUS_DIR, s), _commit(I6_CORE_DIR, i), what) for s, i, what in SAMPLE]
-    unique = dict.fromkeys((s, i) for s, i, _ in pairs if _loads_here(s))
+        step = 1 if chosen == "all" else int(chosen)
+        pairs = [(s, i6_core_head) for s in _first_parents(SISYPHUS_DIR, OLDEST["sisyphus"].commit)[::step]]
+        pairs += [(sisyphus_head, i) for i in _first_parents(I6_CORE_DIR, OLDEST["i6_core"].commit)[::step]]
+    unique = dict.fromkeys((s, i) for s, i in pairs if _loads_here(s))
     return [pytest.param(s, i, id=f"sisyphus-{s[:7]}-i6_core-{i[:7]}") for s, i in unique]
 
 
