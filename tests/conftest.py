@@ -66,7 +66,9 @@ def _compile_shared_sources() -> None:
     written_before = time.time() - 3
     for tree in _SHARED_SOURCES:
         if tree.is_dir():
-            compileall.compile_dir(str(tree), quiet=2)  # a file that does not compile is compiled by no import either
+            # on every core (a fresh clone: seconds before any test starts); a file that does not compile is compiled by
+            # no import either
+            compileall.compile_dir(str(tree), quiet=2, workers=0)
             for written in [tree, *tree.rglob("*")]:
                 if written.suffix != ".pyc" and (written.is_symlink() or not written.is_dir()):
                     continue  # a source the user just saved keeps its time
@@ -314,10 +316,15 @@ def github() -> None:
     """
 
 
+#: the suite's longest tests (each runs a document's whole tour, half a minute): run first, because collected in
+#: folder order they came last, and the run ended with one worker idle for their length
+LONGEST_FIRST = "tests/project/test_docs.py::test_documented_output_is_what_the_commands_print"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     """
     Mark each test by what it needs: ``real``, ``cluster`` and ``network`` from its fixtures (MARKING_FIXTURES),
-    ``slow`` by name (SLOW_TESTS).
+    ``slow`` by name (SLOW_TESTS); and put LONGEST_FIRST first.
     """
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
@@ -326,6 +333,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
                 item.add_marker(marker)
         if getattr(item, "originalname", item.name) in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))
 
 
 _skipped: list = []
