@@ -95,6 +95,11 @@ def pytest_configure(config: pytest.Config) -> None:
             del os.environ[name]
     gitconfig = Path(_hermetic_home) / ".gitconfig"
     gitconfig.write_text("[user]\n\tname = sispin tests\n\temail = tests@sispin.invalid\n")
+    # a home where TensorFlow ran before, as on a researcher's machine: Keras writes ~/.keras/keras.json at its first
+    # import, in the middle of the first nn_demo build, which looked for it (absent), so that build's pass was not
+    # kept and each worker's next command built nn_demo again (a quarter of a minute of CPU)
+    (Path(_hermetic_home) / ".keras").mkdir()
+    (Path(_hermetic_home) / ".keras" / "keras.json").write_text("{}\n")
     os.environ.update(HOME=_hermetic_home, GIT_CONFIG_GLOBAL=str(gitconfig), GIT_CONFIG_NOSYSTEM="1")
     if not hasattr(config, "workerinput"):  # in the controller of pytest-xdist (or a run without it), before any worker
         _compile_shared_sources()
