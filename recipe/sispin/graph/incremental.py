@@ -154,10 +154,18 @@ def kept_pass(
     :param bound: the snapshot's alias history
     :return: (the set's kept pass, when it still stands; why it does not, one phrase)
     """
+    read, why = _read_pass(lockfile, set_name, recorded, bound)
+    return (None if read is None else read[0]), why
+
+
+def _read_pass(
+    lockfile: Lockfile, set_name: str, recorded: Mapping[str, RecordedOutput], bound: Mapping[str, Sequence[str]]
+) -> Tuple[Optional[Tuple[KeptPass, Mapping[str, Any]]], str]:
+    """:return: (the set's kept pass and all that is kept with it, when it still stands; why it does not)"""
     try:
         data = json.loads(_file(lockfile.root, set_name).read_bytes())
         why = _standing(lockfile, set_name, data, recorded, bound)
-        return (None, why) if why else (KeptPass(int(data["outputs"]), dict(data["changes"])), "")
+        return (None, why) if why else ((KeptPass(int(data["outputs"]), dict(data["changes"])), data), "")
     except _UNREADABLE:
         return None, "no earlier pass"
 
@@ -175,13 +183,12 @@ def standing_pass(
     :return: the set's kept pass, as :func:`kept_pass` returns it, and what its builds read; None when it does not
         stand now or would not under then
     """
+    read, _ = _read_pass(lockfile, set_name, recorded, bound)
+    if read is None:
+        return None
+    kept, data = read
     try:
-        data = json.loads(_file(lockfile.root, set_name).read_bytes())
-        if _standing(lockfile, set_name, data, recorded, bound):
-            return None
-        if data["key"] != _key(then, set_name, data["sets"], recorded, bound):
-            return None
-        return KeptPass(int(data["outputs"]), dict(data["changes"])), data["ledgers"]
+        return (kept, data["ledgers"]) if data["key"] == _key(then, set_name, data["sets"], recorded, bound) else None
     except _UNREADABLE:
         return None
 
