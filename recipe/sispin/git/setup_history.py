@@ -6,19 +6,11 @@ touching the user's working tree, index or worktree list.
 
 from __future__ import annotations
 
-__all__ = [
-    "setup_revision",
-    "export_setup",
-    "TreeChanges",
-    "changes_since",
-    "file_at",
-    "check_committable",
-    "commit_files",
-]
+__all__ = ["setup_revision", "export_setup", "check_committable", "commit_files"]
 
 import os
 from pathlib import Path
-from typing import FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from sispin.errors import GitCommandError, GitError, RevisionError
 from sispin.git.process import read_git, read_git_raw, write_git
@@ -74,43 +66,6 @@ def export_setup(root: Path, revision: str, target: Path) -> Path:
     finally:
         index.unlink(missing_ok=True)
     return files
-
-
-class TreeChanges(NamedTuple):
-    """
-    How the setup directory on disk differs from a commit's, each file named relative to the setup directory.
-
-    :param changed: files in both whose content or kind (file, symlink) differs
-    :param present: files in one of the two only (added since the commit, or gone)
-    """
-
-    changed: FrozenSet[str]
-    present: FrozenSet[str]
-
-
-def changes_since(root: Path, commit: str) -> TreeChanges:
-    """
-    :param root: the setup directory, inside a git repository
-    :param commit: a commit of that repository (as :func:`setup_revision` names it)
-    :return: how the files git holds below root now (tracked, as on disk) differ from the commit's; a file that git
-        does not hold now but the commit did counts as gone
-    :raises GitCommandError: when git cannot compare them
-    """
-    listed = read_git(root, "diff", "--name-status", "--no-renames", "--relative", "-z", commit, "--").split("\0")
-    changed, present = set(), set()
-    for status, name in zip(listed[0::2], listed[1::2]):
-        (present if status in ("A", "D") else changed).add(name)
-    return TreeChanges(frozenset(changed), frozenset(present))
-
-
-def file_at(root: Path, commit: str, folder: str, name: str) -> Optional[str]:
-    """
-    :param folder: the setup directory in the commit (as :func:`setup_revision` names it)
-    :param name: a file's name in the setup directory
-    :return: the file's text at the commit; None when the commit has no such file
-    """
-    answer = read_git_raw(root, "cat-file", "blob", f"{commit}:{folder}{name}")
-    return answer.stdout.decode("utf-8", "replace") if answer.code == 0 else None
 
 
 def _top(root: Path) -> Path:

@@ -7,29 +7,26 @@ depends on records someone kept.
 
 from __future__ import annotations
 
-__all__ = ["check_revision", "Revision", "read_revision", "same_graph_at", "graph_at_revision"]
+__all__ = ["check_revision", "graph_at_revision"]
 
 import os
 import tempfile
 from pathlib import Path, PurePosixPath
-from typing import Any, Mapping, NamedTuple, Optional, Sequence, Set
+from typing import Optional, Set
 
 from sispin.errors import LockfileError, PinError
 from sispin.git.process import read_git, read_git_raw
 from sispin.git.registry import forget_lockfile
-from sispin.git.setup_history import TreeChanges, changes_since, export_setup, file_at, setup_revision
+from sispin.git.setup_history import export_setup, setup_revision
 from sispin.git.store import Store
 from sispin.graph.build import load_graph
-from sispin.graph.incremental import KeptPass, standing_pass
-from sispin.graph.probe.schema import RecordedOutput, SetGraph
-from sispin.lock.loading import load_lockfile, parse_lockfile
+from sispin.graph.probe.schema import SetGraph
+from sispin.lock.loading import load_lockfile
 from sispin.lock.lockfile import Lockfile
 
 #: what the old build must not share with the setup now: git's own data, sispin's caches of the current graph, and
 #: Python's bytecode of today's sources (the old build would write the revision's into it)
 _NOT_LINKED = frozenset({".git", ".sispin-cache", "output", "alias", "__pycache__"})
-#: of those, what the revision's build reads differently (Python's bytecode it compiles again from the same source)
-_NOT_COPIED = _NOT_LINKED - {"__pycache__"}
 
 
 def check_revision(lockfile: Lockfile, revision: str) -> None:
@@ -48,77 +45,6 @@ def check_revision(lockfile: Lockfile, revision: str) -> None:
 
 def _no_lockfile(lockfile: Lockfile, revision: str) -> LockfileError:
     return LockfileError(f"{revision}: the setup had no {lockfile.path.name} then")
-
-
-class Revision(NamedTuple):
-    """
-    What a revision holds of the setup that needs no build: enough to tell a set whose graph it cannot change.
-
-    :param lockfile: its pin.toml, read as if it were the setup's now (its paths resolve here)
-    :param changes: how the setup's files differ from it
-    """
-
-    lockfile: Lockfile
-    changes: TreeChanges
-
-
-def read_revision(lockfile: Lockfile, revision: str) -> Optional[Revision]:
-    """
-    :param lockfile: the setup's lockfile now
-    :param revision: a revision that :func:`check_revision` accepted
-    :return: what the revision holds of the setup; None when its pin.toml cannot be read here (its build says why)
-    """
-    _, commit, folder = setup_revision(lockfile.root, revision)
-    try:
-        then = parse_lockfile(file_at(lockfile.root, commit, folder, lockfile.path.name) or "", lockfile.path)
-    except PinError:
-        return None
-    return Revision(then, changes_since(lockfile.root, commit))
-
-
-def same_graph_at(
-    lockfile: Lockfile,
-    set_name: str,
-    recorded: Mapping[str, RecordedOutput],
-    bound: Mapping[str, Sequence[str]],
-    revision: Revision,
-) -> Optional[KeptPass]:
-    """
-    :param recorded: the set's outputs in the snapshot now
-    :param bound: the snapshot's alias history now
-    :return: the set's kept pass (:mod:`sispin.graph.incremental`) when the set's graph at the revision is its graph
-        now: the pass stands, the revision's pin.toml gives it the same key, and no file its builds read
-        below the setup differs at the revision (a directory they listed has the same entries); else None. Built in
-        place, the revision's graph would be today's: no copy of the setup needs building
-    """
-    standing = standing_pass(lockfile, set_name, recorded, bound, revision.lockfile)
-    if standing is None:
-        return None
-    kept, ledgers = standing
-    return None if any(_read_differs(ledger, lockfile.root, revision.changes) for ledger in ledgers) else kept
-
-
-def _read_differs(ledger: Mapping[str, Any], root: Path, changes: TreeChanges) -> bool:
-    """:return: whether the revision's setup holds something else where the build read (a ledger's paths below root)"""
-    prefixes = {os.path.join(str(root.absolute()), ""), os.path.join(os.path.realpath(root), "")}
-    # a file added or gone changes the entries of every folder above it, and whether each of them exists
-    folders = {
-        "" if str(parent) == "." else str(parent) for name in changes.present for parent in PurePosixPath(name).parents
-    }
-    files = set(ledger["files"])
-    for path in [*files, *ledger["paths"], *ledger["absent"], *ledger["directories"]]:
-        name = (
-            ""
-            if os.path.join(path, "") in prefixes
-            else next((path[len(p) :] for p in prefixes if path.startswith(p)), None)
-        )
-        if name is None:
-            continue  # outside the setup: the revision's build reads the same
-        if name.split("/", 1)[0] in _NOT_COPIED:
-            return True  # the revision's copy does not have it
-        if name in changes.changed or name in changes.present or (path not in files and name in folders):
-            return True
-    return False
 
 
 def graph_at_revision(lockfile: Lockfile, set_name: str, revision: str) -> Optional[SetGraph]:

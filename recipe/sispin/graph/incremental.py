@@ -19,7 +19,7 @@ wait for jobs is not kept (volatile: its graph depends on work/).
 
 from __future__ import annotations
 
-__all__ = ["KeptPass", "kept_pass", "standing_pass", "keep_pass", "forget_pass", "kept_build", "keep_build"]
+__all__ = ["KeptPass", "kept_pass", "keep_pass", "forget_pass", "kept_build", "keep_build"]
 
 import functools
 import hashlib
@@ -154,43 +154,12 @@ def kept_pass(
     :param bound: the snapshot's alias history
     :return: (the set's kept pass, when it still stands; why it does not, one phrase)
     """
-    read, why = _read_pass(lockfile, set_name, recorded, bound)
-    return (None if read is None else read[0]), why
-
-
-def _read_pass(
-    lockfile: Lockfile, set_name: str, recorded: Mapping[str, RecordedOutput], bound: Mapping[str, Sequence[str]]
-) -> Tuple[Optional[Tuple[KeptPass, Mapping[str, Any]]], str]:
-    """:return: (the set's kept pass and all that is kept with it, when it still stands; why it does not)"""
     try:
         data = json.loads(_file(lockfile.root, set_name).read_bytes())
         why = _standing(lockfile, set_name, data, recorded, bound)
-        return (None, why) if why else ((KeptPass(int(data["outputs"]), dict(data["changes"])), data), "")
+        return (None, why) if why else (KeptPass(int(data["outputs"]), dict(data["changes"])), "")
     except _UNREADABLE:
         return None, "no earlier pass"
-
-
-def standing_pass(
-    lockfile: Lockfile,
-    set_name: str,
-    recorded: Mapping[str, RecordedOutput],
-    bound: Mapping[str, Sequence[str]],
-    then: Lockfile,
-) -> Optional[Tuple[KeptPass, Sequence[Mapping[str, Any]]]]:
-    """
-    :param then: another lockfile (a revision's, read as if it were this setup's), under which everything but what
-        the builds read must be the same too
-    :return: the set's kept pass, as :func:`kept_pass` returns it, and what its builds read; None when it does not
-        stand now or would not under then
-    """
-    read, _ = _read_pass(lockfile, set_name, recorded, bound)
-    if read is None:
-        return None
-    kept, data = read
-    try:
-        return (kept, data["ledgers"]) if data["key"] == _key(then, set_name, data["sets"], recorded, bound) else None
-    except _UNREADABLE:
-        return None
 
 
 def keep_pass(
