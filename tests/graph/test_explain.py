@@ -302,6 +302,24 @@ def test_against_a_revision_the_old_graph_is_built_from_the_setups_own_history(s
     assert git(setup.root, "status", "--porcelain") == "", "the working tree, index and worktrees are untouched"
 
 
+def test_against_a_revision_a_change_read_through_a_tracked_symlink_is_explained(setup, capsys):
+    # the config reads config/data/lr.txt, a folder linked to shared/: git names the change shared/lr.txt; a pass that
+    # took git's word for what differs at the revision said "every output has the job id it had at HEAD"
+    (setup.root / "shared").mkdir()
+    (setup.root / "shared" / "lr.txt").write_text("0.001\n")
+    (setup.root / "config" / "data").symlink_to(Path("..") / "shared")
+    setup.edit("LEARNING_RATE = 1e-3", 'LEARNING_RATE = float(open("config/data/lr.txt").read())')
+    (setup.root / ".gitignore").write_text("/tools/\n/recipe/i6_core\n/recipe/sispin\n")
+    commit_setup(setup.root)
+    (setup.root / "shared" / "lr.txt").write_text("0.002\n")
+    assert main(["snapshot"]) == 0
+    age_files(setup.root)
+    assert not checked().problems and not checked().built, "the set's pass kept, with what it read now"
+    capsys.readouterr()
+    assert main(["explain", "--against", "HEAD"]) == 1
+    assert "because  returnn_config.config['learning_rate']: 0.001 -> 0.002" in capsys.readouterr().out
+
+
 def test_against_a_revision_the_old_build_has_every_file_git_does_not_hold_at_any_depth(setup, capsys):
     # a generated module (or compiled extension) deep in the recipe tree, ignored by git, imported by the config
     deep = setup.root / "recipe" / "tools_of_mine" / "a" / "b" / "c"
