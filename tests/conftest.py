@@ -70,9 +70,9 @@ def _compile_shared_sources() -> None:
             # no import either
             compileall.compile_dir(str(tree), quiet=2, workers=0)
             for written in [tree, *tree.rglob("*")]:
-                if written.suffix != ".pyc" and (written.is_symlink() or not written.is_dir()):
-                    continue  # a source the user just saved keeps its time
-                if written.stat().st_mtime > written_before:
+                # bytecode and folders only: a source the user just saved keeps its time
+                compiled = written.suffix == ".pyc" or (written.is_dir() and not written.is_symlink())
+                if compiled and written.stat().st_mtime > written_before:
                     os.utime(written, (written_before, written_before))
 
 

@@ -125,11 +125,11 @@ def _pairs() -> List[Any]:
     if not (SISYPHUS_DIR / ".git").exists() or not (I6_CORE_DIR / ".git").exists():
         return [pytest.param("HEAD", "HEAD", id="pinned")]  # the real_sisyphus fixture says what is missing
     chosen = os.environ.get("SISPIN_MATRIX", "")
-    sisyphus_head, i6_core_head = _commit(SISYPHUS_DIR, None), _commit(I6_CORE_DIR, None)
     if chosen in ("", "sample"):
         chosen_ones = [(s, i) for s, i, in_make_test, _ in SAMPLE if chosen or in_make_test]
         pairs = [(_commit(SISYPHUS_DIR, s), _commit(I6_CORE_DIR, i)) for s, i in chosen_ones]
     else:
+        sisyphus_head, i6_core_head = _commit(SISYPHUS_DIR, None), _commit(I6_CORE_DIR, None)
         step = 1 if chosen == "all" else int(chosen)
         pairs = [(s, i6_core_head) for s in _first_parents(SISYPHUS_DIR, OLDEST["sisyphus"].commit)[::step]]
         pairs += [(sisyphus_head, i) for i in _first_parents(I6_CORE_DIR, OLDEST["i6_core"].commit)[::step]]

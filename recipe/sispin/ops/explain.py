@@ -87,13 +87,16 @@ def explain(
     if against is not None:
         check_revision(lockfile, against)  # what needs no build is said before one waits
     for name in names:
-        # against a revision every set is built on both sides: telling from git (git diff REV) that a set's files are
-        # as they were missed what a build read through a tracked symlink, a file whose line endings git normalizes
-        # and an entry the index marks skip-worktree: a hostile review got a wrong "no id differs" from each
-        unchanged = None if against is not None else _unchanged(lockfile, name, recorded.get(name, {}), bound)
-        if unchanged is not None:
-            known.update(unchanged)
-            found = found or any(_names(output, output_name) for output_name in unchanged)
+        snapshot_outputs = recorded.get(name, {})
+        # a set whose pass stands (nothing it read changed since its last check or snapshot) is not built: a pass is
+        # kept only for a check that found no problem, and each changed, new, gone or moved output is one, so its ids
+        # are the snapshot's. Against a revision every set is built on both sides: telling from git (git diff REV)
+        # that a set's files are as they were missed what a build read through a tracked symlink, a file whose line
+        # endings git normalizes and an entry the index marks skip-worktree (a hostile review got a wrong "no id
+        # differs" from each)
+        if against is None and kept_pass(lockfile, name, snapshot_outputs, bound)[0] is not None:
+            known.update(snapshot_outputs)
+            found = found or any(_names(output, output_name) for output_name in snapshot_outputs)
             continue
         old_outputs, records, graph = _builds(lockfile, name, recorded.get(name, {}), against)
         known.update(old_outputs, graph.outputs)
@@ -119,23 +122,6 @@ def explain(
 def _names(output: Optional[str], output_name: str) -> bool:
     """:return: whether ``--output`` names the output (as registered, or as explain and check print it)"""
     return output in (output_name, f"output/{output_name}")
-
-
-def _unchanged(
-    lockfile: Lockfile, set_name: str, recorded: Mapping[str, RecordedOutput], bound: Mapping[str, Sequence[str]]
-) -> Optional[Set[str]]:
-    """
-    :param recorded: the set's outputs in the snapshot
-    :param bound: the snapshot's alias history
-    :return: the outputs of a set that no build needs to explain against the snapshot, because the set's kept pass
-        (its last check or snapshot, nothing it read changed since) found the snapshot's ids; else None
-    """
-    kept, _ = kept_pass(lockfile, set_name, recorded, bound)
-    # a pass is kept only when its check found no problem, and a changed, new or gone output is one: should that ever
-    # change, such a set is built, not taken for unchanged
-    if kept is None or any(kept.changes.get(kind) for kind in ("changed", "new", "gone")):
-        return None
-    return set(recorded)
 
 
 def _builds(
