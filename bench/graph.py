@@ -43,9 +43,11 @@ def py():
         tk.register_output(f"big/model{{i}}", WriteToTextFileJob(write.out_returnn_config_file).out_file)
 """
 
-#: the plain build: what `sis manager` does before its engine starts (load the configs, run py(), every id)
+#: the plain build: what `sis manager` does before its engine starts (load the configs, run py(), every id). It ends
+#: with os._exit once its output is written, as the probe that builds the graph inside `pin` does: tearing down an
+#: interpreter that holds a thousand jobs costs a tenth of the build, and neither side pays it
 _PLAIN = """\
-import asyncio, sys
+import asyncio, os, sys
 sys.path.insert(0, "tools/sisyphus")
 import sisyphus.toolkit as tk
 from sisyphus.loader import config_manager
@@ -53,6 +55,8 @@ tk._sis_running_in_manager = True
 asyncio.set_event_loop(asyncio.new_event_loop())
 config_manager.load_configs(["config/plain.py"])
 print(len({job._sis_id() for job in tk.sis_graph.jobs()}), len(tk.sis_graph.targets))
+sys.stdout.flush()
+os._exit(0)
 """
 
 
