@@ -7,6 +7,7 @@ that appears where an import looked. A build that reads the clock or unseeded ra
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import json
 import os
@@ -282,6 +283,20 @@ def test_a_module_read_from_its_bytecode_is_recorded_as_its_source(inc, capsys, 
     (root / "recipe" / "incmod" / "helper.py").write_text("FACTOR = 5\n")  # same size: only its time tells
     code, out = _check(capsys)
     assert code == 1 and "recipe/incmod/helper.py: changed" in out, out
+
+
+def test_the_probe_writes_bytecode_of_its_own_modules_and_none_of_the_setups(inc, capsys, monkeypatch, tmp_path):
+    root = inc()
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    cache = tmp_path / "pycache"  # empty: whatever bytecode a build wants, it compiles, and writes where it may
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(cache))
+    assert _check(capsys, "--full")[0] == 0
+    written = {Path(path).name.split(".")[0] for path in glob.glob(f"{cache}/**/*.pyc", recursive=True)}
+    # modules only the probe imports: without their bytecode every probe compiled them again
+    assert {"moving", "aliases", "state"} <= written, sorted(written)
+    setups = [path for path in glob.glob(f"{cache}/**/*.pyc", recursive=True) if str(root) in path]
+    assert setups == [], "below the setup root a .pyc could be stale (a config rewritten within its second)"
+    assert not {"inc", "helper", "toolkit"} & written, "neither the setup's configs and recipes nor its Sisyphus"
 
 
 def _compiled(source: Path) -> Path:

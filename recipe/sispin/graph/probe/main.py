@@ -298,19 +298,25 @@ _stat = os.stat
 
 def _never_stale_bytecode(root: str) -> None:
     """
-    Load no module of the setup from bytecode older than its source, and write none.
+    Load no module of the setup from bytecode older than its source, and write bytecode only for code no setup edits.
 
     A .pyc records its source's modification time in whole seconds, with its size: a config rewritten within the
     second its bytecode was written, at the same size (a script, the pre-commit hook right after an edit), passes
     for unchanged, and Python would run the old code. Below the setup root, bytecode is used only when it was written
-    after the source last changed; otherwise the source is compiled (and, as nothing is written, left as it was).
+    after the source last changed; otherwise the source is compiled (and, as nothing is written there, left as it
+    was). Bytecode is written, as Python writes it, for sispin's own modules and the Python installation's (most of
+    what the probe imports that the setup's processes never do: without it, each probe compiled them again); not for
+    the setup's code, wherever it lies, nor for the store's checkouts.
     """
     import importlib.machinery
     import importlib.util
 
-    sys.dont_write_bytecode = True
     prefix = os.path.join(os.path.abspath(root), "")
+    no_setup_code = tuple(
+        os.path.join(os.path.abspath(place), "") for place in (SISPIN_DIR, sys.prefix, sys.base_prefix)
+    )
     stats_of = importlib.machinery.SourceFileLoader.path_stats
+    set_data_of = importlib.machinery.SourceFileLoader.set_data
 
     def path_stats(self: Any, path: str) -> Dict[str, Any]:
         stats = stats_of(self, path)
@@ -323,7 +329,17 @@ def _never_stale_bytecode(root: str) -> None:
                 return {**stats, "mtime": -1}  # matches no .pyc: the source is compiled
         return stats
 
+    def set_data(self: Any, path: str, data: bytes, *args: Any, **kwargs: Any) -> None:
+        # a loader writes only the bytecode of what it loaded: its source is where the .pyc says
+        try:
+            source = importlib.util.source_from_cache(path)
+        except ValueError:
+            return
+        if source.startswith(no_setup_code):
+            set_data_of(self, path, data, *args, **kwargs)
+
     importlib.machinery.SourceFileLoader.path_stats = path_stats  # type: ignore[method-assign]
+    importlib.machinery.SourceFileLoader.set_data = set_data  # type: ignore[method-assign]
 
 
 def main(argv: List[str]) -> int:
