@@ -246,6 +246,9 @@ class GraphBuild:
     :param relocated: {place: as}: record each place in every value as the other (the build runs in a temporary
         copy of the setup, ``--against``, whose location is no change of the configs)
     :param finished_of: job ids whose finished state in work/ to report beside the graph (the jobs of a kept graph)
+    :param overwrites: find the paths among the jobs' arguments whose ``hash_overwrite`` stands in for a clone's
+        commit or another value (the graph's escapes and overwrites, what the check's guard judges); a build only
+        compared with a kept graph needs none
     """
 
     set_name: str
@@ -258,6 +261,7 @@ class GraphBuild:
     blind: bool = True
     relocated: Optional[Dict[str, str]] = None
     finished_of: Tuple[str, ...] = ()
+    overwrites: bool = True
 
 
 def load_graph(lockfile: Lockfile, set_name: str, lock_text: Optional[str] = None, **options: Any) -> SetGraph:
@@ -386,6 +390,7 @@ def _graph_request(lockfile: Lockfile, build: GraphBuild) -> Tuple[Dict[str, Any
         "blind": build.blind,
         "relocated": build.relocated,
         "finished_of": list(build.finished_of),
+        "overwrites": build.overwrites,
     }
     return request, f"loading the configs of set {name!r}" + (" with its pins moved" if build.moved else "")
 

@@ -75,7 +75,8 @@ def _compared_with(moved: GraphBuild, kept: SetGraph) -> GraphBuild:
     """
     :return: the moved build, taking only what comparing it with the kept graph needs: the state of each job the kept
         graph holds too (an id of one graph only is compared with none), the records below each output whose job
-        differs (what explains it), and which of the kept graph's jobs finished since
+        differs (what explains it), and which of the kept graph's jobs finished since; no search for the places a
+        hash_overwrite hides a commit (the graph at the pins is the one a check judges so)
     """
     jobs = tuple(kept.jobs)
-    return replace(moved, states=jobs, records=records_below(kept.outputs), finished_of=jobs)
+    return replace(moved, states=jobs, records=records_below(kept.outputs), finished_of=jobs, overwrites=False)

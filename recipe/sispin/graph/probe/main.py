@@ -74,7 +74,8 @@ def describe(
     """
     :param request: a :class:`~sispin.graph.build.GraphBuild` as :mod:`sispin.graph.build` sends it: "set", its
         "configs" (relative to the setup root, the working directory), "states", "moved" (None: at its pins), "records"
-        ("all", {output name: job id recorded before}, or None), "requests", "blind", "relocated"
+        ("all", {output name: job id recorded before}, or None), "requests", "blind", "relocated", "finished_of",
+        "overwrites"
     :param loaded: called once the configs are loaded (what is read after that is no input of the graph)
     :param site: the graph's ``site_modules``
     :return: the graph the configs built (``states`` when asked for, or when a value left the graph)
@@ -98,7 +99,7 @@ def describe(
     with collector_paused():  # from here on sispin's own walks of the graph, which make a container per leaf
         # the graph as built, and every job its jobs hold where Sisyphus does not look (__sis_state__, a later path)
         jobs = held_jobs(graph_jobs(), references := References())
-        found = _Found(jobs, sites.found)
+        found = _Found(jobs, sites.found, request.get("overwrites", True))
         outputs = _outputs()
         pinned = moving.pinned_clones(jobs, request["set"])
         blind, changed_jobs = moving.blind_jobs(jobs, pinned, creation, references) if blindness else ({}, [])
@@ -176,11 +177,14 @@ def _outputs() -> Dict[str, RecordedOutput]:
 class _Found:
     """What the jobs of a graph are, job by job: whether each finished, its inputs, and its clone or escapes."""
 
-    def __init__(self, jobs: List[Any], clone_sites: Dict[str, str]) -> None:
+    def __init__(self, jobs: List[Any], clone_sites: Dict[str, str], overwrites: bool) -> None:
         """
         :param jobs: the jobs of the graph
         :param clone_sites: clone job id -> file:line of the config code that built it
+        :param overwrites: walk each job's hashed arguments for the paths that carry a hash_overwrite (escapes and
+            overwrites; a walk as long as Sisyphus's own of them)
         """
+        self.walk_arguments = overwrites
         self.clone_sites = clone_sites
         self.jobs: Dict[str, bool] = {}
         self.inputs: Dict[str, Tuple[str, ...]] = {}
@@ -201,7 +205,7 @@ class _Found:
         self.inputs[job_id] = tuple(sorted({used.job_id() for used in input_jobs(job)}))
         if is_clone(job):
             self.clones.append(_clone(job, self.clone_sites.get(job_id, "")))
-        for argument, path in hashed_paths(job):
+        for argument, path in hashed_paths(job) if self.walk_arguments else ():
             creator, overwrite = path.creator, overwrite_of(path)
             if overwrite is None:
                 continue
