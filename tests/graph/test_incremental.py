@@ -291,12 +291,34 @@ def test_the_probe_writes_bytecode_of_its_own_modules_and_none_of_the_setups(inc
     cache = tmp_path / "pycache"  # empty: whatever bytecode a build wants, it compiles, and writes where it may
     monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(cache))
     assert _check(capsys, "--full")[0] == 0
-    written = {Path(path).name.split(".")[0] for path in glob.glob(f"{cache}/**/*.pyc", recursive=True)}
+    written = glob.glob(f"{cache}/**/*.pyc", recursive=True)
+    probes = {Path(path).name.split(".")[0] for path in written if f"{os.sep}sispin{os.sep}graph{os.sep}probe" in path}
     # modules only the probe imports: without their bytecode every probe compiled them again
-    assert {"moving", "aliases", "state"} <= written, sorted(written)
-    setups = [path for path in glob.glob(f"{cache}/**/*.pyc", recursive=True) if str(root) in path]
+    assert {"moving", "aliases", "state"} <= probes, sorted(probes)
+    setups = [path for path in written if str(root) in path]
     assert setups == [], "below the setup root a .pyc could be stale (a config rewritten within its second)"
-    assert not {"inc", "helper", "toolkit"} & written, "neither the setup's configs and recipes nor its Sisyphus"
+
+
+def test_the_probe_writes_no_bytecode_of_a_setup_below_the_pythons_prefix(tmp_path):
+    # a venv made in the setup root: the setup's configs and recipes lie below sys.prefix, where the probe writes
+    root = tmp_path / "setup"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    (root / "config").mkdir()
+    (root / "config" / "exp.py").write_text("X = 1\n")
+    site = next((root / "lib").glob("python3*")) / "site-packages"
+    (site / "setup_recipe.py").write_text("Y = 2\n")
+    guarded = (
+        "import sys; from sispin.graph.probe.main import _never_stale_bytecode; _never_stale_bytecode(sys.argv[1]); "
+        "sys.path.insert(0, 'config'); import exp, setup_recipe; print(sys.prefix)"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPATH"] = str(Path(main.__code__.co_filename).parents[2])  # sispin, as the bootstrap finds it
+    said = subprocess.run(
+        [str(root / "bin" / "python"), "-c", guarded, str(root)], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert said.returncode == 0 and said.stdout.strip() == str(root), said.stderr
+    assert glob.glob(f"{root}/**/exp*.pyc", recursive=True) == []
+    assert glob.glob(f"{root}/**/setup_recipe*.pyc", recursive=True) == []
 
 
 def _compiled(source: Path) -> Path:

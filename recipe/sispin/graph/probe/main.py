@@ -308,16 +308,21 @@ def _never_stale_bytecode(root: str) -> None:
     second its bytecode was written, at the same size (a script, the pre-commit hook right after an edit), passes
     for unchanged, and Python would run the old code. Below the setup root, bytecode is used only when it was written
     after the source last changed; otherwise the source is compiled (and, as nothing is written there, left as it
-    was). Bytecode is written, as Python writes it, for sispin's own modules and the Python installation's (most of
-    what the probe imports that the setup's processes never do: without it, each probe compiled them again); not for
-    the setup's code, wherever it lies, nor for the store's checkouts.
+    was). Bytecode is written, as Python writes it, only for sispin's own modules and the Python installation's, never
+    below the setup root, and for the installation's not below a PYTHONPATH entry (where the setup's code may live):
+    without it, every probe compiled again what only a probe imports. The setup's code gets none (a venv made in the
+    setup root, a setup below the installation's prefix, a recipe of the setup linked into site-packages), nor do the
+    store's checkouts. The modules the probe imports before this runs are written as any process writes them.
     """
     import importlib.machinery
     import importlib.util
 
     prefix = os.path.join(os.path.abspath(root), "")
-    no_setup_code = tuple(
-        os.path.join(os.path.abspath(place), "") for place in (SISPIN_DIR, sys.prefix, sys.base_prefix)
+    below_root = (prefix, os.path.join(os.path.realpath(root), ""))
+    sispin_code = os.path.join(os.path.realpath(SISPIN_DIR), "")
+    installation = tuple(os.path.join(os.path.realpath(place), "") for place in (sys.prefix, sys.base_prefix))
+    on_path = tuple(
+        os.path.join(os.path.realpath(p), "") for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p
     )
     stats_of = importlib.machinery.SourceFileLoader.path_stats
     set_data_of = importlib.machinery.SourceFileLoader.set_data
@@ -339,7 +344,10 @@ def _never_stale_bytecode(root: str) -> None:
             source = importlib.util.source_from_cache(path)
         except ValueError:
             return
-        if source.startswith(no_setup_code):
+        real = os.path.realpath(source)
+        if source.startswith(below_root) or real.startswith(below_root):
+            return
+        if real.startswith(sispin_code) or (real.startswith(installation) and not real.startswith(on_path)):
             set_data_of(self, path, data, *args, **kwargs)
 
     importlib.machinery.SourceFileLoader.path_stats = path_stats  # type: ignore[method-assign]
