@@ -321,8 +321,9 @@ def _never_stale_bytecode(root: str) -> None:
     below_root = (prefix, os.path.join(os.path.realpath(root), ""))
     sispin_code = os.path.join(os.path.realpath(SISPIN_DIR), "")
     installation = tuple(os.path.join(os.path.realpath(place), "") for place in (sys.prefix, sys.base_prefix))
+    entries = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
     on_path = tuple(
-        os.path.join(os.path.realpath(p), "") for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p
+        os.path.join(spelled(entry), "") for entry in entries for spelled in (os.path.abspath, os.path.realpath)
     )
     stats_of = importlib.machinery.SourceFileLoader.path_stats
     set_data_of = importlib.machinery.SourceFileLoader.set_data
@@ -347,7 +348,8 @@ def _never_stale_bytecode(root: str) -> None:
         real = os.path.realpath(source)
         if source.startswith(below_root) or real.startswith(below_root):
             return
-        if real.startswith(sispin_code) or (real.startswith(installation) and not real.startswith(on_path)):
+        from_path = source.startswith(on_path) or real.startswith(on_path)
+        if real.startswith(sispin_code) or (real.startswith(installation) and not from_path):
             set_data_of(self, path, data, *args, **kwargs)
 
     importlib.machinery.SourceFileLoader.path_stats = path_stats  # type: ignore[method-assign]
