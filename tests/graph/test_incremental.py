@@ -321,6 +321,30 @@ def test_the_probe_writes_no_bytecode_of_a_setup_below_the_pythons_prefix(tmp_pa
     assert glob.glob(f"{root}/**/setup_recipe*.pyc", recursive=True) == []
 
 
+def test_recipe_code_reached_through_a_symlinked_spelling_of_the_root_is_not_run_from_stale_bytecode(
+    inc, capsys, monkeypatch, tmp_path
+):
+    # a cluster home reached through a symlink: PYTHONPATH=$PWD/recipe spells the setup's recipes through it, while the
+    # probe runs in the root as the system resolves it
+    root = inc()
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    link = tmp_path / "home"
+    link.symlink_to(root)
+    monkeypatch.setenv("PYTHONPATH", str(link / "recipe"))
+    helper = link / "recipe" / "incmod" / "helper.py"
+    assert _check(capsys)[0] == 0
+    # the recipe's bytecode as an import leaves it (its source's whole second and size), then a rewrite of the same
+    # size within that second: only the bytecode's own time tells that it is older than the source
+    second = helper.stat().st_mtime_ns // 10**9 * 10**9
+    os.utime(helper, ns=(second + 10**8,) * 2)
+    cached = Path(py_compile.compile(str(helper), cfile=importlib.util.cache_from_source(str(helper))))
+    os.utime(cached, ns=(second + 2 * 10**8,) * 2)
+    helper.write_text("FACTOR = 3\n")
+    os.utime(helper, ns=(second + 5 * 10**8,) * 2)
+    code, out = _check(capsys)
+    assert code == 1 and "2 -> 3" in out, out
+
+
 def _compiled(source: Path) -> Path:
     """What an import leaves: the module's bytecode, stamped with its source's time and size, written after it."""
     cached = Path(py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(source))))

@@ -317,11 +317,17 @@ def _never_stale_bytecode(root: str) -> None:
     import importlib.machinery
     import importlib.util
 
-    prefix = os.path.join(os.path.abspath(root), "")
-    below_root = (prefix, os.path.join(os.path.realpath(root), ""))
+    resolved = os.path.join(os.path.realpath(root), "")
+    entries = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    # the root as the setup's code may be spelled: as given, resolved, and through each PYTHONPATH entry that leads
+    # into it (PYTHONPATH=$PWD/recipe, where $PWD goes through a symlink the working directory does not)
+    below_root = (os.path.join(os.path.abspath(root), ""), resolved) + tuple(
+        os.path.join(os.path.abspath(entry), "")
+        for entry in entries
+        if os.path.join(os.path.realpath(entry), "").startswith(resolved)
+    )
     sispin_code = os.path.join(os.path.realpath(SISPIN_DIR), "")
     installation = tuple(os.path.join(os.path.realpath(place), "") for place in (sys.prefix, sys.base_prefix))
-    entries = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
     on_path = tuple(
         os.path.join(spelled(entry), "") for entry in entries for spelled in (os.path.abspath, os.path.realpath)
     )
@@ -330,7 +336,7 @@ def _never_stale_bytecode(root: str) -> None:
 
     def path_stats(self: Any, path: str) -> Dict[str, Any]:
         stats = stats_of(self, path)
-        if path.startswith(prefix):
+        if path.startswith(below_root):
             try:
                 written = _stat(importlib.util.cache_from_source(path)).st_mtime_ns
             except (OSError, ValueError, NotImplementedError):
