@@ -58,8 +58,9 @@ def _compile_shared_sources() -> None:
     Write the bytecode of _SHARED_SOURCES once, before any test. A probe writes none for a setup's code (below its
     root or on PYTHONPATH: Sisyphus and i6_core here), nor does any process where PYTHONDONTWRITEBYTECODE is set, so
     each of the suite's Sisyphus processes compiled Sisyphus, i6_core and sispin again; and where bytecode is written
-    (sispin's by a probe too), the first processes wrote it while the builds of other tests read those trees, and a build that read a file written in its last two seconds keeps no pass (the incremental tests failed at
-    random). Hence the new files are dated back past that window too, and so are the folders that got a new
+    (sispin's by a probe too), the first processes wrote it while the builds of other tests read those trees, and a
+    build that read a file written in its last two seconds keeps no pass (the incremental tests failed at random).
+    Hence the new files are dated back past that window too, and so are the folders that got a new
     ``__pycache__`` (the import system lists them: on a fresh clone the first tests' passes were not kept). Python
     checks a .pyc by the time and size of its source recorded inside, not by its own time.
     """

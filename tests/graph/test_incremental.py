@@ -308,7 +308,7 @@ def test_the_probe_writes_no_bytecode_of_a_setup_below_the_pythons_prefix(tmp_pa
     site = next((root / "lib").glob("python3*")) / "site-packages"
     (site / "setup_recipe.py").write_text("Y = 2\n")
     guarded = (
-        "import sys; from sispin.graph.probe.main import _never_stale_bytecode; _never_stale_bytecode(sys.argv[1]); "
+        "import sys; from sispin.graph.probe.bytecode import never_stale_bytecode; never_stale_bytecode(sys.argv[1]); "
         "sys.path.insert(0, 'config'); import exp, setup_recipe; print(sys.prefix)"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}

@@ -2,7 +2,8 @@
 What runs inside the Sisyphus process: the probe that :mod:`sispin.graph.build` starts in the setup root, which
 loads a set's configs with real Sisyphus and reports the graph they build, without running a job.
 
-- :mod:`~sispin.graph.probe.main`: the probe's modes, and the graph it reports;
+- :mod:`~sispin.graph.probe.main`: the probe's modes, and the graph it reports, with
+  :mod:`~sispin.graph.probe.bytecode`: the bytecode it runs and writes (none stale, none of the setup's code);
 - :mod:`~sispin.graph.probe.schema`: that report, defined once for both sides of the process seam, and
   :mod:`~sispin.graph.probe.codec`: how it becomes JSON and back;
 - :mod:`~sispin.graph.probe.adapter`: what the probe knows of Sisyphus and i6_core beyond their public API, with
