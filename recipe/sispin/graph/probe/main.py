@@ -184,7 +184,6 @@ class _Found:
         :param overwrites: walk each job's hashed arguments for the paths that carry a hash_overwrite (escapes and
             overwrites; a walk as long as Sisyphus's own of them)
         """
-        self.walk_arguments = overwrites
         self.clone_sites = clone_sites
         self.jobs: Dict[str, bool] = {}
         self.inputs: Dict[str, Tuple[str, ...]] = {}
@@ -193,10 +192,13 @@ class _Found:
         #: (value, path) of each string overwrite on a path no clone created -> (job, argument) of its first use
         self.overwrites: Dict[Tuple[str, str], Tuple[str, str]] = {}
         for job in jobs:
-            self._add(job)
+            self._add(job, overwrites)
 
-    def _add(self, job: Any) -> None:
-        """:param job: a job of the graph"""
+    def _add(self, job: Any, overwrites: bool) -> None:
+        """
+        :param job: a job of the graph
+        :param overwrites: look for the paths among its hashed arguments that carry a hash_overwrite
+        """
         from sispin.clonejob import is_clone
         from sispin.sets import shown_overwrite
 
@@ -205,7 +207,7 @@ class _Found:
         self.inputs[job_id] = tuple(sorted({used.job_id() for used in input_jobs(job)}))
         if is_clone(job):
             self.clones.append(_clone(job, self.clone_sites.get(job_id, "")))
-        for argument, path in hashed_paths(job) if self.walk_arguments else ():
+        for argument, path in hashed_paths(job) if overwrites else ():
             creator, overwrite = path.creator, overwrite_of(path)
             if overwrite is None:
                 continue
