@@ -15,6 +15,9 @@ VENV ?= .venv
 PYTEST_ARGS ?=
 # the tests of make test-fast: all but those marked (by tests/conftest.py) as needing more than sispin and git
 FAST = not real and not cluster and not network and not slow
+# pytest-xdist: -n auto is a worker per processor and one more (tests/conftest.py says why); an idle worker takes
+# tests queued for another, so that the run does not end with one worker busy and the others waiting
+XDIST = -n auto --dist worksteal
 # pip says what it fetches and installs, a line a package (a rerun that has everything prints none of its
 # "Requirement already satisfied" lines); pipefail keeps pip's exit status through the filter
 SHELL := bash
@@ -48,22 +51,22 @@ test: venv
 	@$(PIP) -e ".[test,setup,nn,docs]" $(SHOWN)
 	@echo "== pin sync: Sisyphus and i6_core at their pinned commits (the real ones the tests use)"
 	@$(VENV)/bin/pin sync
-	@echo "== the suite: python -m pytest -q -n auto $(PYTEST_ARGS)"
-	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q -n auto $(PYTEST_ARGS)
+	@echo "== the suite: python -m pytest -q $(XDIST) $(PYTEST_ARGS)"
+	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-fast: venv
 	@echo "== install sispin with the test extras: pip install -e '.[test]'"
 	@$(PIP) -e ".[test]" $(SHOWN)
-	@echo "== the fast loop: python -m pytest -q -n auto -m \"$(FAST)\" $(PYTEST_ARGS)"
-	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q -n auto -m "$(FAST)" $(PYTEST_ARGS)
+	@echo "== the fast loop: python -m pytest -q $(XDIST) -m \"$(FAST)\" $(PYTEST_ARGS)"
+	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q $(XDIST) -m "$(FAST)" $(PYTEST_ARGS)
 
 test-matrix: venv
 	@echo "== install sispin with the test and setup extras: pip install -e '.[test,setup]'"
 	@$(PIP) -e ".[test,setup]" $(SHOWN)
 	@echo "== pin sync: Sisyphus and i6_core at their pinned commits (their histories hold the versions sampled)"
 	@$(VENV)/bin/pin sync
-	@echo "== the version matrix (MATRIX=$(MATRIX)): python -m pytest -q -n auto tests/e2e/test_versions.py"
-	@SISPIN_MATRIX="$(MATRIX)" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q -n auto \
+	@echo "== the version matrix (MATRIX=$(MATRIX)): python -m pytest -q $(XDIST) tests/e2e/test_versions.py"
+	@SISPIN_MATRIX="$(MATRIX)" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest -q $(XDIST) \
 		tests/e2e/test_versions.py $(PYTEST_ARGS)
 
 docs: venv
