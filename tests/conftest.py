@@ -106,12 +106,15 @@ def pytest_configure(config: pytest.Config) -> None:
         _compile_shared_sources()
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> Optional[int]:
     """
     ``-n auto``: a worker per processor this process may use, and one more. A worker per processor kept them busy 82%
     of the run (2 cores, quiet: 599 s of CPU in 363 s): the tests wait for git, for the processes they start and, by
-    design, for time-outs. One more worker filled the gaps: 310 s, every test passing.
+    design, for time-outs. One more worker filled the gaps: 310 s, every test passing. A count the caller gives
+    (PYTEST_XDIST_AUTO_NUM_WORKERS, ``-n logical``) is pytest-xdist's to take.
     """
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.option.numprocesses == "logical":
+        return None
     from sispin.graph.build import processors
 
     return len(processors()) + 1
