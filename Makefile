@@ -15,8 +15,8 @@ VENV ?= .venv
 PYTEST_ARGS ?=
 # the tests of make test-fast: all but those marked (by tests/conftest.py) as needing more than sispin and git
 FAST = not real and not cluster and not network and not slow
-# pytest-xdist: -n auto is a worker per processor and one more (tests/conftest.py says why); an idle worker takes
-# tests queued for another, so that the run does not end with one worker busy and the others waiting
+# pytest-xdist: -n auto is a worker per core and one more (tests/conftest.py says why); with worksteal an idle worker
+# takes tests queued for another
 XDIST = -n auto --dist worksteal
 # pip says what it fetches and installs, a line a package (a rerun that has everything prints none of its
 # "Requirement already satisfied" lines); pipefail keeps pip's exit status through the filter

@@ -106,18 +106,19 @@ def pytest_configure(config: pytest.Config) -> None:
         _compile_shared_sources()
 
 
+@pytest.hookimpl(optionalhook=True)  # a run without pytest-xdist (-p no:xdist) knows no such hook
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> Optional[int]:
     """
-    ``-n auto``: a worker per processor this process may use, and one more. A worker per processor kept them busy 82%
-    of the run (2 cores, quiet: 599 s of CPU in 363 s): the tests wait for git, for the processes they start and, by
+    ``-n auto``: a worker per core (pytest-xdist's own count), and one more. A worker per core kept them busy 82% of
+    the run (2 cores, quiet: 599 s of CPU in 363 s): the tests wait for git, for the processes they start and, by
     design, for time-outs. One more worker filled the gaps: 310 s, every test passing. A count the caller gives
-    (PYTEST_XDIST_AUTO_NUM_WORKERS, ``-n logical``) is pytest-xdist's to take.
+    (PYTEST_XDIST_AUTO_NUM_WORKERS, ``-n logical``) is pytest-xdist's alone.
     """
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.option.numprocesses == "logical":
         return None
-    from sispin.graph.build import processors
+    from xdist.plugin import pytest_xdist_auto_num_workers as per_core
 
-    return len(processors()) + 1
+    return per_core(config) + 1
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
