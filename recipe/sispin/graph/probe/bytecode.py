@@ -12,9 +12,15 @@ import sys
 from typing import Any, Dict
 
 from sispin.graph.probe.adapter import SISPIN_DIR
+from sispin.graph.probe.ledger import bytecode_source
 
 #: os.stat as it was before the input recorder wrapped it: the probe's own look at bytecode is no input of a build
 _stat = os.stat
+
+
+def _folder(path: str) -> str:
+    """:return: path with a trailing separator: a prefix of what lies below it only"""
+    return os.path.join(path, "")
 
 
 def never_stale_bytecode(root: str) -> None:
@@ -34,20 +40,16 @@ def never_stale_bytecode(root: str) -> None:
     import importlib.machinery
     import importlib.util
 
-    resolved = os.path.join(os.path.realpath(root), "")
+    resolved = _folder(os.path.realpath(root))
     entries = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
     # the root as the setup's code may be spelled: as given, resolved, and through each PYTHONPATH entry that leads
     # into it (PYTHONPATH=$PWD/recipe, where $PWD goes through a symlink the working directory does not)
-    below_root = (os.path.join(os.path.abspath(root), ""), resolved) + tuple(
-        os.path.join(os.path.abspath(entry), "")
-        for entry in entries
-        if os.path.join(os.path.realpath(entry), "").startswith(resolved)
+    below_root = (_folder(os.path.abspath(root)), resolved) + tuple(
+        _folder(os.path.abspath(entry)) for entry in entries if _folder(os.path.realpath(entry)).startswith(resolved)
     )
-    sispin_code = os.path.join(os.path.realpath(SISPIN_DIR), "")
-    installation = tuple(os.path.join(os.path.realpath(place), "") for place in (sys.prefix, sys.base_prefix))
-    on_path = tuple(
-        os.path.join(spelled(entry), "") for entry in entries for spelled in (os.path.abspath, os.path.realpath)
-    )
+    sispin_code = _folder(os.path.realpath(SISPIN_DIR))
+    installation = tuple(_folder(os.path.realpath(place)) for place in (sys.prefix, sys.base_prefix))
+    on_path = tuple(_folder(spelled(entry)) for entry in entries for spelled in (os.path.abspath, os.path.realpath))
     stats_of = importlib.machinery.SourceFileLoader.path_stats
     set_data_of = importlib.machinery.SourceFileLoader.set_data
 
@@ -64,9 +66,8 @@ def never_stale_bytecode(root: str) -> None:
 
     def set_data(self: Any, path: str, data: bytes, *args: Any, **kwargs: Any) -> None:
         # a loader writes only the bytecode of what it loaded: its source is where the .pyc says
-        try:
-            source = importlib.util.source_from_cache(path)
-        except ValueError:
+        source = bytecode_source(path)
+        if not source:
             return
         real = os.path.realpath(source)
         if source.startswith(below_root) or real.startswith(below_root):
