@@ -239,6 +239,9 @@ class GraphBuild:
         commit, moved commit]], "awaits": {config: awaits the real build passed}}
     :param records: whose argument records to take (walking them costs as much as hashing): "all" (to record the
         set), or the outputs' recorded job ids (the jobs below each output whose id differs, to explain it), or None
+    :param contents: report content keys (see :mod:`sispin.graph.probe.contents`): True, beside the records (of a
+        graph kept to be compared with); or a kept graph's keys, each job of one of them with its key in place of its
+        record
     :param scratch_checkouts: the build is at pins no lockfile holds (``lock_text``): code it checks out goes with it
     :param requests: report what each unfinished job's tasks ask the engine for (to price what would run)
     :param blind: find the jobs that keep their id when a pin's commit moves (the check's guard: a build at its pins
@@ -256,6 +259,7 @@ class GraphBuild:
     states: Union[bool, Tuple[str, ...]] = False
     moved: Optional[Dict[str, Any]] = None
     records: Union[str, Mapping[str, str], None] = None
+    contents: Union[bool, Tuple[str, ...]] = False
     scratch_checkouts: bool = False
     requests: bool = False
     blind: bool = True
@@ -386,6 +390,7 @@ def _graph_request(lockfile: Lockfile, build: GraphBuild) -> Tuple[Dict[str, Any
         "states": build.states if isinstance(build.states, bool) else list(build.states),
         "moved": build.moved,
         "records": build.records,
+        "contents": build.contents if isinstance(build.contents, bool) else list(build.contents),
         "requests": build.requests,
         "blind": build.blind,
         "relocated": build.relocated,

@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from sispin.clonejob import CLASS_NAME
 from sispin.graph.price import Cost, price_of
-from sispin.graph.probe.schema import Arg, JobRecord, RecordedOutput, SetGraph
+from sispin.graph.probe.schema import Arg, Content, JobRecord, RecordedOutput, SetGraph
 from sispin.lock.lockfile import Lockfile, is_full_sha
 from sispin.text import count, shown_key
 
@@ -95,12 +95,23 @@ class RecordsCompared:
 
     :param old_records: job id -> record, of the old graph (a snapshot's or a live one)
     :param new_records: job id -> record, of the new graph
+    :param contents: job id -> content key, of the old graph's jobs, and of the new graph's jobs whose build sent a key
+        in place of a record (one an old job has: the new record is the old one's with its creators' ids as the new
+        job's; see :mod:`sispin.graph.probe.contents`)
     """
 
-    def __init__(self, old_records: Mapping[str, JobRecord], new_records: Mapping[str, JobRecord]) -> None:
+    def __init__(
+        self,
+        old_records: Mapping[str, JobRecord],
+        new_records: Mapping[str, JobRecord],
+        contents: Tuple[Mapping[str, Content], Mapping[str, Content]] = ({}, {}),
+    ) -> None:
         self.old_records, self.new_records = old_records, new_records
+        self.old_contents, self.new_contents = contents
         # (old id, new id) -> the pair's own differences, and its inputs whose creating job changed (path, old, new)
         self._pairs: Dict[Tuple[str, str], Tuple[List[Difference], List[Tuple[str, str, str]]]] = {}
+        # content digest -> an old job of it (made when first needed)
+        self._of_digest: Optional[Dict[str, str]] = None
 
     def explain(self, output: str, old_id: Optional[str], new_id: Optional[str]) -> Explanation:
         """
@@ -120,6 +131,10 @@ class RecordsCompared:
             return
         seen.add((old_id, new_id))
         old, new = self.old_records.get(old_id), self.new_records.get(new_id)
+        if new is None and old is not None and self._ids_of(old_id, new_id) is not None:
+            new = old  # the same content: what the new record holds but its inputs' ids (see _pair)
+        elif new is None:
+            new = self._made(new_id)
         if old is None or new is None:
             missing = "old" if old is None else "new"
             # records stay on the machine that took the snapshot (.sispin-cache): git holds what rebuilds them
@@ -142,6 +157,14 @@ class RecordsCompared:
         known = self._pairs.get((old_id, new_id))
         if known is not None:
             return known
+        ids = self._ids_of(old_id, new_id) if new is old else None
+        if ids is not None:  # the same content: the leaves differ in their creators' ids alone
+            leaves = old.args if old.detail is None else old.detail
+            moved = {path: arg.job for path, arg in leaves.items() if arg.job and ids.get(arg.job, arg.job) != arg.job}
+            same: List[Difference] = []
+            found = [(path, moved[path], ids[moved[path]]) for path in sorted(moved, key=argument_order)]
+            self._pairs[(old_id, new_id)] = (same, found)
+            return same, found
         # two live records compare in detail (a network dict leaf by leaf); a recorded one at the snapshot's cut
         old_args, new_args = old.args, new.args
         if old.detail is not None and new.detail is not None:
@@ -159,6 +182,39 @@ class RecordsCompared:
                 own.append(Difference(path, a, b))
         self._pairs[(old_id, new_id)] = (own, inputs)
         return own, inputs
+
+    def _ids_of(self, old_id: str, new_id: str) -> Optional[Dict[str, str]]:
+        """
+        :return: when the new job's build sent the old job's content key in place of its record: each creator's id
+            in the old job's leaves -> the one in its place in the new job's; else None
+        """
+        old, new = self.old_contents.get(old_id), self.new_contents.get(new_id)
+        if old is None or new is None or old.digest != new.digest or new_id in self.new_records:
+            return None
+        return dict(zip(old.creators, new.creators))
+
+    def _made(self, new_id: str) -> Optional[JobRecord]:
+        """
+        :return: the record of a new job whose build sent a content key in place of it: an old job's of that key, with
+            the creators' ids as the new job's; None when no old job has the key
+        """
+        key = self.new_contents.get(new_id)
+        if key is None:
+            return None
+        if self._of_digest is None:
+            self._of_digest = {content.digest: job for job, content in self.old_contents.items()}
+        template = self._of_digest.get(key.digest)
+        record = self.old_records.get(template) if template is not None else None
+        if record is None or template is None:
+            return None
+        ids = dict(zip(self.old_contents[template].creators, key.creators))
+        detail = None if record.detail is None else _with_ids(record.detail, ids)
+        return JobRecord(_with_ids(record.args, ids), record.custom_hash, detail, record.relocated)
+
+
+def _with_ids(leaves: Mapping[str, Arg], ids: Mapping[str, str]) -> Dict[str, Arg]:
+    """:return: the leaves, each path's creator's id replaced as ids says"""
+    return {path: arg if arg.job not in ids else arg._replace(job=ids[arg.job]) for path, arg in leaves.items()}
 
 
 @functools.lru_cache(maxsize=65536)  # every output of a set names the same few thousand paths

@@ -47,7 +47,7 @@ def pins_and_moved(
     """
     recorded, bound = snapshot
     kept = kept_build(lockfile, set_name, recorded, bound) if reuse else None
-    before = GraphBuild(set_name, texts[0], states=True, records="all", blind=False)
+    before = GraphBuild(set_name, texts[0], states=True, records="all", contents=True, blind=False)
     # what the move checks out goes with its build (judging a move leaves the store as it was)
     moved = GraphBuild(
         set_name, texts[1], states=True, records="all", scratch_checkouts=True, requests=True, blind=False
@@ -75,8 +75,10 @@ def _compared_with(moved: GraphBuild, kept: SetGraph) -> GraphBuild:
     """
     :return: the moved build, taking only what comparing it with the kept graph needs: the state of each job the kept
         graph holds too (an id of one graph only is compared with none), the records below each output whose job
-        differs (what explains it), and which of the kept graph's jobs finished since; no search for the places a
+        differs (what explains it; a job whose content a kept job has sends its content key instead, and its record
+        is made from the kept one's), and which of the kept graph's jobs finished since; no search for the places a
         hash_overwrite hides a commit (the graph at the pins is the one a check judges so)
     """
-    jobs = tuple(kept.jobs)
-    return replace(moved, states=jobs, records=records_below(kept.outputs), finished_of=jobs, overwrites=False)
+    jobs, keys = tuple(kept.jobs), tuple(sorted({content.digest for content in kept.contents.values()}))
+    records = records_below(kept.outputs)
+    return replace(moved, states=jobs, records=records, contents=keys, finished_of=jobs, overwrites=False)

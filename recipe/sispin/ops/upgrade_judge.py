@@ -312,7 +312,7 @@ def blast_radius(before: SetGraph, after: SetGraph, work: Path) -> BlastRadius:
     outputs = sorted(set(before.outputs) | set(after.outputs))
     changed = [name for name in outputs if before.outputs.get(name) != after.outputs.get(name)]
     causes: Dict[Tuple[str, Tuple[str, ...]], List[Tuple[str, Tuple[str, ...]]]] = {}
-    compared = RecordsCompared(before.records, after.records)
+    compared = RecordsCompared(before.records, after.records, (before.contents, after.contents))
     for name in changed:
         cause, differences = _advice(name, before, after, compared)
         # one argument path reached through many jobs of the output is one difference, said once

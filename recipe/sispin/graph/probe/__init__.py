@@ -8,7 +8,8 @@ loads a set's configs with real Sisyphus and reports the graph they build, witho
   :mod:`~sispin.graph.probe.codec`: how it becomes JSON and back;
 - :mod:`~sispin.graph.probe.adapter`: what the probe knows of Sisyphus and i6_core beyond their public API, with
   :mod:`~sispin.graph.probe.adapter.watches`: the places it watches while configs load;
-- :mod:`~sispin.graph.probe.records`: what each job's id is made of, and the paths among its hashed arguments;
+- :mod:`~sispin.graph.probe.records`: what each job's id is made of, and the paths among its hashed arguments, with
+  :mod:`~sispin.graph.probe.contents`: a key that stands for a record but for its inputs' ids;
 - :mod:`~sispin.graph.probe.state`: every job a job holds, and the whole state of each;
 - :mod:`~sispin.graph.probe.requests`: what an unfinished job would ask the engine for;
 - :mod:`~sispin.graph.probe.moving`: the moved-commit check (Sisyphus's hashes recomputed with the pins moved);

@@ -47,13 +47,15 @@ from sispin.graph.probe.adapter import (
 )
 from sispin.graph.probe.bytecode import never_stale_bytecode
 from sispin.graph.probe.codec import collector_paused
+from sispin.graph.probe.contents import records_and_contents
 from sispin.graph.probe.forking import EnvironmentWrites, fork_builds, site_modules
-from sispin.graph.probe.records import hashed_paths, record, relocating
+from sispin.graph.probe.records import hashed_paths, relocating
 from sispin.graph.probe.requests import unfinished_requests
 from sispin.graph.probe.schema import (
     Clone,
     CloneIds,
     CloneIdsRequest,
+    Content,
     Escape,
     Failure,
     JobRecord,
@@ -75,7 +77,7 @@ def describe(
     """
     :param request: a :class:`~sispin.graph.build.GraphBuild` as :mod:`sispin.graph.build` sends it: "set", "configs"
         (relative to the setup root, the working directory), "states", "moved" (None: at its pins), "records" ("all",
-        {output name: recorded job id}, or None), "requests", "blind", "relocated", "finished_of", "overwrites"
+        {output: recorded job id}, or None), "contents", "requests", "blind", "relocated", "finished_of", "overwrites"
     :param loaded: called once the configs are loaded (what is read after that is no input of the graph)
     :param site: the graph's ``site_modules``
     :return: the graph the configs built (``states`` when asked for, or when a value left the graph)
@@ -99,18 +101,18 @@ def describe(
     with collector_paused():  # from here on sispin's own walks of the graph, which make a container per leaf
         # the graph as built, and every job its jobs hold where Sisyphus does not look (__sis_state__, a later path)
         jobs = held_jobs(graph_jobs(), references := References())
-        found = _Found(jobs, sites.found, request.get("overwrites", True))
-        outputs = _outputs()
+        found, outputs = _Found(jobs, sites.found, request.get("overwrites", True)), _outputs()
         pinned = moving.pinned_clones(jobs, request["set"])
         blind, changed_jobs = moving.blind_jobs(jobs, pinned, creation, references) if blindness else ({}, [])
-        states = requested_states(jobs, request.get("states"), bool(uses.found))
+        records, contents = _records(jobs, outputs, found.inputs, request)
         graph = SetGraph(
             set_name=request["set"],
             outputs=outputs,
             jobs=found.jobs,
             clones=tuple(found.clones),
             escapes=tuple(found.escapes),
-            records=_records(jobs, outputs, found.inputs, request),
+            records=records,
+            contents=contents,
             inputs=found.inputs,
             pinned={clone.job_id(): repo for repo, clones in pinned.items() for clone in clones},
             blind={job: tuple(repos) for job, repos in blind.items()},
@@ -118,7 +120,7 @@ def describe(
             value_uses=tuple(uses.found),
             awaits=awaits.passed,
             waiting=tuple(waiting_configs()),
-            states=states,
+            states=requested_states(jobs, request.get("states"), bool(uses.found)),
             assignments=tuple(assignments.found),
             collisions=tuple(collisions.found),
             aliases={repo: (clone, value) for _, clone, value, repo in aliases},
@@ -143,13 +145,16 @@ def _load_configs(configs: List[str], watching: List[Any]) -> None:
 
 def _records(
     jobs: List[Any], outputs: Dict[str, RecordedOutput], inputs: Dict[str, Any], request: Dict[str, Any]
-) -> Dict[str, JobRecord]:
+) -> Tuple[Dict[str, JobRecord], Dict[str, Content]]:
     """
     :return: the records asked for (see :func:`describe`), each value with the places ``relocated`` names moved: what
-        an id is made of is walked only where it is needed, for the snapshot or below an id that differs
+        an id is made of is walked only where it is needed, for the snapshot or below an id that differs; and the
+        content keys asked for (none where places are relocated: a key is of the text as written)
     """
-    seen = relocating(request.get("relocated"))
-    return {job.job_id(): record(job, seen) for job in _to_record(jobs, outputs, inputs, request.get("records"))}
+    relocated = request.get("relocated")
+    contents = False if relocated else request.get("contents", False)
+    wanted = _to_record(jobs, outputs, inputs, request.get("records"))
+    return records_and_contents(wanted, relocating(relocated), contents)
 
 
 def _to_record(jobs: List[Any], outputs: Dict[str, RecordedOutput], inputs: Dict[str, Any], wanted: Any) -> List[Any]:

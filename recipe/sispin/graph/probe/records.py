@@ -7,12 +7,22 @@ hashed arguments (to find a clone path whose commit a ``hash_overwrite`` hides).
 
 from __future__ import annotations
 
-__all__ = ["MAX_LEAVES", "MAX_DETAIL_LEAVES", "MAX_DEPTH", "record", "relocating", "hashed_paths"]
+__all__ = [
+    "MAX_LEAVES",
+    "MAX_DETAIL_LEAVES",
+    "MAX_DEPTH",
+    "hashed_arguments",
+    "record",
+    "recorded",
+    "leaf_text",
+    "relocating",
+    "hashed_paths",
+]
 
 import enum
 import hashlib
 import inspect
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from sispin.graph.probe.adapter import hash_bytes, hashes_as_job, is_internal, is_path, job_arguments, object_state
 from sispin.graph.probe.schema import MAX_VALUE, Arg, JobRecord
@@ -27,23 +37,39 @@ MAX_DETAIL_LEAVES = 20_000
 MAX_DEPTH = 12
 
 
-def record(job: Any, seen: Callable[[str], str] = str) -> JobRecord:
+def hashed_arguments(job: Any) -> Dict[str, Any]:
     """
-    What the job's id is made of, leaf by leaf: every argument path Sisyphus hashes (``Job.hash``: the arguments but
-    those at their ``__sis_hash_exclude__`` value, and ``__sis_version__``) with a digest of its content, its value
+    :return: what Sisyphus hashes of the job (``Job.hash``): its arguments but those at their ``__sis_hash_exclude__``
+        value, and ``__sis_version__``
+    """
+    excluded = type(job).__sis_hash_exclude__
+    hashed = {k: v for k, v in job_arguments(job).items() if not (k in excluded and excluded[k] == v)}
+    if type(job).__sis_version__ is not None:
+        hashed["__sis_version__"] = type(job).__sis_version__
+    return hashed
+
+
+def record(job: Any, seen: Callable[[str], str] = str) -> JobRecord:
+    """:return: what the job's id is made of (see :func:`recorded`)"""
+    return recorded(job, seen)[0]
+
+
+def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Optional[FrozenSet[int]]]:
+    """
+    What the job's id is made of, leaf by leaf: every argument path Sisyphus hashes (:func:`hashed_arguments`) with
+    a digest of its content, its value
     when short, and for a path the id of the job that creates it. A path's digest covers its creator's class, file
     and hash_overwrite but not the creator's id, so that a changed input shows as an input, not as this job's own
     change. Above MAX_LEAVES or MAX_DEPTH, a container is one digest (a cut of the Merkle tree).
 
     :param seen: how a leaf's text is recorded (a build in a temporary copy of the setup writes the copy's location
         as the setup's own, before the digest, so that a value derived from where the configs run is no change)
+    :return: the record, and the path objects its leaves are (their ``id()``); None in place of those when a
+        container was cut, whose digest hides the paths below it and their creators' ids
     """
     from sisyphus.job import Job
 
-    excluded = type(job).__sis_hash_exclude__
-    hashed = {k: v for k, v in job_arguments(job).items() if not (k in excluded and excluded[k] == v)}
-    if type(job).__sis_version__ is not None:
-        hashed["__sis_version__"] = type(job).__sis_version__
+    hashed = hashed_arguments(job)
     records, moved = [], []
 
     def noted(text: str) -> str:
@@ -54,25 +80,41 @@ def record(job: Any, seen: Callable[[str], str] = str) -> JobRecord:
 
     for budget in (MAX_LEAVES, MAX_DETAIL_LEAVES):
         leaves: Dict[str, Arg] = {}
+        paths: List[Optional[int]] = []
         for name, value in sorted(hashed.items()):
-            _walk(value, name, 1, leaves, (budget, noted))
+            _walk(value, name, 1, leaves, (budget, noted, paths))
         records.append(leaves)
         if len(leaves) < MAX_LEAVES:
             break  # no container was cut for the budget (only for depth, the same in both): the detail is the same
     args, detail = records[0], records[-1]
     custom_hash = getattr(type(job).hash, "__func__", None) is not Job.hash.__func__
-    return JobRecord(args, custom_hash, detail if detail != args else None, bool(moved))
+    made = JobRecord(args, custom_hash, detail if detail != args else None, bool(moved))
+    return made, None if None in paths else frozenset(paths)
 
 
-def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], limits: Tuple[int, Callable[[str], str]]) -> None:
-    """Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper."""
-    budget, seen = limits
+#: a walk's leaf budget, how it writes a leaf's text, and where it notes the paths it made leaves (and its cuts)
+_Limits = Tuple[int, Callable[[str], str], List[Optional[int]]]
+
+
+def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], limits: _Limits) -> None:
+    """
+    Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper; each path object made a leaf
+    goes to the limits' list (its ``id()``), and None for each container cut.
+    """
+    budget, seen, paths = limits
     if type(value) in _SCALARS:  # most leaves (a network dict's): no children, and their record repeats
         leaves[where] = _scalar_leaf(seen(repr(value)))
         return
-    children = _children(value) if depth < MAX_DEPTH and len(leaves) < budget else None
+    if depth < MAX_DEPTH and len(leaves) < budget:
+        children = _children(value)
+    else:
+        children = None
+        if _children(value) is not None:
+            paths.append(None)
     if children is None:
-        text, creator = _leaf(value)
+        text, creator = leaf_text(value)
+        if is_path(value):
+            paths.append(id(value))
         leaves[where] = Arg.of_text(seen(text), creator)
         return
     for suffix, child in children:
@@ -130,7 +172,7 @@ def _stable_repr(value: Any) -> str:
     return f"<{type(value).__qualname__} {hashlib.sha256(hash_bytes(value)).hexdigest()[:8]}>"
 
 
-def _leaf(value: Any) -> Tuple[str, Any]:
+def leaf_text(value: Any) -> Tuple[str, Any]:
     """(canonical text of a leaf that is no scalar, id of the job that creates it when it is a path)"""
     from sispin.sets import shown_overwrite
 

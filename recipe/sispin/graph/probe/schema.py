@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = [
     "Arg",
     "JobRecord",
+    "Content",
     "RecordedOutput",
     "records_below",
     "differing_outputs",
@@ -95,6 +96,21 @@ class JobRecord(JsonForm):
     custom_hash: bool = False
     detail: Optional[Mapping[str, Arg]] = None
     relocated: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Content(JsonForm):
+    """
+    A job's content key (made by :mod:`sispin.graph.probe.contents`): two jobs of one digest have records that differ
+    only in the ids of the jobs that create their paths, each creator of the one standing where that of the other
+    stands.
+
+    :param digest: digest of what the record is made of, less those ids
+    :param creators: those ids, in the order the key met their paths
+    """
+
+    digest: str
+    creators: Tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,6 +272,9 @@ class SetGraph(JsonForm):
     :param clones: the CloneGitRepositoryJobs among them
     :param escapes: every clone path with a hash_overwrite that a job hashes
     :param records: job id -> what its id is made of (for explaining a change)
+    :param contents: job id -> its content key, when the build was asked for them: of the jobs it recorded (where a
+        key stands for the record), or in place of the record of each job whose key the kept graph it is compared
+        with has (the parent makes that record from the kept one)
     :param inputs: job id -> the ids of the jobs whose outputs it uses
     :param pinned: id of each clone of one of the set's pins (however built) -> that pin (its repository entry)
     :param blind: job id -> the pins it uses but keeps its id for when that pin's commit moves
@@ -290,6 +309,7 @@ class SetGraph(JsonForm):
     clones: Tuple[Clone, ...]
     escapes: Tuple[Escape, ...] = ()
     records: Dict[str, JobRecord] = dataclasses.field(default_factory=dict)
+    contents: Dict[str, Content] = dataclasses.field(default_factory=dict)
     inputs: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)
     pinned: Dict[str, str] = dataclasses.field(default_factory=dict)
     blind: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)

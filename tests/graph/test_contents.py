@@ -1,0 +1,182 @@
+"""
+Content keys (:mod:`sispin.graph.probe.contents`), in-process with the real Sisyphus and i6_core: a build compared
+with a kept graph sends a key in place of the record of each job whose content a kept job has, and the parent makes
+that record from the kept one. Whatever jobs a graph holds, what the parent explains from the keys must be what it
+explains from the records themselves; a key is made only where it can stand for a record.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from sispin.graph.explain import RecordsCompared
+from sispin.graph.probe.schema import Arg, Content, JobRecord
+
+
+@pytest.fixture(scope="module")
+def jobs(real_sisyphus) -> Any:
+    """The job classes of these tests, made in the test's process (Sisyphus keeps one object per id)."""
+    from sisyphus import Job, Task
+
+    class Source(Job):
+        def __init__(self, commit: str) -> None:
+            self.commit = commit
+            self.out = self.output_path("repository", directory=True)
+
+        def tasks(self) -> Any:
+            yield Task("run")
+
+    class Use(Job):
+        def __init__(self, value: Any, other: Any = None) -> None:
+            self.value = value
+            self.other = other
+            self.out = self.output_path("out")
+
+        def tasks(self) -> Any:
+            yield Task("run")
+
+    return collections.namedtuple("Jobs", "Source Use")(Source, Use)
+
+
+class Holder:
+    """An object of config code holding values (its state is walked, as Sisyphus hashes it)."""
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+
+class Empty:
+    """An object with no state: the record shows it by Sisyphus's bytes."""
+
+
+class Colour(enum.Enum):
+    RED = 1
+
+
+class Ordered(dict):
+    """A dict of config code's own kind."""
+
+
+def _values(source: Any) -> Dict[str, Tuple[Any, ...]]:
+    """Argument shapes, each built on a source's path: what a kept graph and a moved one would both hold."""
+    out = source.out
+    return {
+        "a path": (out,),
+        "a derived path": (out.join_right("sub"),),
+        "a copy": (out.copy(),),
+        "in a dict": ({"root": out, "lr": 0.1, "layers": [1, 2, 3]},),
+        "in a subclass of dict": (Ordered(root=out),),
+        "in an object": (Holder(root=out, n=3),),
+        "twice, one object": ([out, out],),
+        "twice, two objects": ([out, out.copy()],),
+        "the source job itself": (source,),
+        "an enum, a function, a class": ([Colour.RED, len, Holder, out],),
+        "in a set": ({out},),
+        "an empty object": ([Empty(), out],),
+        "a big container": ([list(range(400)), out],),
+        "a huge container": ([list(range(20_001)), [out]],),
+        "deep": ([[[[[[[[[[[[[out]]]]]]]]]]]]],),
+    }
+
+
+def _graph(jobs: Any, commit: str, changed: str = "") -> Tuple[List[Any], Dict[str, Any]]:
+    """
+    :param changed: a shape whose content differs in this graph (beyond the source's commit)
+    :return: every job of a graph built on a source at commit, and per shape its job
+    """
+    source, other = jobs.Source(commit), jobs.Source(commit + "-other")
+    shapes = {**_values(source), "two sources": ([source.out, other.out],)}
+    made = {
+        shape: jobs.Use(*arguments, other="changed" if shape == changed else None)
+        for shape, arguments in shapes.items()
+    }
+    return [source, other, *made.values()], made
+
+
+def _records(graph: List[Any]) -> Dict[str, JobRecord]:
+    from sispin.graph.probe.records import record
+
+    return {job.job_id(): record(job) for job in graph}
+
+
+def _explained(compared: RecordsCompared, old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
+    return {shape: compared.explain(shape, old[shape].job_id(), new[shape].job_id()) for shape in old}
+
+
+@pytest.mark.parametrize("changed", ["", "a path", "in an object", "two sources"])
+def test_what_the_parent_explains_from_keys_is_what_it_explains_from_records(jobs, changed):
+    from sispin.graph.probe.contents import records_and_contents
+
+    old_jobs, old = _graph(jobs, "1" * 40)
+    new_jobs, new = _graph(jobs, "2" * 40, changed)
+    kept_records, kept_keys = records_and_contents(old_jobs, str, True)
+    assert kept_records == _records(old_jobs), "the kept graph's records are what the records were"
+    sent_records, sent_keys = records_and_contents(new_jobs, str, sorted({key.digest for key in kept_keys.values()}))
+    assert sent_keys and len(sent_records) < len(new_jobs), "most jobs send a key in place of their record"
+    from_keys = _explained(RecordsCompared(kept_records, sent_records, (kept_keys, sent_keys)), old, new)
+    from_records = _explained(RecordsCompared(kept_records, _records(new_jobs)), old, new)
+    assert from_keys == from_records
+
+
+def test_a_key_stands_only_where_the_record_shows_every_path_by_its_creator(jobs):
+    from sispin.graph.probe.contents import records_and_contents
+
+    graph, made = _graph(jobs, "3" * 40)
+    _, keys = records_and_contents(graph, str, True)
+    keyless = sorted(shape for shape, job in made.items() if job.job_id() not in keys)
+    # a set's record is one text, a cut container one digest: each hides its paths' creators; an object without
+    # state is shown by Sisyphus's bytes
+    assert keyless == ["a huge container", "an empty object", "deep", "in a set"]
+
+
+def test_jobs_whose_content_differs_never_share_a_key(jobs):
+    from sispin.graph.probe.contents import content_of
+
+    source = jobs.Source("4" * 40)
+    values = [
+        0.1,
+        0.10000000000000002,
+        1,
+        True,
+        "1",
+        [1, 2],
+        (1, 2),
+        {"a": 1, "b": 2},
+        Holder(a=1),
+        Holder(a=2),
+        source.out,
+        source.out.join_right("sub"),
+        [source.out, source.out.copy()],
+        [source.out, jobs.Source("5" * 40).out],
+    ]
+    made = [jobs.Use(value) for value in values]
+    assert len({job.job_id() for job in made}) == len(values), "Sisyphus tells them apart"
+    keys = [content_of(job) for job in made]
+    assert None not in keys
+    digests = [key[0].digest for key in keys]
+    assert len(set(digests)) == len(values), digests
+
+
+def test_a_key_names_the_creators_in_the_order_met_and_which_of_them_are_one_job(jobs):
+    from sispin.graph.probe.contents import content_of
+
+    first, second = jobs.Source("6" * 40), jobs.Source("7" * 40)
+    same = content_of(jobs.Use([first.out, first.out.copy()]))
+    two = content_of(jobs.Use([first.out, second.out]))
+    assert same is not None and two is not None
+    assert same[0].creators == (first.job_id(), first.job_id())
+    assert two[0].creators == (first.job_id(), second.job_id())
+    assert same[0].digest != two[0].digest, "one job or two behind the paths: not the same content"
+
+
+def test_the_parent_follows_a_keyed_job_to_the_new_creators_and_without_a_key_says_it_has_no_record():
+    record = JobRecord({"x": Arg("d1", None, "old/Source.a"), "n": Arg("d2", "3")})
+    (cause,) = RecordsCompared({"old/Use.a": record}, {}).explain("o", "old/Use.a", "new/Use.b").causes
+    assert cause.reason is not None and cause.reason.startswith("no record of the new job")
+    keys = ({"old/Use.a": Content("k", ("old/Source.a",))}, {"new/Use.b": Content("k", ("new/Source.b",))})
+    (cause,) = RecordsCompared({"old/Use.a": record}, {}, keys).explain("o", "old/Use.a", "new/Use.b").causes
+    assert cause.via == [("x", "old/Use.a", "new/Use.b")] and (cause.old, cause.new) == ("old/Source.a", "new/Source.b")
