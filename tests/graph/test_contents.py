@@ -79,6 +79,8 @@ def _values(source: Any) -> Dict[str, Tuple[Any, ...]]:
         "an empty object": ([Empty(), out],),
         "a big container": ([list(range(400)), out],),
         "a huge container": ([list(range(20_001)), [out]],),
+        "a huge container, its cut holding no path": ([list(range(20_001)), [1, Holder(n=2)], out],),
+        "deep, its cut holding no path": ([[[[[[[[[[[[[1]]]]]]]]]]]], out],),
         "deep": ([[[[[[[[[[[[[out]]]]]]]]]]]]],),
     }
 
@@ -128,8 +130,8 @@ def test_a_key_stands_only_where_the_record_shows_every_path_by_its_creator(jobs
     graph, made = _graph(jobs, "3" * 40)
     _, keys = records_and_contents(graph, str, True)
     keyless = sorted(shape for shape, job in made.items() if job.job_id() not in keys)
-    # a set's record is one text, a cut container one digest: each hides its paths' creators; an object without
-    # state is shown by Sisyphus's bytes
+    # a set's record is one text, a cut container one digest: each hides the paths in it and their creators; an
+    # object without state is shown by Sisyphus's bytes
     assert keyless == ["a huge container", "an empty object", "deep", "in a set"]
 
 
@@ -177,6 +179,7 @@ def test_the_parent_follows_a_keyed_job_to_the_new_creators_and_without_a_key_sa
     record = JobRecord({"x": Arg("d1", None, "old/Source.a"), "n": Arg("d2", "3")})
     (cause,) = RecordsCompared({"old/Use.a": record}, {}).explain("o", "old/Use.a", "new/Use.b").causes
     assert cause.reason is not None and cause.reason.startswith("no record of the new job")
-    keys = ({"old/Use.a": Content("k", ("old/Source.a",))}, {"new/Use.b": Content("k", ("new/Source.b",))})
+    kept = Content("k", ("old/Source.a",), {"x": "old/Source.a"})
+    keys = ({"old/Use.a": kept}, {"new/Use.b": Content("k", ("new/Source.b",))})
     (cause,) = RecordsCompared({"old/Use.a": record}, {}, keys).explain("o", "old/Use.a", "new/Use.b").causes
     assert cause.via == [("x", "old/Use.a", "new/Use.b")] and (cause.old, cause.new) == ("old/Source.a", "new/Source.b")

@@ -130,11 +130,15 @@ class RecordsCompared:
         if (old_id, new_id) in seen:
             return
         seen.add((old_id, new_id))
+        keyed = self._keyed_inputs(old_id, new_id)
+        for path, old_input, new_input in keyed or ():
+            self._compare(old_input, new_input, [*via, (path, old_id, new_id)], causes, seen)
+        if keyed:
+            return  # the same content: its inputs alone differ, and their causes are found
         old, new = self.old_records.get(old_id), self.new_records.get(new_id)
-        if new is None and old is not None and self._ids_of(old_id, new_id) is not None:
-            new = old  # the same content: what the new record holds but its inputs' ids (see _pair)
-        elif new is None:
-            new = self._made(new_id)
+        if new is None:
+            # the same content as the old job, with the same inputs: nothing differs the records hold (see below)
+            new = old if keyed is not None else self._made(new_id)
         if old is None or new is None:
             missing = "old" if old is None else "new"
             # records stay on the machine that took the snapshot (.sispin-cache): git holds what rebuilds them
@@ -157,14 +161,6 @@ class RecordsCompared:
         known = self._pairs.get((old_id, new_id))
         if known is not None:
             return known
-        ids = self._ids_of(old_id, new_id) if new is old else None
-        if ids is not None:  # the same content: the leaves differ in their creators' ids alone
-            leaves = old.args if old.detail is None else old.detail
-            moved = {path: arg.job for path, arg in leaves.items() if arg.job and ids.get(arg.job, arg.job) != arg.job}
-            same: List[Difference] = []
-            found = [(path, moved[path], ids[moved[path]]) for path in sorted(moved, key=argument_order)]
-            self._pairs[(old_id, new_id)] = (same, found)
-            return same, found
         # two live records compare in detail (a network dict leaf by leaf); a recorded one at the snapshot's cut
         old_args, new_args = old.args, new.args
         if old.detail is not None and new.detail is not None:
@@ -183,15 +179,17 @@ class RecordsCompared:
         self._pairs[(old_id, new_id)] = (own, inputs)
         return own, inputs
 
-    def _ids_of(self, old_id: str, new_id: str) -> Optional[Dict[str, str]]:
+    def _keyed_inputs(self, old_id: str, new_id: str) -> Optional[List[Tuple[str, str, str]]]:
         """
-        :return: when the new job's build sent the old job's content key in place of its record: each creator's id
-            in the old job's leaves -> the one in its place in the new job's; else None
+        :return: when the new job's build sent the old job's content key in place of its record: the inputs whose
+            creating job changed (path, old, new), in path order, from the old key's leaves alone; else None
         """
         old, new = self.old_contents.get(old_id), self.new_contents.get(new_id)
         if old is None or new is None or old.digest != new.digest or new_id in self.new_records:
             return None
-        return dict(zip(old.creators, new.creators))
+        ids = dict(zip(old.creators, new.creators))
+        moved = {path: job for path, job in old.leaves.items() if ids.get(job, job) != job}
+        return [(path, moved[path], ids[moved[path]]) for path in sorted(moved, key=argument_order)]
 
     def _made(self, new_id: str) -> Optional[JobRecord]:
         """

@@ -25,15 +25,16 @@ import functools
 import hashlib
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from sispin.errors import PinError
 from sispin.git.store import default_store_dir
 from sispin.graph.build import probe_environment
-from sispin.graph.probe.codec import read_json, report_form
+from sispin.graph.probe.codec import DecodedOnAccess, read_json, report_form
 from sispin.graph.probe.ledger import changed_input
-from sispin.graph.probe.schema import RecordedOutput, SetGraph
+from sispin.graph.probe.schema import JobRecord, RecordedOutput, SetGraph
 from sispin.lock.cache import set_cache_file, sispin_sources, source_digests, write_set_cache
 from sispin.lock.lockfile import Lockfile
 
@@ -199,7 +200,10 @@ def kept_build(
         data = read_json(set_cache_file(lockfile.root, "builds", set_name).read_bytes())
         if _standing(lockfile, set_name, data, recorded, bound):
             return None
-        return SetGraph.from_json(data["graph"]), data["ledgers"][0]
+        # the records decoded as they are looked up: a move's content keys stand for most of them
+        records = DecodedOnAccess(JobRecord, data["graph"]["records"])
+        graph = SetGraph.from_json({**data["graph"], "records": {}})
+        return replace(graph, records=records), data["ledgers"][0]
     except _UNREADABLE:
         return None
 

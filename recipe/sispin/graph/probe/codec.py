@@ -9,7 +9,7 @@ This module imports no Sisyphus: the parent imports it.
 
 from __future__ import annotations
 
-__all__ = ["JsonForm", "read_json", "report_form", "collector_paused"]
+__all__ = ["JsonForm", "DecodedOnAccess", "read_json", "report_form", "collector_paused"]
 
 import collections.abc
 import contextlib
@@ -59,6 +59,32 @@ class JsonForm:
                 return _decoder(cls)(data)
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a {cls.__name__} of the probe's report: {exc}") from None
+
+
+class DecodedOnAccess(collections.abc.Mapping):  # type: ignore[type-arg]
+    """
+    A mapping of report objects read from JSON, each decoded when first looked up: a kept graph's records are
+    looked up a few at a time (most of its jobs are compared by their content keys), and decoding all of them took a
+    tenth of a dry run.
+
+    :param kind: the type of the values
+    :param data: key -> the value's JSON data
+    """
+
+    def __init__(self, kind: Type[JsonForm], data: Mapping[str, Any]) -> None:
+        self._kind, self._data = kind, data
+        self._decoded: Dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._decoded:
+            self._decoded[key] = self._kind.from_json(self._data[key])
+        return self._decoded[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
 
 
 def read_json(text: Union[str, bytes]) -> Any:

@@ -23,6 +23,7 @@ import hashlib
 import inspect
 import io
 import pickle
+from dataclasses import replace
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 from sispin.graph.probe.adapter import hashes_as_job, is_path, object_state
@@ -100,9 +101,10 @@ def records_and_contents(
     """
     :param jobs: the jobs to record
     :param seen: how a leaf's text is recorded (:func:`~sispin.graph.probe.records.relocating`)
-    :param contents: True: each job's key beside its record, where the record shows every path the key met and cut
-        no container (the graph is kept for comparing); the keys of a kept graph: a job of one of them gets its key
-        in place of its record; False: records only
+    :param contents: True: each job's key beside its record, where the record shows every path the key met as a
+        leaf (none hides in a digest of a container cut, which would hold its creator's id: the graph is kept for
+        comparing); the keys of a kept graph: a job of one of them gets its key in place of its record; False:
+        records only
     :return: job id -> record, job id -> content key
     """
     known = frozenset(contents) if isinstance(contents, list) else frozenset()
@@ -113,7 +115,10 @@ def records_and_contents(
         if key is not None and key[0].digest in known:
             keys[job.job_id()] = key[0]
             continue
-        records[job.job_id()], shown = recorded(job, seen)
+        made, shown = recorded(job, seen)
+        records[job.job_id()] = made
         if contents is True and key is not None and shown == key[1]:
-            keys[job.job_id()] = key[0]
+            leaves = made.args if made.detail is None else made.detail
+            named = {path: arg.job for path, arg in leaves.items() if arg.job}
+            keys[job.job_id()] = replace(key[0], leaves=named)
     return records, keys

@@ -54,7 +54,7 @@ def record(job: Any, seen: Callable[[str], str] = str) -> JobRecord:
     return recorded(job, seen)[0]
 
 
-def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Optional[FrozenSet[int]]]:
+def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, FrozenSet[int]]:
     """
     What the job's id is made of, leaf by leaf: every argument path Sisyphus hashes (:func:`hashed_arguments`) with
     a digest of its content, its value
@@ -64,8 +64,7 @@ def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Opt
 
     :param seen: how a leaf's text is recorded (a build in a temporary copy of the setup writes the copy's location
         as the setup's own, before the digest, so that a value derived from where the configs run is no change)
-    :return: the record, and the path objects its leaves are (their ``id()``); None in place of those when a
-        container was cut, whose digest hides the paths below it and their creators' ids
+    :return: the record, and the path objects its leaves are (their ``id()``)
     """
     from sisyphus.job import Job
 
@@ -80,7 +79,7 @@ def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Opt
 
     for budget in (MAX_LEAVES, MAX_DETAIL_LEAVES):
         leaves: Dict[str, Arg] = {}
-        paths: List[Optional[int]] = []
+        paths: List[int] = []
         for name, value in sorted(hashed.items()):
             _walk(value, name, 1, leaves, (budget, noted, paths))
         records.append(leaves)
@@ -89,28 +88,23 @@ def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Opt
     args, detail = records[0], records[-1]
     custom_hash = getattr(type(job).hash, "__func__", None) is not Job.hash.__func__
     made = JobRecord(args, custom_hash, detail if detail != args else None, bool(moved))
-    return made, None if None in paths else frozenset(paths)
+    return made, frozenset(paths)
 
 
-#: a walk's leaf budget, how it writes a leaf's text, and where it notes the paths it made leaves (and its cuts)
-_Limits = Tuple[int, Callable[[str], str], List[Optional[int]]]
+#: a walk's leaf budget, how it writes a leaf's text, and where it notes the paths it made leaves
+_Limits = Tuple[int, Callable[[str], str], List[int]]
 
 
 def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], limits: _Limits) -> None:
     """
     Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper; each path object made a leaf
-    goes to the limits' list (its ``id()``), and None for each container cut.
+    goes to the limits' list (its ``id()``).
     """
     budget, seen, paths = limits
     if type(value) in _SCALARS:  # most leaves (a network dict's): no children, and their record repeats
         leaves[where] = _scalar_leaf(seen(repr(value)))
         return
-    if depth < MAX_DEPTH and len(leaves) < budget:
-        children = _children(value)
-    else:
-        children = None
-        if _children(value) is not None:
-            paths.append(None)
+    children = _children(value) if depth < MAX_DEPTH and len(leaves) < budget else None
     if children is None:
         text, creator = leaf_text(value)
         if is_path(value):

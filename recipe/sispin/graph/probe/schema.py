@@ -107,10 +107,14 @@ class Content(JsonForm):
 
     :param digest: digest of what the record is made of, less those ids
     :param creators: those ids, in the order the key met their paths
+    :param leaves: of a kept graph's job, each argument path whose leaf names a job -> that job, as the record has
+        them (all a job of the same key can differ in: compared without the record); empty for a key sent in place
+        of a record
     """
 
     digest: str
     creators: Tuple[str, ...]
+    leaves: Dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,7 +312,7 @@ class SetGraph(JsonForm):
     jobs: Dict[str, bool]
     clones: Tuple[Clone, ...]
     escapes: Tuple[Escape, ...] = ()
-    records: Dict[str, JobRecord] = dataclasses.field(default_factory=dict)
+    records: Mapping[str, JobRecord] = dataclasses.field(default_factory=dict)
     contents: Dict[str, Content] = dataclasses.field(default_factory=dict)
     inputs: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)
     pinned: Dict[str, str] = dataclasses.field(default_factory=dict)
