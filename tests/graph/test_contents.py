@@ -170,8 +170,8 @@ def test_a_key_names_the_creators_in_the_order_met_and_which_of_them_are_one_job
     same = content_of(jobs.Use([first.out, first.out.copy()]))
     two = content_of(jobs.Use([first.out, second.out]))
     assert same is not None and two is not None
-    assert same[0].creators == (first.job_id(), first.job_id())
-    assert two[0].creators == (first.job_id(), second.job_id())
+    assert same[0].creators == [first.job_id(), first.job_id()]
+    assert two[0].creators == [first.job_id(), second.job_id()]
     assert same[0].digest != two[0].digest, "one job or two behind the paths: not the same content"
 
 
@@ -179,7 +179,7 @@ def test_the_parent_follows_a_keyed_job_to_the_new_creators_and_without_a_key_sa
     record = JobRecord({"x": Arg("d1", None, "old/Source.a"), "n": Arg("d2", "3")})
     (cause,) = RecordsCompared({"old/Use.a": record}, {}).explain("o", "old/Use.a", "new/Use.b").causes
     assert cause.reason is not None and cause.reason.startswith("no record of the new job")
-    kept = Content("k", ("old/Source.a",), {"x": "old/Source.a"})
-    keys = ({"old/Use.a": kept}, {"new/Use.b": Content("k", ("new/Source.b",))})
+    kept = Content("k", ["old/Source.a"], {"x": "old/Source.a"})
+    keys = ({"old/Use.a": kept}, {"new/Use.b": Content("k", ["new/Source.b"])})
     (cause,) = RecordsCompared({"old/Use.a": record}, {}, keys).explain("o", "old/Use.a", "new/Use.b").causes
     assert cause.via == [("x", "old/Use.a", "new/Use.b")] and (cause.old, cause.new) == ("old/Source.a", "new/Source.b")

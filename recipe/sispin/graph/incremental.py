@@ -200,10 +200,9 @@ def kept_build(
         data = read_json(set_cache_file(lockfile.root, "builds", set_name).read_bytes())
         if _standing(lockfile, set_name, data, recorded, bound):
             return None
-        # the records decoded as they are looked up: a move's content keys stand for most of them
-        records = DecodedOnAccess(JobRecord, data["graph"]["records"])
-        graph = SetGraph.from_json({**data["graph"], "records": {}})
-        return replace(graph, records=records), data["ledgers"][0]
+        # the records read as they are looked up: a move's content keys stand for most of them
+        records = DecodedOnAccess(JobRecord, data["records"])
+        return replace(SetGraph.from_json(data["graph"]), records=records), data["ledgers"][0]
     except _UNREADABLE:
         return None
 
@@ -225,7 +224,9 @@ def keep_build(
     if data is None:
         _forget(set_cache_file(lockfile.root, "builds", set_name))
         return
-    data["graph"] = graph
+    # each record as a text of its own, parsed only when looked up (see kept_build)
+    data["graph"] = replace(graph, records={})
+    data["records"] = {job: record.to_json_text() for job, record in graph.records.items()}
     write_set_cache(lockfile.path, "builds", set_name, data, default=report_form)
 
 

@@ -63,28 +63,31 @@ class JsonForm:
 
 class DecodedOnAccess(collections.abc.Mapping):  # type: ignore[type-arg]
     """
-    A mapping of report objects read from JSON, each decoded when first looked up: a kept graph's records are
-    looked up a few at a time (most of its jobs are compared by their content keys), and decoding all of them took a
-    tenth of a dry run.
+    A mapping of report objects, each kept as its JSON text and read when first looked up: a kept graph's records
+    are looked up a few at a time (most of its jobs are compared by their content keys), and reading all of them
+    took a tenth of a dry run.
 
     :param kind: the type of the values
-    :param data: key -> the value's JSON data
+    :param texts: key -> the value's JSON text (:meth:`JsonForm.to_json_text`)
     """
 
-    def __init__(self, kind: Type[JsonForm], data: Mapping[str, Any]) -> None:
-        self._kind, self._data = kind, data
+    def __init__(self, kind: Type[JsonForm], texts: Mapping[str, str]) -> None:
+        self._kind, self._texts = kind, texts
         self._decoded: Dict[str, Any] = {}
 
     def __getitem__(self, key: str) -> Any:
         if key not in self._decoded:
-            self._decoded[key] = self._kind.from_json(self._data[key])
+            try:
+                self._decoded[key] = self._kind.from_json(read_json(self._texts[key]))
+            except ValueError:  # a text damaged since it was written (by hand): no value, as for a key not kept
+                raise KeyError(key) from None
         return self._decoded[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
+        return iter(self._texts)
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._texts)
 
 
 def read_json(text: Union[str, bytes]) -> Any:
@@ -150,6 +153,8 @@ def _decoder(kind: Any) -> Callable[[Any], Any]:
         return lambda data: dict(zip(data, _rows(args[1], data.values())))
     if origin in (dict, collections.abc.Mapping):
         value_of = _decoder(args[1])
+        if value_of is _same:
+            return _same  # JSON's own dict (a graph's jobs, a key's leaves): nothing to make of it
         return lambda data: {key: value_of(value) for key, value in data.items()}
     return _same
 

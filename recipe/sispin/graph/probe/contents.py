@@ -92,7 +92,7 @@ def content_of(job: Any) -> Optional[Tuple[Content, FrozenSet[int]]]:
     first: Dict[str, int] = {}
     pattern = [first.setdefault(creator, len(first)) for creator in pickler.creators]
     digest = hashlib.sha256(file.getvalue() + repr(pattern).encode()).hexdigest()[:32]
-    return Content(digest, tuple(pickler.creators)), frozenset(pickler.paths)
+    return Content(digest, pickler.creators), frozenset(pickler.paths)
 
 
 def records_and_contents(

@@ -106,14 +106,15 @@ class Content(JsonForm):
     stands.
 
     :param digest: digest of what the record is made of, less those ids
-    :param creators: those ids, in the order the key met their paths
+    :param creators: those ids, in the order the key met their paths (a list, as JSON has it: a graph holds a key per
+        job, each decoded without a call per field)
     :param leaves: of a kept graph's job, each argument path whose leaf names a job -> that job, as the record has
         them (all a job of the same key can differ in: compared without the record); empty for a key sent in place
         of a record
     """
 
     digest: str
-    creators: Tuple[str, ...]
+    creators: List[str]
     leaves: Dict[str, str] = dataclasses.field(default_factory=dict)
 
 
