@@ -180,3 +180,32 @@ def test_errors_are_those_of_a_full_validation(tmp_path):
     missing.write_bytes(b"version = 1\n# \xff\n")
     with pytest.raises(LockfileError, match="cannot read"):
         lockcache.load_cached(missing)
+
+
+SNAPSHOT = """\
+version = 1
+
+[sets.demo.outputs]
+"demo/out" = { job = "m/Use.abc", path = "out" }
+"""
+
+
+def test_the_snapshot_is_read_through_the_same_cache_by_the_code_that_reads_it(tmp_path, monkeypatch):
+    from sispin.graph import snapshot
+
+    path = tmp_path / "pin.snapshot.toml"
+    path.write_text(SNAPSHOT)
+    first = snapshot.read_recorded(path)
+    assert first == ({"demo": {"demo/out": snapshot.RecordedOutput("m/Use.abc", "out")}}, {})
+    assert (tmp_path / lockcache.CACHE_DIR / "pin.snapshot.toml.pickle").is_file()
+    monkeypatch.setattr(snapshot, "parse_snapshot", lambda text, where: pytest.fail("parsed again"))
+    assert snapshot.read_recorded(path) == first
+    monkeypatch.undo()
+    path.write_text(SNAPSHOT.replace("m/Use.abc", "m/Use.def"))
+    assert snapshot.read_recorded(path)[0]["demo"]["demo/out"].job == "m/Use.def", "other bytes are parsed again"
+    path.write_text(SNAPSHOT.replace("version = 1", "version = 2"))
+    for _ in range(2):  # refused each time: nothing refused is cached
+        with pytest.raises(LockfileError, match="pin.snapshot.toml: version"):
+            snapshot.read_recorded(path)
+    modules = lockcache.validating_modules("sispin.graph.snapshot")
+    assert "sispin/graph/snapshot.py" in modules and "sispin/lock/loading.py" in modules

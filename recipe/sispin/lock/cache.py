@@ -1,5 +1,6 @@
 """
-The validated lockfile of the config path, cached by the file's bytes.
+The validated lockfile of the config path, cached by the file's bytes (and the parsed snapshot, the same way:
+:func:`read_through`).
 
 Every Sisyphus manager loads pin.toml through :func:`sispin.experiment_set`. Parsing and validating a large lockfile
 costs a good part of what the manager spends building its sets' clone jobs (bench/lockload.py), so the result is
@@ -22,6 +23,7 @@ __all__ = [
     "sispin_sources",
     "source_digests",
     "load_cached",
+    "read_through",
 ]
 
 import ast
@@ -47,14 +49,16 @@ _UNREADABLE = (pickle.UnpicklingError, EOFError, ValueError, TypeError, Attribut
 _PACKAGES = Path(__file__).resolve().parent.parent.parent
 
 
-def validating_modules() -> List[str]:
+def validating_modules(start: str = "sispin.lock.validate") -> List[str]:
     """
+    :param start: the module that reads the file (:mod:`sispin.lock.validate` a lockfile, :mod:`sispin.graph.snapshot`
+        the snapshot)
     :return: the source files (relative to the directory that holds the sispin package) of the modules whose code
-        decides what a lockfile validates to: :mod:`sispin.lock.validate` and every sispin module it imports,
-        directly or through each other (read from their import statements, those inside functions too)
+        decides what the file reads as: start and every sispin module it imports, directly or through each other
+        (read from their import statements, those inside functions too)
     """
     found: Dict[str, str] = {}
-    stack = ["sispin.lock.validate"]
+    stack = [start]
     while stack:
         name = stack.pop()
         if name in found:
@@ -125,27 +129,48 @@ def load_cached(path: Path) -> Lockfile:
         data = path.read_bytes()
     except OSError:  # an unreadable lockfile: load_lockfile says what is wrong, in its words
         return load_lockfile(path)
-    key = hashlib.sha256(f"sispin lock cache 2, python {sys.version_info[:2]}".encode() + data).digest()
-    cache = path.parent / CACHE_DIR / f"{path.name}.pickle"
-    cached = _read(cache, key)
-    if cached is not None:
-        repos, sets, setup = cached
-        return Lockfile(path=path, repos=repos, sets=sets, setup=setup)
+
     try:
         # decoded as load_lockfile reads it (text mode: universal newlines)
         text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
     except UnicodeDecodeError:
         return load_lockfile(path)
-    lockfile = parse_lockfile(text, path)
+
+    def validated() -> Tuple[Any, Any, Any]:
+        lockfile = parse_lockfile(text, path)
+        return dict(lockfile.repos), dict(lockfile.sets), dict(lockfile.setup)
+
+    repos, sets, setup = read_through(path, data, ("lock cache 2", "sispin.lock.validate"), validated)
+    return Lockfile(path=path, repos=repos, sets=sets, setup=setup)
+
+
+def read_through(path: Path, data: bytes, kind: Tuple[str, str], read: Callable[[], Any]) -> Any:
+    """
+    What a file's bytes read as, from the cache beside it when the same bytes were read before by the same code and
+    Python (``.sispin-cache/NAME.pickle``); else read now and cached (when the reading code's source can be found).
+
+    :param path: the file (its directory holds the cache)
+    :param data: its bytes
+    :param kind: what the cache holds (a tag that changes with its format), and the module whose code reads the
+        file (:func:`validating_modules`)
+    :param read: what reads the bytes; whatever it raises is raised, and nothing is cached
+    :return: its value (builtin containers and the value objects of :mod:`sispin.lock.lockfile` only)
+    """
+    key = hashlib.sha256(f"sispin {kind[0]}, python {sys.version_info[:2]}".encode() + data).digest()
+    cache = path.parent / CACHE_DIR / f"{path.name}.pickle"
+    cached = _read(cache, key)
+    if cached is not None:
+        return cached
+    value = read()
     try:
-        code = source_digests(validating_modules())
+        code = source_digests(validating_modules(kind[1]))
     except (OSError, ValueError):  # no source, or a module outside the package's directory: nothing to key on
         code = None
     if code is not None:
-        # as readable as the lockfile itself, so that everyone who can read a shared setup's lock can use its cache
+        # as readable as the file itself, so that everyone who can read a shared setup's files can use its cache
         mode = stat.S_IMODE(os.stat(path).st_mode) & 0o666
-        _write(cache, key, code, (dict(lockfile.repos), dict(lockfile.sets), dict(lockfile.setup)), mode)
-    return lockfile
+        _write(cache, key, code, value, mode)
+    return value
 
 
 class _Unpickler(pickle.Unpickler):
@@ -157,7 +182,8 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not part of a lockfile")
 
 
-def _read(cache: Path, key: bytes) -> Optional[Tuple[Any, Any, Any]]:
+def _read(cache: Path, key: bytes) -> Any:
+    """:return: the value cached under key, or None"""
     try:
         content = cache.read_bytes()
     except OSError:
@@ -165,12 +191,12 @@ def _read(cache: Path, key: bytes) -> Optional[Tuple[Any, Any, Any]]:
     if content[: len(key)] != key:
         return None
     try:
-        code, (repos, sets, setup) = _Unpickler(io.BytesIO(content[len(key) :])).load()
+        code, value = _Unpickler(io.BytesIO(content[len(key) :])).load()
         if source_digests([file for file, _ in code]) != code:
-            return None  # the validating code changed (or its source is gone)
+            return None  # the reading code changed (or its source is gone)
     except _UNREADABLE:
         return None
-    return repos, sets, setup
+    return value
 
 
 def set_cache_file(root: Path, kind: str, set_name: str) -> Path:
@@ -211,7 +237,7 @@ def write_set_cache(
         pass
 
 
-def _write(cache: Path, key: bytes, code: List[Tuple[str, bytes]], value: Tuple[Any, Any, Any], mode: int) -> None:
+def _write(cache: Path, key: bytes, code: List[Tuple[str, str]], value: Any, mode: int) -> None:
     from sispin.lock.files import replace_file  # only a miss writes: not imported on every manager start
 
     try:

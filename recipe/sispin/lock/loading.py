@@ -15,6 +15,7 @@ __all__ = [
     "find_lockfile",
     "load_lockfile",
     "read_lockfile_text",
+    "read_lockfile_bytes",
     "parse_lockfile",
     "parse_toml",
 ]
@@ -22,7 +23,7 @@ __all__ = [
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from sispin.errors import LockfileError
 from sispin.lock.lockfile import Lockfile
@@ -74,8 +75,18 @@ def read_lockfile_text(path: Path) -> str:
     :return: its text exactly as stored: line endings are not translated, so a rewrite can keep them
     :raises LockfileError: when it does not exist or cannot be read as UTF-8
     """
+    return read_lockfile_bytes(path)[1]
+
+
+def read_lockfile_bytes(path: Path) -> Tuple[bytes, str]:
+    """
+    :param path: a lockfile (or its snapshot)
+    :return: its bytes, and its text (see :func:`read_lockfile_text`)
+    :raises LockfileError: when it does not exist or cannot be read as UTF-8
+    """
     try:
-        return Path(path).read_bytes().decode("utf-8")
+        data = Path(path).read_bytes()
+        return data, data.decode("utf-8")
     except FileNotFoundError:
         raise LockfileError(f"{display_path(path)}: no such file") from None
     except OSError as exc:
