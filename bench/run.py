@@ -1,12 +1,13 @@
 """
 sispin's benchmarks, each side by side with the plain way; prints every figure next to its goal.
 
-    python bench/run.py
+    python bench/run.py [NAME ...]
 
-Run it from a setup after ``pip install -e ".[setup]"`` and ``pin sync`` (the manager rows need the setup's Sisyphus
-and i6_core, and say so when they are missing). Each module of this directory is one benchmark; ``common`` holds
-what they share. Everything is built in a temporary directory and nothing touches the network. Exit code 1 when a
-goal is missed.
+NAME runs only those benchmarks (startup, lockfile, checkout, status, import, graph1000, graph5000, price5000), in
+that order; none runs them all. Run it from a setup after ``pip install -e ".[setup]"`` and ``pin sync`` (the manager
+rows need the setup's Sisyphus and i6_core, and say so when they are missing). Each module of this directory is one
+benchmark; ``common`` holds what they share. Everything is built in a temporary directory and nothing touches the
+network. Exit code 1 when a goal is missed, 2 for a name that is no benchmark.
 """
 
 from __future__ import annotations
@@ -52,8 +53,13 @@ def report(results: List[Result]) -> str:
     return "\n".join(lines + [f"skipped: {r.name}: {r.skipped}" for r in results if r.skipped])
 
 
-def main() -> int:
-    """Run every benchmark at full size and print the report."""
+def main(names: List[str]) -> int:
+    """
+    Run the benchmarks named (all when none is), at full size, and print the report.
+
+    :param names: benchmark names (see the module's docstring)
+    :return: the exit code: 1 when a goal is missed, 2 for an unknown name
+    """
     results: List[Result] = []
     with tempfile.TemporaryDirectory(prefix="sispin-bench-") as scratch:
         work = Path(scratch)
@@ -67,7 +73,13 @@ def main() -> int:
             ("graph5000", lambda directory: bench_graph(directory, jobs=5000)),
             ("price5000", bench_price),
         ]
+        unknown = sorted(set(names) - {name for name, _ in benchmarks})
+        if unknown:
+            print(f"bench/run.py: no benchmark {', '.join(unknown)}", file=sys.stderr)
+            return 2
         for name, bench in benchmarks:
+            if names and name not in names:
+                continue
             (work / name).mkdir()
             start = time.perf_counter()
             results += bench(work / name)
@@ -77,4 +89,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

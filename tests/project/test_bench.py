@@ -101,3 +101,8 @@ def test_real_setup_copies_the_checkout_and_compares_ids(bench, tmp_path: Path):
     assert real_setup._equal_ids("same", before, before).met is True
     row = real_setup._equal_ids("moved", before, after)
     assert row.met is False and row.measured == "1 of 2 ids equal (1 gone, 1 new)"
+
+
+def test_the_benchmarks_to_run_are_named_and_an_unknown_name_is_refused(bench, capsys):
+    assert bench.main(["graph1000", "nothing"]) == 2
+    assert "bench/run.py: no benchmark nothing" in capsys.readouterr().err
