@@ -62,7 +62,9 @@ WHOLE = SetGraph(
     ),
     escapes=(Escape("m/Use.x", "config['root']", "i6_core/tools/git/CloneGitRepositoryJob.abc", "RC_ROOT", "RC_ROOT"),),
     records={"m/Use.x": JobRecord({"size": Arg("12ab34cd", "4")}, True, {"size": Arg("12ab34cd", "4", "m/Other.y")})},
-    contents={"m/Use.x": Content("0f" * 16, ["m/Other.y", "m/Other.y"], {"size": "m/Other.y"})},
+    contents={
+        "m/Use.x": Content("0f" * 16, [["m/Other.y", "Path(Other, 'out')"], [None, "Path('/x')"]], True, {"size": 0})
+    },
     inputs={"m/Use.x": ("i6_core/tools/git/CloneGitRepositoryJob.abc",)},
     pinned={"i6_core/tools/git/CloneGitRepositoryJob.abc": "rc"},
     blind={"m/Use.x": ("rc",)},

@@ -130,29 +130,31 @@ class RecordsCompared:
         if (old_id, new_id) in seen:
             return
         seen.add((old_id, new_id))
-        keyed = self._keyed_inputs(old_id, new_id)
-        for path, old_input, new_input in keyed or ():
-            self._compare(old_input, new_input, [*via, (path, old_id, new_id)], causes, seen)
-        if keyed:
-            return  # the same content: its inputs alone differ, and their causes are found
-        old, new = self.old_records.get(old_id), self.new_records.get(new_id)
-        if new is None:
-            # the same content as the old job, with the same inputs: nothing differs the records hold (see below)
-            new = old if keyed is not None else self._made(new_id)
-        if old is None or new is None:
-            missing = "old" if old is None else "new"
-            # records stay on the machine that took the snapshot (.sispin-cache): git holds what rebuilds them
-            hint = " here (`pin explain --against REV` builds them from the setup's git history)" if old is None else ""
-            causes.append(Cause(old_id, new_id, via, reason=f"no record of the {missing} job's arguments{hint}"))
-            return
-        own, inputs = self._pair(old_id, new_id, old, new)
+        keyed = self._keyed(old_id, new_id)
+        if keyed is not None:  # the same content but the paths, which the keys hold: no record is needed
+            own, inputs = keyed
+            custom_hash, relocated = self.new_contents[new_id].custom_hash, False
+        else:
+            old, new = self.old_records.get(old_id), self.new_records.get(new_id) or self._made(new_id)
+            if old is None or new is None:
+                missing = "old" if old is None else "new"
+                # records stay on the machine that took the snapshot (.sispin-cache): git holds what rebuilds them
+                hint = (
+                    " here (`pin explain --against REV` builds them from the setup's git history)"
+                    if old is None
+                    else ""
+                )
+                causes.append(Cause(old_id, new_id, via, reason=f"no record of the {missing} job's arguments{hint}"))
+                return
+            own, inputs = self._pair(old_id, new_id, old, new)
+            custom_hash, relocated = new.custom_hash, old.relocated or new.relocated
         for path, old_input, new_input in inputs:
             self._compare(old_input, new_input, [*via, (path, old_id, new_id)], causes, seen)
         if own:
-            causes.append(Cause(old_id, new_id, via, list(own), new.custom_hash))
+            causes.append(Cause(old_id, new_id, via, list(own), custom_hash))
         elif not inputs:
-            reason = _relocated if old.relocated or new.relocated else _unexplained(old_id, new_id)
-            causes.append(Cause(old_id, new_id, via, custom_hash=new.custom_hash, reason=reason))
+            reason = _relocated if relocated else _unexplained(old_id, new_id)
+            causes.append(Cause(old_id, new_id, via, custom_hash=custom_hash, reason=reason))
 
     def _pair(
         self, old_id: str, new_id: str, old: JobRecord, new: JobRecord
@@ -179,22 +181,33 @@ class RecordsCompared:
         self._pairs[(old_id, new_id)] = (own, inputs)
         return own, inputs
 
-    def _keyed_inputs(self, old_id: str, new_id: str) -> Optional[List[Tuple[str, str, str]]]:
+    def _keyed(self, old_id: str, new_id: str) -> Optional[Tuple[List[Difference], List[Tuple[str, str, str]]]]:
         """
-        :return: when the new job's build sent the old job's content key in place of its record: the inputs whose
-            creating job changed (path, old, new), in path order, from the old key's leaves alone; else None
+        :return: when the new job's build sent a content key of the old job's digest in place of its record: what
+            :meth:`_pair` finds, from the keys' paths alone (the rest of the records is the same); else None
         """
         old, new = self.old_contents.get(old_id), self.new_contents.get(new_id)
         if old is None or new is None or old.digest != new.digest or new_id in self.new_records:
             return None
-        ids = dict(zip(old.creators, new.creators))
-        moved = {path: job for path, job in old.leaves.items() if ids.get(job, job) != job}
-        return [(path, moved[path], ids[moved[path]]) for path in sorted(moved, key=argument_order)]
+        known = self._pairs.get((old_id, new_id))
+        if known is not None:
+            return known
+        own: List[Difference] = []
+        inputs: List[Tuple[str, str, str]] = []
+        for where in sorted(old.leaves, key=argument_order):
+            (old_job, old_text), (new_job, new_text) = old.paths[old.leaves[where]], new.paths[old.leaves[where]]
+            if old_text != new_text:
+                own.append(Difference(where, Arg.of_text(str(old_text), old_job), Arg.of_text(str(new_text), new_job)))
+            elif old_job and new_job and old_job != new_job:
+                inputs.append((where, old_job, new_job))
+        self._pairs[(old_id, new_id)] = (own, inputs)
+        return own, inputs
 
     def _made(self, new_id: str) -> Optional[JobRecord]:
         """
-        :return: the record of a new job whose build sent a content key in place of it: an old job's of that key, with
-            the creators' ids as the new job's; None when no old job has the key
+        :return: the record of a new job whose build sent a content key in place of it: an old job's of that digest,
+            its paths as the key has them (the detailed record where there is one: a live record is compared in
+            detail); None when no old job has the digest
         """
         key = self.new_contents.get(new_id)
         if key is None:
@@ -205,14 +218,12 @@ class RecordsCompared:
         record = self.old_records.get(template) if template is not None else None
         if record is None or template is None:
             return None
-        ids = dict(zip(self.old_contents[template].creators, key.creators))
-        detail = None if record.detail is None else _with_ids(record.detail, ids)
-        return JobRecord(_with_ids(record.args, ids), record.custom_hash, detail, record.relocated)
-
-
-def _with_ids(leaves: Mapping[str, Arg], ids: Mapping[str, str]) -> Dict[str, Arg]:
-    """:return: the leaves, each path's creator's id replaced as ids says"""
-    return {path: arg if arg.job not in ids else arg._replace(job=ids[arg.job]) for path, arg in leaves.items()}
+        paths = {
+            where: Arg.of_text(str(key.paths[place][1]), key.paths[place][0])
+            for where, place in self.old_contents[template].leaves.items()
+        }
+        detail = None if record.detail is None else {**record.detail, **paths}
+        return JobRecord(detail or {**record.args, **paths}, key.custom_hash, detail)
 
 
 @functools.lru_cache(maxsize=65536)  # every output of a set names the same few thousand paths

@@ -1,17 +1,21 @@
 """
 A job's content key, in the probe's process: a digest of what its record (:mod:`sispin.graph.probe.records`) is made
-of, less the ids of the jobs that create its paths, and those ids in the order met. Two jobs of one key have records
-that differ in those ids alone. A build compared with a kept graph (an upgrade's dry run, ``pin status --changes``)
-sends the key in place of the record of each job whose key a kept job has: a move of a pin renews every job below
-it, most with their content as it was, and the parent makes their records from the kept ones
-(:class:`sispin.graph.explain.RecordsCompared`).
+of but its paths, and each path in the order met: the id of the job that creates it and its record's text (its
+creator's class, its file, its hash_overwrite). Two jobs of one digest have records that differ in their paths alone.
+A build compared with a kept graph (an upgrade's dry run, ``pin status --changes``) sends the key in place of the
+record of each job whose digest a kept job has: a move of a pin renews every job below it, most with their content
+as it was but their inputs' ids, and the jobs that take the clone's path itself differ in that path alone (its
+commit, and an alias the move drops). The parent tells from the keys what differs, and makes a record from a kept
+one where it needs one (:class:`sispin.graph.explain.RecordsCompared`).
 
 Python's pickler walks the arguments in C and calls back only for what is no builtin value (a path, a job, an
-object), so a key costs a fifth of a record's walk. The pickle holds at least what the record shows: each builtin
-value as itself, a path by its record's text less its creator's id, a job, function, class or enum by its record's
-text, an object by the state the record walks. So one key never stands for two records (of one relocation: a build
-that relocates gets no keys). What the record shows only by Sisyphus's bytes (an object with no state to walk), or
-what the pickler cannot take, gives no key, and the record is sent.
+object), so a key costs a fifth to a third of a record's walk. The pickle holds at least what the record shows: each
+builtin value as itself, a job, function, class or enum by its record's text, an object by the state the record
+walks; the paths stand beside it. So one digest never stands for two records that differ elsewhere (of one
+relocation: a build that relocates gets no keys). What the record shows only by Sisyphus's bytes (an object with no
+state to walk), or what the pickler cannot take, gives no key, and the record is sent; so does a job whose record
+does not show every path as a leaf of its own (a path in a set, below a container cut, or inside an object shown by
+its bytes: a digest there holds the creator's id).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import inspect
 import io
 import pickle
 from dataclasses import replace
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from sispin.graph.probe.adapter import hashes_as_job, is_path, object_state
 from sispin.graph.probe.records import hashed_arguments, leaf_text, recorded
@@ -40,31 +44,25 @@ class _Uncertain(Exception):
 
 
 class _KeyPickler(pickle.Pickler):
-    """A pickler whose pickle holds what the record shows, less the ids of the paths' creators (noted aside)."""
+    """A pickler whose pickle holds what the record shows but its paths (noted aside, in the order met)."""
 
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file, protocol=4)
-        #: the id of each path's creating job, in the order met
-        self.creators: List[str] = []
-        #: the path objects met (their ``id()``)
-        self.paths: Set[int] = set()
-        #: the ids of the jobs held as values (the record names them in its text: they are part of the key)
-        self.held: Set[str] = set()
+        #: each path met: [the id of the job that creates it (None: none), its record's text]
+        self.paths: List[List[Optional[str]]] = []
+        #: the path objects met (their ``id()``) -> their place in paths
+        self.places: Dict[int, int] = {}
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is complex or obj is _named:
             return NotImplemented  # a scalar (its own reduction holds its value), or the name of all else
         if is_path(obj):
             text, creator = leaf_text(obj)
-            if creator is not None:
-                self.creators.append(creator)
-            self.paths.add(id(obj))
-            return _named, (text,)
+            self.places.setdefault(id(obj), len(self.paths))
+            self.paths.append([creator, text])
+            return _named, ("path",)
         if hashes_as_job(obj) or isinstance(obj, enum.Enum) or inspect.isfunction(obj) or inspect.isclass(obj):
-            text, creator = leaf_text(obj)
-            if creator is not None:
-                self.held.add(creator)
-            return _named, (text,)
+            return _named, (leaf_text(obj)[0],)
         kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
         if isinstance(obj, dict):  # a subclass of dict: the record walks its items
             return _named, (kind,), list(obj.items())
@@ -75,24 +73,22 @@ class _KeyPickler(pickle.Pickler):
         return _named, (kind,), state
 
 
-def content_of(job: Any) -> Optional[Tuple[Content, FrozenSet[int]]]:
+def content_of(job: Any) -> Optional[Tuple[Content, Dict[int, int]]]:
     """
-    :return: the job's content key, and the path objects its pickle met (their ``id()``: where the record shows each
-        of them as a leaf, no creator's id hides in a digest); None when no key can be made
+    :return: the job's content key, and the path objects its pickle met (their ``id()``) with their places in the
+        key; None when no key can be made
     """
+    from sisyphus.job import Job
+
     file = io.BytesIO()
     pickler = _KeyPickler(file)
     try:
         pickler.dump((f"{type(job).__module__}.{type(job).__qualname__}", sorted(hashed_arguments(job).items())))
     except Exception:  # noqa: BLE001 - recipe and config objects: what cannot be pickled gets its record instead
         return None
-    if pickler.held & set(pickler.creators):
-        return None  # a job held as a value creates a path too: the parent could not tell which leaves to give ids
-    # which creators are one job: a key stands for jobs whose paths come from as many jobs, in the same places
-    first: Dict[str, int] = {}
-    pattern = [first.setdefault(creator, len(first)) for creator in pickler.creators]
-    digest = hashlib.sha256(file.getvalue() + repr(pattern).encode()).hexdigest()[:32]
-    return Content(digest, pickler.creators), frozenset(pickler.paths)
+    digest = hashlib.sha256(file.getvalue()).hexdigest()[:32]
+    custom_hash = getattr(type(job).hash, "__func__", None) is not Job.hash.__func__
+    return Content(digest, pickler.paths, custom_hash), pickler.places
 
 
 def records_and_contents(
@@ -117,8 +113,8 @@ def records_and_contents(
             continue
         made, shown = recorded(job, seen)
         records[job.job_id()] = made
-        if contents is True and key is not None and shown == key[1]:
-            leaves = made.args if made.detail is None else made.detail
-            named = {path: arg.job for path, arg in leaves.items() if arg.job}
-            keys[job.job_id()] = replace(key[0], leaves=named)
+        places = key[1] if key is not None else {}
+        # every path the pickle met is a leaf of the record (the detailed one, which a live graph is compared by)
+        if contents is True and key is not None and set(shown.values()) == set(places):
+            keys[job.job_id()] = replace(key[0], leaves={where: places[path] for where, path in shown.items()})
     return records, keys

@@ -22,7 +22,7 @@ __all__ = [
 import enum
 import hashlib
 import inspect
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from sispin.graph.probe.adapter import hash_bytes, hashes_as_job, is_internal, is_path, job_arguments, object_state
 from sispin.graph.probe.schema import MAX_VALUE, Arg, JobRecord
@@ -54,7 +54,7 @@ def record(job: Any, seen: Callable[[str], str] = str) -> JobRecord:
     return recorded(job, seen)[0]
 
 
-def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, FrozenSet[int]]:
+def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Dict[str, int]]:
     """
     What the job's id is made of, leaf by leaf: every argument path Sisyphus hashes (:func:`hashed_arguments`) with
     a digest of its content, its value
@@ -64,7 +64,8 @@ def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Fro
 
     :param seen: how a leaf's text is recorded (a build in a temporary copy of the setup writes the copy's location
         as the setup's own, before the digest, so that a value derived from where the configs run is no change)
-    :return: the record, and the path objects its leaves are (their ``id()``)
+    :return: the record, and the path objects its leaves are (their ``id()``) by argument path, of the detailed
+        record where there is one
     """
     from sisyphus.job import Job
 
@@ -79,7 +80,7 @@ def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Fro
 
     for budget in (MAX_LEAVES, MAX_DETAIL_LEAVES):
         leaves: Dict[str, Arg] = {}
-        paths: List[int] = []
+        paths: List[Tuple[str, int]] = []
         for name, value in sorted(hashed.items()):
             _walk(value, name, 1, leaves, (budget, noted, paths))
         records.append(leaves)
@@ -88,17 +89,17 @@ def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Fro
     args, detail = records[0], records[-1]
     custom_hash = getattr(type(job).hash, "__func__", None) is not Job.hash.__func__
     made = JobRecord(args, custom_hash, detail if detail != args else None, bool(moved))
-    return made, frozenset(paths)
+    return made, dict(paths)
 
 
 #: a walk's leaf budget, how it writes a leaf's text, and where it notes the paths it made leaves
-_Limits = Tuple[int, Callable[[str], str], List[int]]
+_Limits = Tuple[int, Callable[[str], str], List[Tuple[str, int]]]
 
 
 def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], limits: _Limits) -> None:
     """
     Add value's leaves below ``where`` to leaves, following Sisyphus's sis_hash_helper; each path object made a leaf
-    goes to the limits' list (its ``id()``).
+    goes to the limits' list, with its argument path (its ``id()``).
     """
     budget, seen, paths = limits
     if type(value) in _SCALARS:  # most leaves (a network dict's): no children, and their record repeats
@@ -108,7 +109,7 @@ def _walk(value: Any, where: str, depth: int, leaves: Dict[str, Arg], limits: _L
     if children is None:
         text, creator = leaf_text(value)
         if is_path(value):
-            paths.append(id(value))
+            paths.append((where, id(value)))
         leaves[where] = Arg.of_text(seen(text), creator)
         return
     for suffix, child in children:

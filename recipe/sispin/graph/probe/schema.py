@@ -102,20 +102,20 @@ class JobRecord(JsonForm):
 class Content(JsonForm):
     """
     A job's content key (made by :mod:`sispin.graph.probe.contents`): two jobs of one digest have records that differ
-    only in the ids of the jobs that create their paths, each creator of the one standing where that of the other
-    stands.
+    only in their paths, which stand in the key in the same places.
 
-    :param digest: digest of what the record is made of, less those ids
-    :param creators: those ids, in the order the key met their paths (a list, as JSON has it: a graph holds a key per
-        job, each decoded without a call per field)
-    :param leaves: of a kept graph's job, each argument path whose leaf names a job -> that job, as the record has
-        them (all a job of the same key can differ in: compared without the record); empty for a key sent in place
-        of a record
+    :param digest: digest of what the record is made of but its paths
+    :param paths: each path, in the order the key met them: [the id of the job that creates it (None: none), its
+        record's text] (lists, as JSON has them: a graph holds a key per job, each decoded without a call per field)
+    :param custom_hash: the job's class defines its own ``hash()`` (as its record says)
+    :param leaves: of a kept graph's job, each argument path whose leaf is a path -> its place in paths (what a job
+        of the same digest is compared by, without the record); empty for a key sent in place of a record
     """
 
     digest: str
-    creators: List[str]
-    leaves: Dict[str, str] = dataclasses.field(default_factory=dict)
+    paths: List[List[Optional[str]]]
+    custom_hash: bool
+    leaves: Dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
