@@ -90,6 +90,10 @@ def _values(source: Any) -> Dict[str, Tuple[Any, ...]]:
         "a huge container, its cut holding no path": ([list(range(20_001)), [1, Holder(n=2)], out],),
         "deep, its cut holding no path": ([[[[[[[[[[[[[1]]]]]]]]]]]], out],),
         "deep": ([[[[[[[[[[[[[out]]]]]]]]]]]]],),
+        "a leaf, and in a set": ([out, {out}],),
+        "a leaf, and below a cut": ([out, list(range(20_001)), [out]],),
+        "a dict's key": ({out: 1},),
+        "a dict's key and its value": ({out: out},),
     }
 
 
@@ -138,9 +142,18 @@ def test_a_key_stands_only_where_the_record_shows_every_path_by_its_creator(jobs
     graph, made = _graph(jobs, "3" * 40)
     _, keys = records_and_contents(graph, str, True)
     keyless = sorted(shape for shape, job in made.items() if job.job_id() not in keys)
-    # a set's record is one text, a cut container one digest: each hides the paths in it and their creators; an
-    # object without state is shown by Sisyphus's bytes
-    assert keyless == ["a huge container", "an empty object", "deep", "in a set"]
+    # a set's record is one text, a cut container one digest, a dict's key a label: each hides the paths in it and
+    # their creators, also where the same path is a leaf elsewhere; an object without state is shown by its bytes
+    assert keyless == [
+        "a dict's key",
+        "a dict's key and its value",
+        "a huge container",
+        "a leaf, and below a cut",
+        "a leaf, and in a set",
+        "an empty object",
+        "deep",
+        "in a set",
+    ]
 
 
 def test_jobs_whose_content_differs_never_share_a_key(jobs):
@@ -196,3 +209,44 @@ def test_the_parent_follows_a_keyed_job_to_the_new_creators_and_without_a_key_sa
     keys = ({"old/Use.a": kept}, {"new/Use.b": Content("k", [["new/Source.b", text]], False)})
     (cause,) = RecordsCompared({"old/Use.a": record}, {}, keys).explain("o", "old/Use.a", "new/Use.b").causes
     assert cause.via == [("x", "old/Use.a", "new/Use.b")] and (cause.old, cause.new) == ("old/Source.a", "new/Source.b")
+
+
+class Stated:
+    """An object of config code that tells Sisyphus its own state."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def __sis_state__(self) -> Any:
+        return self.state
+
+
+class Labelled:
+    """Objects of one state: dict keys of one label."""
+
+
+class OwnHash:
+    """An object with its own hash (as i6_core's ReturnnConfig), holding a cycle its hash never walks."""
+
+    def __init__(self) -> None:
+        self.post: Dict[str, Any] = {}
+        self.post["self"] = self.post
+
+    def _sis_hash(self) -> bytes:
+        return b"own"
+
+
+def test_values_that_sisyphus_hashes_are_recorded_whatever_their_kind(jobs):
+    from sispin.graph.probe.contents import records_and_contents
+
+    source = jobs.Source("8" * 40)
+    values = {
+        "a job's class": [jobs.Source, source.out],
+        "a state of keys that do not compare": Stated({1: "a", "b": 2}),
+        "keys of one label": {Labelled(): {"a": 1}, Labelled(): {"b": 2}},
+        "a cycle its own hash never walks": [OwnHash(), source.out],
+    }
+    made = {name: jobs.Use(value) for name, value in values.items()}
+    records, keys = records_and_contents(list(made.values()), str, True)
+    assert sorted(records) == sorted(job.job_id() for job in made.values()), "every job recorded, none raised"
+    assert records[made["a job's class"].job_id()].args["value[0]"].value.endswith("Source")

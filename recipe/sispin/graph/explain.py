@@ -171,7 +171,7 @@ class RecordsCompared:
         inputs: List[Tuple[str, str, str]] = []
         # most leaves are equal (tuples, compared in C): only the others are sorted
         differing = [path for path in old_args.keys() | new_args.keys() if old_args.get(path) != new_args.get(path)]
-        for path in sorted(differing, key=argument_order):
+        for path in sorted(differing, key=_leaf_order):
             a, b = old_args.get(path), new_args.get(path)
             if a is not None and b is not None and a.digest == b.digest:
                 if a.job and b.job and a.job != b.job:
@@ -194,12 +194,13 @@ class RecordsCompared:
             return known
         own: List[Difference] = []
         inputs: List[Tuple[str, str, str]] = []
-        for where in sorted(old.leaves, key=argument_order):
+        for where in sorted(old.leaves, key=_leaf_order):  # the leaves as _pair tells them apart
             (old_job, old_text), (new_job, new_text) = old.paths[old.leaves[where]], new.paths[old.leaves[where]]
-            if old_text != new_text:
-                own.append(Difference(where, Arg.of_text(str(old_text), old_job), Arg.of_text(str(new_text), new_job)))
-            elif old_job and new_job and old_job != new_job:
-                inputs.append((where, old_job, new_job))
+            a, b = Arg.of_text(str(old_text), old_job), Arg.of_text(str(new_text), new_job)
+            if a.digest != b.digest:
+                own.append(Difference(where, a, b))
+            elif a.job and b.job and a.job != b.job:
+                inputs.append((where, a.job, b.job))
         self._pairs[(old_id, new_id)] = (own, inputs)
         return own, inputs
 
@@ -224,6 +225,11 @@ class RecordsCompared:
         }
         detail = None if record.detail is None else {**record.detail, **paths}
         return JobRecord(detail or {**record.args, **paths}, key.custom_hash, detail)
+
+
+def _leaf_order(path: str) -> Tuple[Any, ...]:
+    """:return: argument_order, ties broken by the path itself (``x['01']`` and ``x['1']``: never by a set's order)"""
+    return argument_order(path), path
 
 
 @functools.lru_cache(maxsize=65536)  # every output of a set names the same few thousand paths

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 __all__ = ["content_of", "records_and_contents"]
 
+import collections
 import enum
 import hashlib
 import inspect
 import io
 import pickle
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Counter, Dict, List, Optional, Tuple, Union
 
 from sispin.graph.probe.adapter import hashes_as_job, is_path, object_state
 from sispin.graph.probe.records import hashed_arguments, leaf_text, recorded
@@ -48,10 +49,15 @@ class _KeyPickler(pickle.Pickler):
 
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file, protocol=4)
+        # no memo: every occurrence of a path is met, each of which the record must show as a leaf (a cycle ends in
+        # a RecursionError: no key)
+        self.fast = True
         #: each path met: [the id of the job that creates it (None: none), its record's text]
         self.paths: List[List[Optional[str]]] = []
-        #: the path objects met (their ``id()``) -> their place in paths
+        #: the path objects met (their ``id()``) -> their first place in paths
         self.places: Dict[int, int] = {}
+        #: the path objects met (their ``id()``) -> how often
+        self.met: Counter[int] = collections.Counter()
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is complex or obj is _named:
@@ -59,6 +65,7 @@ class _KeyPickler(pickle.Pickler):
         if is_path(obj):
             text, creator = leaf_text(obj)
             self.places.setdefault(id(obj), len(self.paths))
+            self.met[id(obj)] += 1
             self.paths.append([creator, text])
             return _named, ("path",)
         if hashes_as_job(obj) or isinstance(obj, enum.Enum) or inspect.isfunction(obj) or inspect.isclass(obj):
@@ -73,10 +80,10 @@ class _KeyPickler(pickle.Pickler):
         return _named, (kind,), state
 
 
-def content_of(job: Any) -> Optional[Tuple[Content, Dict[int, int]]]:
+def content_of(job: Any) -> Optional[Tuple[Content, Dict[int, int], Counter[int]]]:
     """
-    :return: the job's content key, and the path objects its pickle met (their ``id()``) with their places in the
-        key; None when no key can be made
+    :return: the job's content key, the path objects its pickle met (their ``id()``) with their first places in the
+        key, and how often each was met; None when no key can be made
     """
     from sisyphus.job import Job
 
@@ -88,7 +95,7 @@ def content_of(job: Any) -> Optional[Tuple[Content, Dict[int, int]]]:
         return None
     digest = hashlib.sha256(file.getvalue()).hexdigest()[:32]
     custom_hash = getattr(type(job).hash, "__func__", None) is not Job.hash.__func__
-    return Content(digest, pickler.paths, custom_hash), pickler.places
+    return Content(digest, pickler.paths, custom_hash), pickler.places, pickler.met
 
 
 def records_and_contents(
@@ -113,8 +120,8 @@ def records_and_contents(
             continue
         made, shown = recorded(job, seen)
         records[job.job_id()] = made
-        places = key[1] if key is not None else {}
-        # every path the pickle met is a leaf of the record (the detailed one, which a live graph is compared by)
-        if contents is True and key is not None and set(shown.values()) == set(places):
-            keys[job.job_id()] = replace(key[0], leaves={where: places[path] for where, path in shown.items()})
+        # every occurrence of a path the pickle met is a leaf of the record (the detailed one, by which a live graph
+        # is compared): none hides in a set's text, a dict key's label, a cut's or an object's digest
+        if contents is True and key is not None and collections.Counter(shown.values()) == key[2]:
+            keys[job.job_id()] = replace(key[0], leaves={where: key[1][path] for where, path in shown.items()})
     return records, keys

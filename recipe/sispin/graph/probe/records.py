@@ -143,7 +143,8 @@ def _children(value: Any) -> Any:
     if type(value) in (set, frozenset):
         return None
     if isinstance(value, dict):
-        labelled = sorted((_stable_repr(key), item) for key, item in value.items())
+        # by label alone: two keys of one label (objects of one state) keep their order, their values uncompared
+        labelled = sorted(((_stable_repr(key), item) for key, item in value.items()), key=_first)
         return [(f"[{label}]", item) for label, item in labelled] or None
     # an object with its own hash (i6_core's ReturnnConfig) hashes part of its state: its state is walked all
     # the same, so that a change shows at the attribute that holds it
@@ -152,8 +153,20 @@ def _children(value: Any) -> Any:
     except TypeError:  # a kind Sisyphus refuses to hash (a list subclass): never part of an id, one leaf here
         return None
     if isinstance(state, dict):
-        return [(f".{key}", item) for key, item in sorted(state.items())] or None
+        return [(f".{key}", item) for key, item in _by_key(state)] or None
     return [("", state)]
+
+
+def _first(pair: Tuple[Any, Any]) -> Any:
+    return pair[0]
+
+
+def _by_key(state: Dict[Any, Any]) -> List[Tuple[Any, Any]]:
+    """:return: a state's items by key; keys of kinds that do not compare (an ``__sis_state__`` of 1 and "b") by text"""
+    try:
+        return sorted(state.items(), key=_first)
+    except TypeError:
+        return sorted(state.items(), key=lambda pair: _stable_repr(pair[0]))
 
 
 def _stable_repr(value: Any) -> str:
@@ -164,7 +177,11 @@ def _stable_repr(value: Any) -> str:
     text = repr(value)
     if " at 0x" not in text:
         return text
-    return f"<{type(value).__qualname__} {hashlib.sha256(hash_bytes(value)).hexdigest()[:8]}>"
+    try:
+        content = hash_bytes(value)
+    except (TypeError, RecursionError):  # no bytes of Sisyphus's to name it by (see _content): its kind alone
+        return f"<{type(value).__qualname__}>"
+    return f"<{type(value).__qualname__} {hashlib.sha256(content).hexdigest()[:8]}>"
 
 
 def leaf_text(value: Any) -> Tuple[str, Any]:
@@ -177,20 +194,25 @@ def leaf_text(value: Any) -> Tuple[str, Any]:
         if creator is None:
             return f"Path({value.path!r}{overwrite})", None
         return f"Path({type(creator).__name__}, {value.path!r}{overwrite})", creator.job_id()
+    if inspect.isfunction(value) or inspect.isclass(value):  # a job's class too (Sisyphus hashes it by its id)
+        return f"{value.__module__}.{value.__qualname__}", None
     if hashes_as_job(value):
         return f"Job({value.job_id()})", value.job_id()
     if type(value) in (list, tuple, dict) and not value:
         return repr(value), None
-    if inspect.isfunction(value) or inspect.isclass(value):
-        return f"{value.__module__}.{value.__qualname__}", None
     if type(value) in (set, frozenset):
         return "{" + ", ".join(sorted(_stable_repr(item) for item in value)) + "}", None
     # anything else (a cut container, bytes, an enum...): Sisyphus's own bytes, shown as a type and digest
+    return f"<{type(value).__qualname__} {hashlib.sha256(_content(value)).hexdigest()[:8]}>", None
+
+
+def _content(value: Any) -> bytes:
+    """:return: Sisyphus's bytes of value; where Sisyphus refuses it (or it holds a cycle its own hash never walks:
+    it sits where no id looks), its text"""
     try:
-        content = hash_bytes(value)
-    except TypeError:  # Sisyphus refuses to hash it, so it sits where no id looks: its text stands for it
-        content = repr(value).encode("utf-8", "backslashreplace")
-    return f"<{type(value).__qualname__} {hashlib.sha256(content).hexdigest()[:8]}>", None
+        return hash_bytes(value)
+    except (TypeError, RecursionError):
+        return repr(value).encode("utf-8", "backslashreplace")
 
 
 def relocating(relocated: Optional[Dict[str, str]]) -> Callable[[str], str]:
