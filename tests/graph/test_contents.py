@@ -70,7 +70,7 @@ def _overwritten(path: Any) -> Any:
 
 def _values(source: Any) -> Dict[str, Tuple[Any, ...]]:
     """Argument shapes, each built on a source's path: what a kept graph and a moved one would both hold."""
-    out = source.out
+    out, old = source.out, source.commit.startswith("1")
     return {
         "a path": (out,),
         "a derived path": (out.join_right("sub"),),
@@ -78,7 +78,8 @@ def _values(source: Any) -> Dict[str, Tuple[Any, ...]]:
         "in a dict": ({"root": out, "lr": 0.1, "layers": [1, 2, 3]},),
         "in a subclass of dict": (Ordered(root=out),),
         "in an object": (Holder(root=out, n=3),),
-        "an overwrite only the old graph has": (_overwritten(out) if source.commit.startswith("1") else out,),
+        "an overwrite only the old graph has": (_overwritten(out) if old else out,),
+        "one path twice in the old graph, two in the new": ([out, out if old else out.join_right("sub")],),
         "twice, one object": ([out, out],),
         "twice, two objects": ([out, out.copy()],),
         "the source job itself": (source,),
@@ -112,9 +113,9 @@ def _graph(jobs: Any, commit: str, changed: str = "") -> Tuple[List[Any], Dict[s
 
 
 def _records(graph: List[Any]) -> Dict[str, JobRecord]:
-    from sispin.graph.probe.records import record
+    from sispin.graph.probe.records import recorded
 
-    return {job.job_id(): record(job) for job in graph}
+    return {job.job_id(): recorded(job)[0] for job in graph}
 
 
 def _explained(compared: RecordsCompared, old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:

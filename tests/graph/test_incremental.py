@@ -643,6 +643,25 @@ def test_an_upgrade_builds_the_set_at_its_pins_again_only_when_something_it_read
     assert builds[-1] == 2, f"after a change of the {change}, both sides are built"
 
 
+def test_a_kept_record_damaged_by_hand_is_said_never_taken_for_one_not_kept(inc, capsys, monkeypatch):
+    root = inc()
+    builds, _ = _counting_builds(monkeypatch), capsys.readouterr()
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    said = capsys.readouterr().out
+    kept = root / ".sispin-cache" / "builds" / "inc.json"
+    data = json.loads(kept.read_text())
+    clone = next(job for job in data["records"] if "CloneGitRepositoryJob" in job)  # the move's own: looked up
+    data["records"][clone] = '{"args": '
+    kept.write_text(json.dumps(data))
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 10
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "inc.json" in err and "cannot be read" in err and "Traceback" not in err, err
+    data["records"][clone] = 5  # not what a kept build holds: not taken, both sides built
+    kept.write_text(json.dumps(data))
+    assert main(["upgrade", "inc", "rc", "--dry-run"]) == 0
+    assert capsys.readouterr().out == said and builds == [2, 1, 2], builds
+
+
 def test_a_kept_build_sees_the_jobs_that_finished_since_in_work(inc, capsys, monkeypatch):
     root = inc()
     builds, _ = _counting_builds(monkeypatch), capsys.readouterr()

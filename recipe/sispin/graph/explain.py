@@ -96,8 +96,8 @@ class RecordsCompared:
     :param old_records: job id -> record, of the old graph (a snapshot's or a live one)
     :param new_records: job id -> record, of the new graph
     :param contents: job id -> content key, of the old graph's jobs, and of the new graph's jobs whose build sent a key
-        in place of a record (one an old job has: the new record is the old one's with its creators' ids as the new
-        job's; see :mod:`sispin.graph.probe.contents`)
+        in place of a record (of a digest an old job has: the two differ in their paths alone, which the keys hold;
+        see :mod:`sispin.graph.probe.contents`)
     """
 
     def __init__(
@@ -207,8 +207,10 @@ class RecordsCompared:
     def _made(self, new_id: str) -> Optional[JobRecord]:
         """
         :return: the record of a new job whose build sent a content key in place of it: an old job's of that digest,
-            its paths as the key has them (the detailed record where there is one: a live record is compared in
-            detail); None when no old job has the digest
+            its paths as the key has them; None when no old job has the digest. Where the old job's record has a
+            detailed part, so does this one, and it stands for the short part too (whose cut containers' digests are
+            not in the key): compared with a job whose record has no detailed part, it is compared leaf by leaf where
+            a build's record would show the cut container's digest
         """
         key = self.new_contents.get(new_id)
         if key is None:

@@ -37,6 +37,7 @@ from sispin.graph.probe.ledger import changed_input
 from sispin.graph.probe.schema import JobRecord, RecordedOutput, SetGraph
 from sispin.lock.cache import set_cache_file, sispin_sources, source_digests, write_set_cache
 from sispin.lock.lockfile import Lockfile
+from sispin.text import display_path
 
 #: the format of a kept pass; another one is not read
 _VERSION = 1
@@ -201,7 +202,10 @@ def kept_build(
         if _standing(lockfile, set_name, data, recorded, bound):
             return None
         # the records read as they are looked up: a move's content keys stand for most of them
-        records = DecodedOnAccess(JobRecord, data["records"])
+        texts = data["records"]
+        if type(texts) is not dict or not all(type(text) is str for text in texts.values()):
+            return None  # not what keep_build writes
+        records = DecodedOnAccess(JobRecord, texts, display_path(set_cache_file(lockfile.root, "builds", set_name)))
         return replace(SetGraph.from_json(data["graph"]), records=records), data["ledgers"][0]
     except _UNREADABLE:
         return None

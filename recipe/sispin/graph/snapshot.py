@@ -77,7 +77,7 @@ def _load_all(path: Path) -> Tuple[Dict[str, Entry], Dict[str, List[str]]]:
         return {}, {}
     data, text = read_lockfile_bytes(path)
     # parsing a snapshot of thousands of outputs took a dry run a tenth of what it spends besides the build
-    return read_through(path, data, ("snapshot cache 1", __name__), lambda: parse_snapshot(text, display_path(path)))
+    return read_through(path, data, "snapshot cache 1", __name__, lambda: parse_snapshot(text, display_path(path)))
 
 
 def parse_snapshot(text: str, where: str) -> Tuple[Dict[str, Entry], Dict[str, List[str]]]:

@@ -140,30 +140,31 @@ def load_cached(path: Path) -> Lockfile:
         lockfile = parse_lockfile(text, path)
         return dict(lockfile.repos), dict(lockfile.sets), dict(lockfile.setup)
 
-    repos, sets, setup = read_through(path, data, ("lock cache 2", "sispin.lock.validate"), validated)
+    repos, sets, setup = read_through(path, data, "lock cache 2", "sispin.lock.validate", validated)
     return Lockfile(path=path, repos=repos, sets=sets, setup=setup)
 
 
-def read_through(path: Path, data: bytes, kind: Tuple[str, str], read: Callable[[], Any]) -> Any:
+def read_through(path: Path, data: bytes, tag: str, reader: str, read: Callable[[], Any]) -> Any:
     """
     What a file's bytes read as, from the cache beside it when the same bytes were read before by the same code and
     Python (``.sispin-cache/NAME.pickle``); else read now and cached (when the reading code's source can be found).
 
     :param path: the file (its directory holds the cache)
     :param data: its bytes
-    :param kind: what the cache holds (a tag that changes with its format), and the module whose code reads the
-        file (:func:`validating_modules`)
+    :param tag: what the cache holds (changed with its format)
+    :param reader: the module whose code reads the file (the cache is keyed on its source and its imports':
+        :func:`validating_modules`)
     :param read: what reads the bytes; whatever it raises is raised, and nothing is cached
     :return: its value (builtin containers and the value objects of :mod:`sispin.lock.lockfile` only)
     """
-    key = hashlib.sha256(f"sispin {kind[0]}, python {sys.version_info[:2]}".encode() + data).digest()
+    key = hashlib.sha256(f"sispin {tag}, python {sys.version_info[:2]}".encode() + data).digest()
     cache = path.parent / CACHE_DIR / f"{path.name}.pickle"
     cached = _read(cache, key)
     if cached is not None:
         return cached
     value = read()
     try:
-        code = source_digests(validating_modules(kind[1]))
+        code = source_digests(validating_modules(reader))
     except (OSError, ValueError):  # no source, or a module outside the package's directory: nothing to key on
         code = None
     if code is not None:

@@ -34,6 +34,8 @@ from typing import (
     get_type_hints,
 )
 
+from sispin.errors import FileSystemError
+
 _T = TypeVar("_T", bound="JsonForm")
 
 
@@ -69,18 +71,19 @@ class DecodedOnAccess(collections.abc.Mapping):  # type: ignore[type-arg]
 
     :param kind: the type of the values
     :param texts: key -> the value's JSON text (:meth:`JsonForm.to_json_text`)
+    :param source: the file they were read from (for the message when one cannot be read)
     """
 
-    def __init__(self, kind: Type[JsonForm], texts: Mapping[str, str]) -> None:
-        self._kind, self._texts = kind, texts
+    def __init__(self, kind: Type[JsonForm], texts: Mapping[str, str], source: str) -> None:
+        self._kind, self._texts, self._source = kind, texts, source
         self._decoded: Dict[str, Any] = {}
 
     def __getitem__(self, key: str) -> Any:
         if key not in self._decoded:
             try:
                 self._decoded[key] = self._kind.from_json(read_json(self._texts[key]))
-            except ValueError:  # a text damaged since it was written (by hand): no value, as for a key not kept
-                raise KeyError(key) from None
+            except ValueError as exc:  # damaged since it was written, by hand: said, never taken for a missing value
+                raise FileSystemError(f"{self._source}: {key}: cannot be read ({exc}); remove the file") from None
         return self._decoded[key]
 
     def __iter__(self) -> Iterator[str]:
@@ -154,9 +157,16 @@ def _decoder(kind: Any) -> Callable[[Any], Any]:
     if origin in (dict, collections.abc.Mapping):
         value_of = _decoder(args[1])
         if value_of is _same:
-            return _same  # JSON's own dict (a graph's jobs, a key's leaves): nothing to make of it
+            return _a_dict  # JSON's own dict (a graph's jobs, a key's leaves): nothing to make of it
         return lambda data: {key: value_of(value) for key, value in data.items()}
     return _same
+
+
+def _a_dict(data: Any) -> Any:
+    """:raises TypeError: unless data is a JSON object"""
+    if type(data) is not dict:
+        raise TypeError(f"{type(data).__name__} where an object belongs")
+    return data
 
 
 def _is_row(kind: Any) -> bool:
@@ -186,14 +196,16 @@ def _fixed(items: List[Callable[[Any], Any]], data: Any) -> List[Callable[[Any],
 def _dataclass_decoder(kind: Type[JsonForm]) -> Callable[[Any], Any]:
     hints = get_type_hints(kind)
     parts = {field.name: _decoder(hints[field.name]) for field in dataclasses.fields(kind)}
-    if all(part is _same for part in parts.values()):
+    if all(part in (_same, _a_dict) for part in parts.values()):
         # every field as JSON has it (a RecordedOutput: a report holds one per output): no decoder per field, and the
         # fields set as a whole (a frozen dataclass's __init__ sets each through object.__setattr__, 4x slower)
-        names = parts.keys()
+        names, objects = parts.keys(), [name for name, part in parts.items() if part is _a_dict]
 
         def plain(data: Mapping[str, Any]) -> Any:
             if data.keys() != names:
                 _fields_match(kind, parts, data)
+            for name in objects:
+                _a_dict(data[name])
             value = object.__new__(kind)
             value.__dict__.update(data)
             return value

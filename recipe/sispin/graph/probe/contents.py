@@ -1,7 +1,8 @@
 """
 A job's content key, in the probe's process: a digest of what its record (:mod:`sispin.graph.probe.records`) is made
-of but its paths, and each path in the order met: the id of the job that creates it and its record's text (its
-creator's class, its file, its hash_overwrite). Two jobs of one digest have records that differ in their paths alone.
+of but its paths (where each stands, and which of them are one object), and each path in the order met: the id of
+the job that creates it and its record's text (its creator's class, its file, its hash_overwrite). Two jobs of one
+digest have records that differ in their paths alone.
 A build compared with a kept graph (an upgrade's dry run, ``pin status --changes``) sends the key in place of the
 record of each job whose digest a kept job has: a move of a pin renews every job below it, most with their content
 as it was but their inputs' ids, and the jobs that take the clone's path itself differ in that path alone (its
@@ -9,7 +10,7 @@ commit, and an alias the move drops). The parent tells from the keys what differ
 one where it needs one (:class:`sispin.graph.explain.RecordsCompared`).
 
 Python's pickler walks the arguments in C and calls back only for what is no builtin value (a path, a job, an
-object), so a key costs a fifth to a third of a record's walk. The pickle holds at least what the record shows: each
+object), so a key costs a fraction of a record's walk. The pickle holds at least what the record shows: each
 builtin value as itself, a job, function, class or enum by its record's text, an object by the state the record
 walks; the paths stand beside it. So one digest never stands for two records that differ elsewhere (of one
 relocation: a build that relocates gets no keys). What the record shows only by Sisyphus's bytes (an object with no
@@ -50,7 +51,7 @@ class _KeyPickler(pickle.Pickler):
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file, protocol=4)
         # no memo: every occurrence of a path is met, each of which the record must show as a leaf (a cycle ends in
-        # a RecursionError: no key)
+        # pickle's ValueError: no key)
         self.fast = True
         #: each path met: [the id of the job that creates it (None: none), its record's text]
         self.paths: List[List[Optional[str]]] = []
@@ -64,10 +65,11 @@ class _KeyPickler(pickle.Pickler):
             return NotImplemented  # a scalar (its own reduction holds its value), or the name of all else
         if is_path(obj):
             text, creator = leaf_text(obj)
-            self.places.setdefault(id(obj), len(self.paths))
+            first = self.places.setdefault(id(obj), len(self.paths))
             self.met[id(obj)] += 1
             self.paths.append([creator, text])
-            return _named, ("path",)
+            # which occurrences are one object is content (a leaf's place stands for all of them): [p, p] is not [a, b]
+            return _named, ("path", first)
         if hashes_as_job(obj) or isinstance(obj, enum.Enum) or inspect.isfunction(obj) or inspect.isclass(obj):
             return _named, (leaf_text(obj)[0],)
         kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
@@ -76,7 +78,6 @@ class _KeyPickler(pickle.Pickler):
         state = object_state(obj)
         if isinstance(state, dict) and not state:
             raise _Uncertain(kind)
-        # the state last (pickle's BUILD): the object is in the pickle's memo by then, so a cycle back to it ends
         return _named, (kind,), state
 
 

@@ -12,7 +12,6 @@ __all__ = [
     "MAX_DETAIL_LEAVES",
     "MAX_DEPTH",
     "hashed_arguments",
-    "record",
     "recorded",
     "leaf_text",
     "relocating",
@@ -47,11 +46,6 @@ def hashed_arguments(job: Any) -> Dict[str, Any]:
     if type(job).__sis_version__ is not None:
         hashed["__sis_version__"] = type(job).__sis_version__
     return hashed
-
-
-def record(job: Any, seen: Callable[[str], str] = str) -> JobRecord:
-    """:return: what the job's id is made of (see :func:`recorded`)"""
-    return recorded(job, seen)[0]
 
 
 def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Dict[str, int]]:
@@ -194,7 +188,7 @@ def leaf_text(value: Any) -> Tuple[str, Any]:
         if creator is None:
             return f"Path({value.path!r}{overwrite})", None
         return f"Path({type(creator).__name__}, {value.path!r}{overwrite})", creator.job_id()
-    if inspect.isfunction(value) or inspect.isclass(value):  # a job's class too (Sisyphus hashes it by its id)
+    if inspect.isfunction(value) or inspect.isclass(value):  # a job's class too, as Sisyphus hashes it: by its name
         return f"{value.__module__}.{value.__qualname__}", None
     if hashes_as_job(value):
         return f"Job({value.job_id()})", value.job_id()

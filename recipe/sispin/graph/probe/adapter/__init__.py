@@ -127,7 +127,7 @@ def input_paths(job: Any) -> List[Any]:
 
 
 def hashes_as_job(value: Any) -> bool:
-    """:return: whether Sisyphus hashes value as a job (by its id): a job, or a job class"""
+    """:return: whether value has a job's id (a job, or a job class: a class Sisyphus hashes by its name)"""
     return hasattr(value, "_sis_id")
 
 
