@@ -195,8 +195,7 @@ class RecordsCompared:
         own: List[Difference] = []
         inputs: List[Tuple[str, str, str]] = []
         for where in sorted(old.leaves, key=_leaf_order):  # the leaves as _pair tells them apart
-            (old_job, old_text), (new_job, new_text) = old.paths[old.leaves[where]], new.paths[old.leaves[where]]
-            a, b = Arg.of_text(str(old_text), old_job), Arg.of_text(str(new_text), new_job)
+            a, b = _path_leaf(old, old.leaves[where]), _path_leaf(new, old.leaves[where])
             if a.digest != b.digest:
                 own.append(Difference(where, a, b))
             elif a.job and b.job and a.job != b.job:
@@ -221,12 +220,15 @@ class RecordsCompared:
         record = self.old_records.get(template) if template is not None else None
         if record is None or template is None:
             return None
-        paths = {
-            where: Arg.of_text(str(key.paths[place][1]), key.paths[place][0])
-            for where, place in self.old_contents[template].leaves.items()
-        }
+        paths = {where: _path_leaf(key, place) for where, place in self.old_contents[template].leaves.items()}
         detail = None if record.detail is None else {**record.detail, **paths}
         return JobRecord(detail or {**record.args, **paths}, key.custom_hash, detail)
+
+
+def _path_leaf(key: Content, place: int) -> Arg:
+    """:return: the record's leaf of the path at that place of the key"""
+    creator, text = key.paths[place]
+    return Arg.of_text(str(text), creator)
 
 
 def _leaf_order(path: str) -> Tuple[Any, ...]:

@@ -198,14 +198,15 @@ def kept_build(
         nothing it read changed since (which of its jobs finished is as it was then: ask Sisyphus again); else None
     """
     try:
-        data = read_json(set_cache_file(lockfile.root, "builds", set_name).read_bytes())
+        kept = set_cache_file(lockfile.root, "builds", set_name)
+        data = read_json(kept.read_bytes())
         if _standing(lockfile, set_name, data, recorded, bound):
             return None
         # the records read as they are looked up: a move's content keys stand for most of them
         texts = data["records"]
         if type(texts) is not dict or not all(type(text) is str for text in texts.values()):
             return None  # not what keep_build writes
-        records = DecodedOnAccess(JobRecord, texts, display_path(set_cache_file(lockfile.root, "builds", set_name)))
+        records = DecodedOnAccess(JobRecord, texts, display_path(kept))
         return replace(SetGraph.from_json(data["graph"]), records=records), data["ledgers"][0]
     except _UNREADABLE:
         return None

@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import Any, Callable, Counter, Dict, List, Optional, Tuple, Union
 
 from sispin.graph.probe.adapter import hashes_as_job, is_path, object_state
-from sispin.graph.probe.records import hashed_arguments, leaf_text, recorded
+from sispin.graph.probe.records import has_own_hash, hashed_arguments, leaf_text, recorded
 from sispin.graph.probe.schema import Content, JobRecord
 
 
@@ -86,8 +86,6 @@ def content_of(job: Any) -> Optional[Tuple[Content, Dict[int, int], Counter[int]
     :return: the job's content key, the path objects its pickle met (their ``id()``) with their first places in the
         key, and how often each was met; None when no key can be made
     """
-    from sisyphus.job import Job
-
     file = io.BytesIO()
     pickler = _KeyPickler(file)
     try:
@@ -95,8 +93,7 @@ def content_of(job: Any) -> Optional[Tuple[Content, Dict[int, int], Counter[int]
     except Exception:  # noqa: BLE001 - recipe and config objects: what cannot be pickled gets its record instead
         return None
     digest = hashlib.sha256(file.getvalue()).hexdigest()[:32]
-    custom_hash = getattr(type(job).hash, "__func__", None) is not Job.hash.__func__
-    return Content(digest, pickler.paths, custom_hash), pickler.places, pickler.met
+    return Content(digest, pickler.paths, has_own_hash(job)), pickler.places, pickler.met
 
 
 def records_and_contents(

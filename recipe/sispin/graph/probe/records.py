@@ -48,6 +48,13 @@ def hashed_arguments(job: Any) -> Dict[str, Any]:
     return hashed
 
 
+def has_own_hash(job: Any) -> bool:
+    """:return: whether the job's class defines its own ``hash()``, so its arguments may not be what it hashes"""
+    from sisyphus.job import Job
+
+    return getattr(type(job).hash, "__func__", None) is not Job.hash.__func__
+
+
 def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Dict[str, int]]:
     """
     What the job's id is made of, leaf by leaf: every argument path Sisyphus hashes (:func:`hashed_arguments`) with
@@ -61,8 +68,6 @@ def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Dic
     :return: the record, and the path objects its leaves are (their ``id()``) by argument path, of the detailed
         record where there is one
     """
-    from sisyphus.job import Job
-
     hashed = hashed_arguments(job)
     records, moved = [], []
 
@@ -81,8 +86,7 @@ def recorded(job: Any, seen: Callable[[str], str] = str) -> Tuple[JobRecord, Dic
         if len(leaves) < MAX_LEAVES:
             break  # no container was cut for the budget (only for depth, the same in both): the detail is the same
     args, detail = records[0], records[-1]
-    custom_hash = getattr(type(job).hash, "__func__", None) is not Job.hash.__func__
-    made = JobRecord(args, custom_hash, detail if detail != args else None, bool(moved))
+    made = JobRecord(args, has_own_hash(job), detail if detail != args else None, bool(moved))
     return made, dict(paths)
 
 
