@@ -53,7 +53,6 @@ import inspect
 import os
 import re
 import sys
-from pathlib import Path
 from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from sispin.clonejob import DEFAULTS, class_parameters
@@ -100,10 +99,15 @@ def _sisyphus_names() -> FrozenSet[str]:
     """Every ``_sis_`` name in the source of the Sisyphus this process imported (each version names its own)."""
     import sisyphus
 
-    names: Set[str] = set()
-    for path in Path(sisyphus.__file__).parent.rglob("*.py"):
-        names.update(re.findall(r"\b_sis_\w+", path.read_text(encoding="utf-8", errors="replace")))
-    return frozenset(names)
+    # bytes and os.walk: a third of the time of text and Path.rglob, paid by every build
+    pattern = re.compile(rb"\b_sis_\w+")
+    names: Set[bytes] = set()
+    for folder, _, files in os.walk(os.path.dirname(sisyphus.__file__)):
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), "rb") as source:
+                    names.update(pattern.findall(source.read()))
+    return frozenset(name.decode("ascii") for name in names)
 
 
 def job_id(job: Any) -> str:
