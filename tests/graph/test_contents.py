@@ -212,6 +212,30 @@ def test_the_parent_follows_a_keyed_job_to_the_new_creators_and_without_a_key_sa
     assert cause.via == [("x", "old/Use.a", "new/Use.b")] and (cause.old, cause.new) == ("old/Source.a", "new/Source.b")
 
 
+def _texts_of_one_digest() -> Tuple[str, str]:
+    """Two path texts whose leaves share their 8-character digest (a birthday search: about 80,000 texts)."""
+    seen: Dict[str, str] = {}
+    for number in range(1_000_000):
+        text = f"Path(Source, 'out{number}')"
+        digest = Arg.of_text(text).digest
+        if digest in seen:
+            return seen[digest], text
+        seen[digest] = text
+    raise AssertionError("no two texts of one digest")
+
+
+def test_keys_tell_path_leaves_apart_by_digest_as_records_do():
+    first, second = _texts_of_one_digest()
+    old_leaf, new_leaf = Arg.of_text(first, "old/Source.a"), Arg.of_text(second, "new/Source.b")
+    records = ({"old/Use.a": JobRecord({"x": old_leaf})}, {"new/Use.b": JobRecord({"x": new_leaf})})
+    kept = Content("k", [["old/Source.a", first]], False, {"x": 0})
+    keys = ({"old/Use.a": kept}, {"new/Use.b": Content("k", [["new/Source.b", second]], False)})
+    by_records = RecordsCompared(*records).explain("o", "old/Use.a", "new/Use.b").causes
+    by_keys = RecordsCompared(records[0], {}, keys).explain("o", "old/Use.a", "new/Use.b").causes
+    # one digest is one leaf to both: the pair differs in its input's creator, not in an argument of its own
+    assert by_keys == by_records and [(cause.old, cause.new) for cause in by_keys] == [("old/Source.a", "new/Source.b")]
+
+
 class Stated:
     """An object of config code that tells Sisyphus its own state."""
 

@@ -195,11 +195,14 @@ class RecordsCompared:
         own: List[Difference] = []
         inputs: List[Tuple[str, str, str]] = []
         for where in sorted(old.leaves, key=_leaf_order):  # the leaves as _pair tells them apart
-            a, b = _path_leaf(old, old.leaves[where]), _path_leaf(new, old.leaves[where])
-            if a.digest != b.digest:
-                own.append(Difference(where, a, b))
-            elif a.job and b.job and a.job != b.job:
-                inputs.append((where, a.job, b.job))
+            place = old.leaves[where]
+            (old_job, old_text), (new_job, new_text) = old.paths[place], new.paths[place]
+            # one text is one digest: most paths keep theirs, and only differing texts are hashed (as _pair tells
+            # leaves apart by digest, two texts of one digest are one leaf here too)
+            if old_text != new_text and _path_leaf(old, place).digest != _path_leaf(new, place).digest:
+                own.append(Difference(where, _path_leaf(old, place), _path_leaf(new, place)))
+            elif old_job and new_job and old_job != new_job:
+                inputs.append((where, old_job, new_job))
         self._pairs[(old_id, new_id)] = (own, inputs)
         return own, inputs
 
