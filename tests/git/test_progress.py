@@ -22,7 +22,8 @@ from sispin.cli.main import main
 from sispin.cli.progress import TerminalProgress
 from sispin.errors import GitError
 from sispin.git import process as sispin_git
-from sispin.git.repo import clone_at_commit
+from sispin.git.repo import clone_at_commit, update_mirror
+from sispin.git.store import Store
 from slow_remote import SlowRemote
 
 
@@ -126,6 +127,15 @@ def test_the_line_says_what_git_waits_for_before_git_says_anything(remotes, tmp_
         clone_at_commit(f"file://{remotes / 'a'}", git(remotes / "a", "rev-parse", "HEAD"), tmp_path / "a")
     assert heard[0] == ("a", "git clone: waiting for the remote"), heard[:3]
     assert heard[-1] == ("a", ""), "cleared when done"
+
+
+def test_the_line_says_a_mirror_waits_for_the_remotes_answer_before_it_fetches(remotes, tmp_path):
+    url = f"file://{remotes / 'a'}"
+    mirror = Store(tmp_path / "store").fetch(url)
+    heard = []
+    with sispin_git.progress_to(lambda who, line: heard.append((who, line))):
+        update_mirror(url, mirror)
+    assert heard == [("a", "git ls-remote: waiting for the remote"), ("a", "")], "nothing new: no fetch"
 
 
 def test_a_remotes_words_on_the_line_cannot_act_on_the_terminal():

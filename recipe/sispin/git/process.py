@@ -288,8 +288,9 @@ def network(repository: Path, url: str, verb: str, command: str, *args: str) -> 
 
 def remote_query(repository: Path, url: str, verb: str, *args: str) -> str:
     """
-    Run a git command that asks url's remote a short question (``ls-remote``), without progress: it is stopped when
-    it has not answered within :data:`INACTIVITY_TIMEOUT` seconds.
+    Run a git command that asks url's remote a short question (``ls-remote``): the progress line says it waits for
+    the remote (git shows no progress of it), and it is stopped when it has not answered within
+    :data:`INACTIVITY_TIMEOUT` seconds.
 
     :param repository: where git runs
     :param url: the remote's URL, for messages
@@ -298,6 +299,9 @@ def remote_query(repository: Path, url: str, verb: str, *args: str) -> str:
     :return: its standard output
     :raises GitError: when it fails or does not answer (one line, git's reason)
     """
+    listener = progress_listener()
+    if listener is not None:
+        listener(name_from_url(url), f"git {args[0]}: waiting for the remote")
     with _start(repository, args, subprocess.PIPE) as process:
         try:
             stdout, stderr = process.communicate(timeout=INACTIVITY_TIMEOUT)
@@ -306,6 +310,8 @@ def remote_query(repository: Path, url: str, verb: str, *args: str) -> str:
         finally:
             if process.poll() is None:
                 stop_process_tree(process)
+            if listener is not None:
+                listener(name_from_url(url), "")
     if process.returncode != 0:
         reason = _reason(stderr.decode("utf-8", "replace"), f"git {_verb(args)} failed")
         raise GitError(f"cannot {verb} {url}: {reason}")

@@ -20,7 +20,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator, Optional, Tuple
+from typing import FrozenSet, Iterator, Optional, Tuple
 
 from sispin.errors import CheckoutStateError, GitCommandError, GitError
 from sispin.git.process import network, read_git, remote_query, write_git
@@ -160,34 +160,57 @@ def _keep_commit_graph(mirror: Path) -> None:
 
 def update_mirror(url: str, path: Path) -> None:
     """
-    Fetch url's branches and tags into the mirror at path; force-pushed branches follow the remote, deleted ones
-    are pruned (their commits stay in the object store until git collects garbage).
+    Bring the mirror at path to url's branches and tags; force-pushed branches follow the remote, deleted ones
+    are pruned (their commits stay in the object store until git collects garbage). The remote is asked first what
+    it has, and fetched from only when that differs from the mirror: most asks find nothing new, and a fetch would
+    ask the remote a second time (a network round trip) and start four processes for nothing.
 
     :param url: repository URL, for messages
     :param path: mirror made by :func:`create_mirror`
     :raises GitError: when the remote cannot be reached
     """
-    write_git(path, "config", "fetch.writeCommitGraph", "true")  # also in mirrors made before sispin kept one
-    network(path, url, "fetch", "fetch", "--prune", "origin")
-    _follow_remote_head(url, path)
+    answer = remote_query(path, url, "fetch", "ls-remote", "--symref", "origin", "HEAD", *_MIRRORED)
+    advertised, head = _advertised(answer)
+    mirrored = read_git(path, "for-each-ref", "--format=%(objectname) %(refname)", *_MIRRORED).splitlines()
+    if advertised != frozenset(mirrored):
+        write_git(path, "config", "fetch.writeCommitGraph", "true")  # also in mirrors made before sispin kept one
+        network(path, url, "fetch", "fetch", "--prune", "origin")
+    if head is not None:
+        _follow_remote_head(path, head)
 
 
-def _follow_remote_head(url: str, path: Path) -> None:
+#: the refs a mirror keeps (see _MIRROR_REFSPECS), as ls-remote and for-each-ref take them
+_MIRRORED = ("refs/heads/*", "refs/tags/*")
+
+
+def _advertised(answer: str) -> Tuple[FrozenSet[str], Optional[str]]:
     """
-    Point the mirror's HEAD where the remote's HEAD points now: a fetch leaves it alone, and it names the default
-    branch that `pin upgrade` and `pin new` follow (a renamed default branch must not leave them on the old one, nor
-    fail for good once the old one is deleted). A remote whose HEAD is no branch leaves it as it is.
+    :param answer: what ``ls-remote --symref`` printed
+    :return: the branches and tags it names, each as for-each-ref writes it (``<object> <name>``), and the branch the
+        remote's HEAD names (None: HEAD is no branch)
     """
-    answer = remote_query(path, url, "fetch", "ls-remote", "--symref", "origin", "HEAD")
+    refs, head = set(), None
     for line in answer.splitlines():
         target, _, name = line.partition("\t")
-        if name == "HEAD" and target.startswith("ref: refs/heads/"):
-            branch = target[len("ref: ") :]
-            try:
-                current: Optional[str] = read_git(path, "symbolic-ref", "--quiet", "HEAD")
-            except GitCommandError:  # a detached HEAD
-                current = None
-            # written only when it moved: a build that read HEAD (settings.py's redirect to the store) keeps its pass
-            if current != branch:
-                write_git(path, "symbolic-ref", "HEAD", branch)
-            return
+        if target.startswith("ref: "):  # a symbolic ref: what it names is listed by its own line
+            if name == "HEAD" and target.startswith("ref: refs/heads/"):
+                head = target[len("ref: ") :]
+        # a pattern matches a name's tail, so refs/x/refs/heads/y would match too; a peeled tag (^{}) is no ref
+        elif name.startswith(("refs/heads/", "refs/tags/")) and not name.endswith("^{}"):
+            refs.add(f"{target} {name}")
+    return frozenset(refs), head
+
+
+def _follow_remote_head(path: Path, branch: str) -> None:
+    """
+    Point the mirror's HEAD at the branch the remote's HEAD names now: a fetch leaves it alone, and it names the
+    default branch that `pin upgrade` and `pin new` follow (a renamed default branch must not leave them on the old
+    one, nor fail for good once the old one is deleted).
+    """
+    try:
+        current: Optional[str] = read_git(path, "symbolic-ref", "--quiet", "HEAD")
+    except GitCommandError:  # a detached HEAD
+        current = None
+    # written only when it moved: a build that read HEAD (settings.py's redirect to the store) keeps its pass
+    if current != branch:
+        write_git(path, "symbolic-ref", "HEAD", branch)
