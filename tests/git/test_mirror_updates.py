@@ -5,12 +5,14 @@ remote has something it does not: the remote is asked once, and an ask that find
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import Callable, Dict
+from typing import Callable, Dict, List
 
 import pytest
 
 from conftest import git, git_commit
+from sispin.git.process import progress_to
 from sispin.git.repo import update_mirror
 from sispin.git.store import Store
 
@@ -29,12 +31,13 @@ def _refs(repository: Path) -> str:
 
 
 def _updated(mirrored: Dict[str, Path]) -> bool:
-    """Update the mirror; :return: whether that fetched (git writes FETCH_HEAD at every fetch)"""
-    fetch_head = mirrored["mirror"] / "FETCH_HEAD"
-    fetch_head.unlink(missing_ok=True)
-    update_mirror(f"file://{mirrored['remote']}", mirrored["mirror"])
+    """Update the mirror; :return: whether that fetched (as the progress line tells)"""
+    heard: List[str] = []
+    with progress_to(lambda who, line: heard.append(line)):
+        update_mirror(f"file://{mirrored['remote']}", mirrored["mirror"])
     assert _refs(mirrored["mirror"]) == _refs(mirrored["remote"]), "the mirror has the remote's branches and tags"
-    return fetch_head.exists()
+    assert git(mirrored["mirror"], "fsck", "--no-dangling") == "", "and every object they name"
+    return "git fetch: waiting for the remote" in heard
 
 
 def test_a_remote_with_nothing_new_is_asked_and_not_fetched_from(mirrored):
@@ -44,7 +47,16 @@ def test_a_remote_with_nothing_new_is_asked_and_not_fetched_from(mirrored):
 
 @pytest.mark.parametrize(
     "change",
-    ["a commit", "a new branch", "a deleted branch", "a force-push", "a new tag", "a tag moved", "an annotated tag"],
+    [
+        "a commit",
+        "a new branch",
+        "a deleted branch",
+        "a deleted branch of a folder",
+        "a force-push",
+        "a new tag",
+        "a tag moved",
+        "an annotated tag",
+    ],
 )
 def test_whatever_the_remote_changed_of_its_branches_and_tags_is_fetched(mirrored, change):
     remote = mirrored["remote"]
@@ -56,6 +68,11 @@ def test_whatever_the_remote_changed_of_its_branches_and_tags_is_fetched(mirrore
         git(remote, "branch", "other")
     elif change == "a deleted branch":
         git(remote, "branch", "-D", "side")
+    elif change == "a deleted branch of a folder":
+        git(remote, "branch", "feature/x")
+        git(remote, "tag", "release/1")
+        assert _updated(mirrored)
+        git(remote, "branch", "-D", "feature/x")
     elif change == "a force-push":
         git_commit(remote, {"a.py": "a = 2\n"}, "second")
         git(remote, "reset", "-q", "--hard", "HEAD~1")
@@ -80,3 +97,29 @@ def test_the_remotes_default_branch_is_followed_without_a_fetch(mirrored):
     git(remote, "symbolic-ref", "HEAD", "refs/heads/stable")  # its branches stay as they were
     assert not _updated(mirrored)
     assert git(mirror, "symbolic-ref", "HEAD") == "refs/heads/stable"
+
+
+def test_the_mirror_counts_as_fetched_when_its_remote_had_nothing_new(mirrored, tmp_path):
+    store, url = Store(tmp_path / "store"), f"file://{mirrored['remote']}"
+    before = store.last_fetched(url)
+    time.sleep(0.05)
+    assert not _updated(mirrored)
+    assert store.last_fetched(url) > before
+
+
+def test_a_mirror_that_lost_an_object_its_refs_name_fetches_it_again(mirrored):
+    mirror = mirrored["mirror"]
+    git(mirror, "repack", "-q", "-a", "-d")
+    for pack in (mirror / "objects" / "pack").iterdir():
+        pack.unlink()
+    assert _updated(mirrored)
+
+
+def test_a_mirror_made_before_sispin_kept_a_commit_graph_gets_one_while_its_remote_stays(make_repo, tmp_path):
+    remote = make_repo("old")
+    git_commit(remote, {"a.py": "a = 1\n"}, "first")
+    mirror = tmp_path / "old.git"
+    git(tmp_path, "clone", "-q", "--bare", str(remote), str(mirror))
+    assert not _updated({"remote": remote, "mirror": mirror})
+    assert (mirror / "objects" / "info" / "commit-graph").exists()
+    assert git(mirror, "config", "fetch.writeCommitGraph") == "true"

@@ -12,6 +12,7 @@ __all__ = [
     "checkout_origin",
     "create_mirror",
     "update_mirror",
+    "FETCHED_STAMP",
     "has_commit",
 ]
 
@@ -162,25 +163,45 @@ def update_mirror(url: str, path: Path) -> None:
     """
     Bring the mirror at path to url's branches and tags; force-pushed branches follow the remote, deleted ones
     are pruned (their commits stay in the object store until git collects garbage). The remote is asked first what
-    it has, and fetched from only when that differs from the mirror: most asks find nothing new, and a fetch would
-    ask the remote a second time (a network round trip) and start four processes for nothing.
+    it has, and fetched from only when that differs from the mirror (or the mirror lacks an object its refs name):
+    most asks find nothing new, and a fetch would ask the remote a second time (a network round trip) and start four
+    processes for nothing. Either way the mirror counts as fetched now (:data:`FETCHED_STAMP`).
 
     :param url: repository URL, for messages
     :param path: mirror made by :func:`create_mirror`
     :raises GitError: when the remote cannot be reached
     """
-    answer = remote_query(path, url, "fetch", "ls-remote", "--symref", "origin", "HEAD", *_MIRRORED)
+    answer = remote_query(path, url, "fetch", "ls-remote", "--symref", "origin", "HEAD", "refs/heads/*", "refs/tags/*")
     advertised, head = _advertised(answer)
-    mirrored = read_git(path, "for-each-ref", "--format=%(objectname) %(refname)", *_MIRRORED).splitlines()
-    if advertised != frozenset(mirrored):
+    if advertised != _mirrored(path):
         write_git(path, "config", "fetch.writeCommitGraph", "true")  # also in mirrors made before sispin kept one
         network(path, url, "fetch", "fetch", "--prune", "origin")
+    else:
+        (path / FETCHED_STAMP).touch()
+        if not any((path / "objects" / "info" / name).exists() for name in ("commit-graph", "commit-graphs")):
+            _keep_commit_graph(path)  # a mirror made before sispin kept one, whose remote has had nothing new since
     if head is not None:
         _follow_remote_head(path, head)
 
 
-#: the refs a mirror keeps (see _MIRROR_REFSPECS), as ls-remote and for-each-ref take them
-_MIRRORED = ("refs/heads/*", "refs/tags/*")
+#: the file whose time says when a mirror was last fetched: git rewrites it at every fetch, and a fetch that finds
+#: nothing new touches it
+FETCHED_STAMP = "FETCH_HEAD"
+
+
+def _mirrored(path: Path) -> Optional[FrozenSet[str]]:
+    """
+    :return: the mirror's branches and tags as :func:`_advertised` lists them; None when an object one of them names
+        is missing (git fails to tell its type), which a fetch brings back
+    """
+    try:
+        # names below refs/heads/ and refs/tags/ at any depth (a pattern with * would leave out feature/x)
+        refs = read_git(
+            path, "for-each-ref", "--format=%(objecttype) %(objectname) %(refname)", "refs/heads/", "refs/tags/"
+        )
+    except GitCommandError:
+        return None
+    return frozenset(line.split(" ", 1)[1] for line in refs.splitlines())
 
 
 def _advertised(answer: str) -> Tuple[FrozenSet[str], Optional[str]]:

@@ -136,8 +136,10 @@ class Store:
         path = self.mirror(url)
         if path is None:
             return None
-        # git rewrites FETCH_HEAD on every fetch; a fresh mirror has only its clone time
-        stamp = path / "FETCH_HEAD" if (path / "FETCH_HEAD").exists() else path / "HEAD"
+        from sispin.git.repo import FETCHED_STAMP
+
+        # a fresh mirror has only its clone time
+        stamp = path / FETCHED_STAMP if (path / FETCHED_STAMP).exists() else path / "HEAD"
         return datetime.datetime.fromtimestamp(stamp.stat().st_mtime, tz=datetime.timezone.utc)
 
     def checkout(self, url: str, commit: str, folder: str) -> Path:
