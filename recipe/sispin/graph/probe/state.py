@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Un
 
 from sispin.graph.probe.adapter import (
     input_paths,
-    is_internal,
+    internal_names,
     is_job,
     is_path,
     job_arguments,
@@ -35,7 +35,8 @@ def _attributes(job: Any) -> Dict[str, Any]:
     setup's, not the job's).
     """
     attributes = {"(arguments)": job_arguments(job)}
-    attributes.update((name, value) for name, value in vars(job).items() if not is_internal(name))
+    internal = internal_names()  # is_internal's names, looked up here without a call per attribute (26 per job)
+    attributes.update((name, value) for name, value in vars(job).items() if name not in internal)
     environment = own_environment(job)
     if environment is not None:
         attributes["(environment)"] = environment

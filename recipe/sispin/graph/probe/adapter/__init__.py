@@ -21,6 +21,7 @@ __all__ = [
     "is_job",
     "JOB_INTERNALS",
     "is_internal",
+    "internal_names",
     "job_id",
     "set_job_id",
     "job_arguments",
@@ -91,12 +92,15 @@ def is_internal(name: Any) -> bool:
     :return: whether an attribute (or a state dict's key) is one Sisyphus keeps for itself: a ``_sis_`` name its
         source uses (a job's own attribute of such a name is the job's state: Sisyphus pickles it into job.save)
     """
-    return isinstance(name, str) and name.startswith("_sis_") and name in _sisyphus_names()
+    return isinstance(name, str) and name.startswith("_sis_") and name in internal_names()
 
 
 @functools.cache
-def _sisyphus_names() -> FrozenSet[str]:
-    """Every ``_sis_`` name in the source of the Sisyphus this process imported (each version names its own)."""
+def internal_names() -> FrozenSet[str]:
+    """
+    :return: every ``_sis_`` name in the source of the Sisyphus this process imported (each version names its own):
+        the names :func:`is_internal` tells, for a walk that looks up thousands of them
+    """
     import sisyphus
 
     # bytes and os.walk: a third of the time of text and Path.rglob, paid by every build
