@@ -43,6 +43,10 @@ def _updated(mirrored: Dict[str, Path]) -> bool:
 def test_a_remote_with_nothing_new_is_asked_and_not_fetched_from(mirrored):
     assert not _updated(mirrored)
     assert not _updated(mirrored)
+    # refs a mirror does not keep, whose names end as the asked patterns do (ls-remote matches a name's tail)
+    git(mirrored["remote"], "update-ref", "refs/remotes/origin/HEAD", "HEAD")
+    git(mirrored["remote"], "update-ref", "refs/x/refs/heads/y", "HEAD")
+    assert not _updated(mirrored)
 
 
 @pytest.mark.parametrize(
@@ -52,6 +56,7 @@ def test_a_remote_with_nothing_new_is_asked_and_not_fetched_from(mirrored):
         "a new branch",
         "a deleted branch",
         "a deleted branch of a folder",
+        "a deleted tag",
         "a force-push",
         "a new tag",
         "a tag moved",
@@ -73,6 +78,10 @@ def test_whatever_the_remote_changed_of_its_branches_and_tags_is_fetched(mirrore
         git(remote, "tag", "release/1")
         assert _updated(mirrored)
         git(remote, "branch", "-D", "feature/x")
+    elif change == "a deleted tag":
+        git(remote, "tag", "v1")
+        assert _updated(mirrored)
+        git(remote, "tag", "-d", "v1")
     elif change == "a force-push":
         git_commit(remote, {"a.py": "a = 2\n"}, "second")
         git(remote, "reset", "-q", "--hard", "HEAD~1")
@@ -120,6 +129,8 @@ def test_a_mirror_made_before_sispin_kept_a_commit_graph_gets_one_while_its_remo
     git_commit(remote, {"a.py": "a = 1\n"}, "first")
     mirror = tmp_path / "old.git"
     git(tmp_path, "clone", "-q", "--bare", str(remote), str(mirror))
+    git(mirror, "config", "--replace-all", "remote.origin.fetch", "+refs/heads/*:refs/heads/*")
+    git(mirror, "config", "--add", "remote.origin.fetch", "+refs/tags/*:refs/tags/*")
     assert not _updated({"remote": remote, "mirror": mirror})
     assert (mirror / "objects" / "info" / "commit-graph").exists()
     assert git(mirror, "config", "fetch.writeCommitGraph") == "true"

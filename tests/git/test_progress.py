@@ -75,6 +75,31 @@ def test_a_stalled_store_fetch_is_stopped_and_named(stalling, remotes, write_loc
     assert not list((store_dir / "mirrors").glob("*.git")), "no half-made mirror"
 
 
+def test_a_remote_that_never_answers_the_question_before_a_fetch_is_stopped_and_named(remotes, tmp_path, monkeypatch):
+    monkeypatch.setattr(sispin_git, "INACTIVITY_TIMEOUT", 1.0)
+    mirror = Store(tmp_path / "store").fetch(f"file://{remotes / 'a'}")
+    silent = SlowRemote(remotes, CHUNK, PAUSE, stall_after=0)
+    heard = []
+    try:
+        git(mirror, "remote", "set-url", "origin", silent.url("a"))
+        with sispin_git.progress_to(lambda who, line: heard.append(line)):
+            with pytest.raises(
+                GitError, match=rf"cannot fetch {silent.url('a')}: no answer for 1 s \(git was stopped\)"
+            ):
+                update_mirror(silent.url("a"), mirror)
+    finally:
+        silent.close()
+    assert heard == ["git ls-remote: waiting for the remote", ""], "the line is cleared"
+
+
+def test_a_git_that_cannot_start_leaves_no_line_behind(tmp_path):
+    heard = []
+    with sispin_git.progress_to(lambda who, line: heard.append(line)):
+        with pytest.raises(GitError):
+            sispin_git.remote_query(tmp_path / "gone.git", "file:///x", "fetch", "ls-remote", "origin")
+    assert heard == []
+
+
 def _setup(root: Path, remotes: Path) -> Path:
     """A setup whose [setup.*] entries a and b are clones of the two remotes (file://: no need to wait here)."""
     root.mkdir()

@@ -300,10 +300,10 @@ def remote_query(repository: Path, url: str, verb: str, *args: str) -> str:
     :raises GitError: when it fails or does not answer (one line, git's reason)
     """
     listener = progress_listener()
-    if listener is not None:
-        listener(name_from_url(url), f"git {args[0]}: waiting for the remote")
     with _start(repository, args, subprocess.PIPE) as process:
         try:
+            if listener is not None:  # once git runs: a git that cannot start leaves no line behind
+                listener(name_from_url(url), f"git {_verb(args)}: waiting for the remote")
             stdout, stderr = process.communicate(timeout=INACTIVITY_TIMEOUT)
         except subprocess.TimeoutExpired:
             raise GitError(f"cannot {verb} {url}: no answer for {INACTIVITY_TIMEOUT:g} s (git was stopped)") from None

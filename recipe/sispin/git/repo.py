@@ -21,7 +21,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import FrozenSet, Iterator, Optional, Tuple
+from typing import FrozenSet, Iterator, Optional, Set, Tuple
 
 from sispin.errors import CheckoutStateError, GitCommandError, GitError
 from sispin.git.process import network, read_git, remote_query, write_git
@@ -159,12 +159,17 @@ def _keep_commit_graph(mirror: Path) -> None:
         pass
 
 
+#: the file whose time says when a mirror was last fetched: git rewrites it at every fetch, and an update that finds
+#: nothing new to fetch touches it
+FETCHED_STAMP = "FETCH_HEAD"
+
+
 def update_mirror(url: str, path: Path) -> None:
     """
     Bring the mirror at path to url's branches and tags; force-pushed branches follow the remote, deleted ones
     are pruned (their commits stay in the object store until git collects garbage). The remote is asked first what
     it has, and fetched from only when that differs from the mirror (or the mirror lacks an object its refs name):
-    most asks find nothing new, and a fetch would ask the remote a second time (a network round trip) and start four
+    most asks find nothing new, and a fetch would ask the remote a second time (a network round trip) and start five
     processes for nothing. Either way the mirror counts as fetched now (:data:`FETCHED_STAMP`).
 
     :param url: repository URL, for messages
@@ -182,11 +187,6 @@ def update_mirror(url: str, path: Path) -> None:
             _keep_commit_graph(path)  # a mirror made before sispin kept one, whose remote has had nothing new since
     if head is not None:
         _follow_remote_head(path, head)
-
-
-#: the file whose time says when a mirror was last fetched: git rewrites it at every fetch, and a fetch that finds
-#: nothing new touches it
-FETCHED_STAMP = "FETCH_HEAD"
 
 
 def _mirrored(path: Path) -> Optional[FrozenSet[str]]:
@@ -210,7 +210,8 @@ def _advertised(answer: str) -> Tuple[FrozenSet[str], Optional[str]]:
     :return: the branches and tags it names, each as for-each-ref writes it (``<object> <name>``), and the branch the
         remote's HEAD names (None: HEAD is no branch)
     """
-    refs, head = set(), None
+    refs: Set[str] = set()
+    head: Optional[str] = None
     for line in answer.splitlines():
         target, _, name = line.partition("\t")
         if target.startswith("ref: "):  # a symbolic ref: what it names is listed by its own line

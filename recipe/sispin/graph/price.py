@@ -18,7 +18,7 @@ import collections
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, DefaultDict, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, DefaultDict, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from sispin.text import count
 
@@ -46,11 +46,11 @@ class Cost:
     unknown: int = 0
 
     @classmethod
-    def of(cls, usages: Sequence[Optional[Tuple[float, float, float]]]) -> Cost:
+    def of(cls, usages: Iterable[Optional[Tuple[float, float, float]]]) -> Cost:
         """:param usages: each job's (CPU-hours, GPU-hours, peak memory), None when unknown; summed in their order"""
         jobs = unknown = 0
         cpu_hours = gpu_hours = peak_memory = 0.0
-        for usage in usages:  # a frozen Cost per job added (5,000 of them in a dry run) took 4x as long
+        for usage in usages:  # a frozen Cost added per job and group (10,000 in a dry run of 5,000 jobs): 4x as long
             if usage is None:
                 unknown += 1
                 continue
