@@ -199,9 +199,12 @@ class RecordsCompared:
             (old_job, old_text), (new_job, new_text) = old.paths[place], new.paths[place]
             # one text is one digest: most paths keep theirs, and only differing texts are hashed (as _pair tells
             # leaves apart by digest, two texts of one digest are one leaf here too)
-            if old_text != new_text and _path_leaf(old, place).digest != _path_leaf(new, place).digest:
-                own.append(Difference(where, _path_leaf(old, place), _path_leaf(new, place)))
-            elif old_job and new_job and old_job != new_job:
+            if old_text != new_text:
+                a, b = _path_leaf(old, place), _path_leaf(new, place)
+                if a.digest != b.digest:
+                    own.append(Difference(where, a, b))
+                    continue
+            if old_job and new_job and old_job != new_job:
                 inputs.append((where, old_job, new_job))
         self._pairs[(old_id, new_id)] = (own, inputs)
         return own, inputs

@@ -130,14 +130,14 @@ def load_cached(path: Path) -> Lockfile:
     except OSError:  # an unreadable lockfile: load_lockfile says what is wrong, in its words
         return load_lockfile(path)
 
-    try:
-        # decoded as load_lockfile reads it (text mode: universal newlines)
-        text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
-    except UnicodeDecodeError:
-        return load_lockfile(path)
-
-    def validated() -> Tuple[Any, Any, Any]:
-        lockfile = parse_lockfile(text, path)
+    def validated() -> Tuple[Any, Any, Any]:  # only on a miss: a manager's start with the cache decodes nothing
+        try:
+            # decoded as load_lockfile reads it (text mode: universal newlines)
+            text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
+        except UnicodeDecodeError:
+            lockfile = load_lockfile(path)  # says what is wrong, in its words
+        else:
+            lockfile = parse_lockfile(text, path)
         return dict(lockfile.repos), dict(lockfile.sets), dict(lockfile.setup)
 
     repos, sets, setup = read_through(path, data, "lock cache 2", "sispin.lock.validate", validated)

@@ -72,7 +72,7 @@ class _KeyPickler(pickle.Pickler):
             return _named, ("path", first)
         if hashes_as_job(obj) or isinstance(obj, enum.Enum) or inspect.isfunction(obj) or inspect.isclass(obj):
             return _named, (leaf_text(obj)[0],)
-        kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        kind = leaf_text(type(obj))[0]  # its class, named as a record names a class
         if isinstance(obj, dict):  # a subclass of dict: the record walks its items
             return _named, (kind,), list(obj.items())
         state = object_state(obj)
@@ -89,7 +89,7 @@ def content_of(job: Any) -> Optional[Tuple[Content, Dict[int, int], Counter[int]
     file = io.BytesIO()
     pickler = _KeyPickler(file)
     try:
-        pickler.dump((f"{type(job).__module__}.{type(job).__qualname__}", sorted(hashed_arguments(job).items())))
+        pickler.dump((leaf_text(type(job))[0], sorted(hashed_arguments(job).items())))
     except Exception:  # noqa: BLE001 - recipe and config objects: what cannot be pickled gets its record instead
         return None
     digest = hashlib.sha256(file.getvalue()).hexdigest()[:32]
