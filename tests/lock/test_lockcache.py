@@ -85,6 +85,16 @@ def test_other_bytes_are_validated_again(lock):
     assert lockcache.load_cached(lock) == load_lockfile(lock)
 
 
+def test_bytes_that_are_no_utf8_are_said_as_load_lockfile_says_and_never_cached(lock):
+    lock.write_bytes(LOCK.encode() + b"# \xff\n")
+    with pytest.raises(LockfileError) as expected:
+        load_lockfile(lock)
+    with pytest.raises(LockfileError) as said:
+        lockcache.load_cached(lock)
+    assert str(said.value) == str(expected.value)
+    assert not cache_of(lock).exists()
+
+
 def test_other_validating_code_validates_again(lock, tmp_path):
     # a copy of sispin whose rules refuse what the cache holds: a repository name with '-'
     package = tmp_path / "copy" / "sispin"
